@@ -1,0 +1,139 @@
+use std::fmt;
+
+use chrono::Duration;
+use serde::{Deserialize, Serialize};
+
+use crate::status::named_enum;
+
+named_enum! {
+    /// What kind of failure an attempt met; each class has its own next action.
+    FailureClass, "failure class" {
+        /// A second attempt has a genuinely different chance: connection refused, 503, timeout
+        /// before any write. Next rung of the ladder.
+        Transient => "transient",
+        /// The dependency said "not now" and maybe when (429 + Retry-After). Defer to that time,
+        /// capped by a local maximum.
+        RateLimited => "rate_limited",
+        /// Our own capacity is exhausted (local pool). Snooze briefly; the attempt is refunded.
+        Backpressure => "backpressure",
+        /// The input cannot succeed later: malformed payload, missing entity. Dead at once.
+        Permanent => "permanent",
+        /// Configuration is wrong (rejected credentials). Held until the owner repairs it.
+        Configuration => "configuration",
+        /// The effect may have happened (timeout after the write). Reconcile, never retry blindly.
+        Unknown => "unknown",
+    }
+}
+
+/// The structured error kept in `last_error` and in each attempt's history: enough for an operator
+/// to act without reading logs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperationError {
+    /// One line saying what went wrong.
+    pub summary: String,
+    /// The input field at fault, when there is one ("destination postal code").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// What was decided ("permanent failure", "retry at 12:05").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// What a person or process should do next ("correct the source data and submit a new
+    /// operation").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+}
+
+impl OperationError {
+    /// An error with just a summary.
+    pub fn new(summary: impl Into<String>) -> Self {
+        OperationError {
+            summary: summary.into(),
+            field: None,
+            decision: None,
+            next_action: None,
+        }
+    }
+
+    /// Names the input field at fault.
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// States the decision taken.
+    pub fn decision(mut self, decision: impl Into<String>) -> Self {
+        self.decision = Some(decision.into());
+        self
+    }
+
+    /// States what should happen next.
+    pub fn next_action(mut self, next_action: impl Into<String>) -> Self {
+        self.next_action = Some(next_action.into());
+        self
+    }
+}
+
+impl fmt::Display for OperationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.summary)?;
+        if let Some(field) = &self.field {
+            write!(f, " (field: {field})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A classified failure of one attempt, as a handler returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    /// The class, which decides the next action.
+    pub class: FailureClass,
+    /// What went wrong.
+    pub error: OperationError,
+    /// For rate-limited failures: the dependency's declared wait (Retry-After).
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    /// A failure of `class`.
+    pub fn new(class: FailureClass, error: OperationError) -> Self {
+        Failure {
+            class,
+            error,
+            retry_after: None,
+        }
+    }
+
+    /// A transient failure.
+    pub fn transient(summary: impl Into<String>) -> Self {
+        Self::new(FailureClass::Transient, OperationError::new(summary))
+    }
+
+    /// A rate-limited failure, with the dependency's declared wait if it gave one.
+    pub fn rate_limited(summary: impl Into<String>, retry_after: Option<Duration>) -> Self {
+        Failure {
+            retry_after,
+            ..Self::new(FailureClass::RateLimited, OperationError::new(summary))
+        }
+    }
+
+    /// A permanent failure naming the field at fault.
+    pub fn permanent(error: OperationError) -> Self {
+        Self::new(FailureClass::Permanent, error)
+    }
+
+    /// A configuration failure.
+    pub fn configuration(summary: impl Into<String>) -> Self {
+        Self::new(FailureClass::Configuration, OperationError::new(summary))
+    }
+
+    /// An unknown outcome.
+    pub fn unknown(summary: impl Into<String>) -> Self {
+        Self::new(FailureClass::Unknown, OperationError::new(summary))
+    }
+
+    /// Local backpressure.
+    pub fn backpressure(summary: impl Into<String>) -> Self {
+        Self::new(FailureClass::Backpressure, OperationError::new(summary))
+    }
+}

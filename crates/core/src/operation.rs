@@ -1,0 +1,240 @@
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    AttemptOutcome, Error, FailureClass, OperationError, OperationId, Result, RetryPolicy, Status,
+    TerminalReason,
+};
+
+/// One business operation: a row of the `operations` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Operation {
+    /// UUID v7, generated at enqueue.
+    pub id: OperationId,
+    /// Selects the handler and the policy.
+    pub kind: String,
+    /// Unique per kind when present: enqueueing it again returns this operation.
+    pub idempotency_key: Option<String>,
+    /// Immutable JSON snapshot (or input reference) taken at enqueue.
+    pub payload: Value,
+    /// Where the operation stands.
+    pub status: Status,
+    /// Attempts so far, counted at claim.
+    pub attempt: u32,
+    /// The attempt bound, if the kind has one.
+    pub max_attempts: Option<u32>,
+    /// Not claimable before this time.
+    pub next_eligible_at: DateTime<Utc>,
+    /// No attempt is scheduled after this time.
+    pub give_up_at: Option<DateTime<Utc>>,
+    /// The current claim's lease end.
+    pub lease_until: Option<DateTime<Utc>>,
+    /// The current claim's fencing token.
+    pub claim_token: Option<uuid::Uuid>,
+    /// When the current claim began.
+    pub claimed_at: Option<DateTime<Utc>>,
+    /// Which worker holds the current claim.
+    pub worker_id: Option<String>,
+    /// The class of the last failure.
+    pub last_failure_class: Option<FailureClass>,
+    /// The last structured error.
+    pub last_error: Option<OperationError>,
+    /// The remote identity of the effect, once known.
+    pub remote_id: Option<String>,
+    /// The named dependency the kind calls.
+    pub dependency: Option<String>,
+    /// Why the operation ended dead or cancelled.
+    pub terminal_reason: Option<TerminalReason>,
+    /// The code version that made the last attempt.
+    pub code_version: Option<String>,
+    /// The original enqueue options, for diagnosis and re-drive.
+    pub enqueue_params: Value,
+    /// The operation this one re-drives, if any.
+    pub redrive_of: Option<OperationId>,
+    /// How many times this operation was re-driven.
+    pub redrive_count: u32,
+    /// Attempts in a row that vanished (lease expired, no outcome): the crash-loop counter.
+    pub vanished_streak: u32,
+    /// When a wake-up was last published.
+    pub last_woken_at: Option<DateTime<Utc>>,
+    /// Enqueue time; backlog age is measured from here.
+    pub created_at: DateTime<Utc>,
+    /// Last change.
+    pub updated_at: DateTime<Utc>,
+    /// When the operation reached a terminal status.
+    pub terminal_at: Option<DateTime<Utc>>,
+}
+
+/// One claim of an operation, as kept in `operation_attempts`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    /// The attempt number (1-based).
+    pub attempt: u32,
+    /// When the claim began.
+    pub claimed_at: DateTime<Utc>,
+    /// When it ended (outcome written, lease found expired, released).
+    pub ended_at: DateTime<Utc>,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// The failure class, for failed attempts.
+    pub failure_class: Option<FailureClass>,
+    /// The error, for failed or vanished attempts.
+    pub error: Option<OperationError>,
+    /// The worker that held the claim.
+    pub worker_id: Option<String>,
+    /// The code version that ran it.
+    pub code_version: Option<String>,
+}
+
+/// An operation with its whole attempt history, oldest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperationDetail {
+    /// The record.
+    pub operation: Operation,
+    /// Every attempt, oldest first.
+    pub attempts: Vec<Attempt>,
+}
+
+/// What a caller may say about one enqueue; kept verbatim in `enqueue_params`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EnqueueOptions {
+    /// Enqueueing the same key for the same kind again returns the existing operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// Not claimable before this much time has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "opt_secs")]
+    pub delay: Option<Duration>,
+    /// The caller's deadline; overrides the kind's give-up duration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DateTime<Utc>>,
+    /// Overrides the kind's attempt bound (only downwards: the policy is the ceiling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// The named dependency the operation calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<String>,
+}
+
+mod opt_secs {
+    use chrono::Duration;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_f64(d.num_milliseconds() as f64 / 1000.0),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.map(|s| Duration::milliseconds((s * 1000.0) as i64)))
+    }
+}
+
+/// The largest payload accepted by default (256 KiB of JSON).
+pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 256 * 1024;
+
+/// An operation about to be enqueued: everything the store writes, decided before it is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewOperation {
+    /// The new id.
+    pub id: OperationId,
+    /// The kind.
+    pub kind: String,
+    /// The idempotency key, if any.
+    pub idempotency_key: Option<String>,
+    /// The payload snapshot.
+    pub payload: Value,
+    /// The attempt bound.
+    pub max_attempts: Option<u32>,
+    /// First eligible time: enqueue time + delay + the ladder's first rung.
+    pub next_eligible_at: DateTime<Utc>,
+    /// The deadline.
+    pub give_up_at: Option<DateTime<Utc>>,
+    /// The named dependency.
+    pub dependency: Option<String>,
+    /// The options as given.
+    pub enqueue_params: Value,
+    /// Enqueue time.
+    pub created_at: DateTime<Utc>,
+}
+
+impl NewOperation {
+    /// Prepares an operation of `kind` under `policy` at time `now`.
+    ///
+    /// Refuses an empty kind, a payload larger than [`DEFAULT_MAX_PAYLOAD_BYTES`], a deadline
+    /// already past and an attempt bound of zero, so nothing half-valid is stored.
+    pub fn new(
+        kind: impl Into<String>,
+        payload: Value,
+        policy: &RetryPolicy,
+        options: EnqueueOptions,
+        now: DateTime<Utc>,
+    ) -> Result<Self> {
+        Self::with_payload_limit(kind, payload, policy, options, now, DEFAULT_MAX_PAYLOAD_BYTES)
+    }
+
+    /// [`NewOperation::new`] with a payload limit of `max_payload_bytes`.
+    pub fn with_payload_limit(
+        kind: impl Into<String>,
+        payload: Value,
+        policy: &RetryPolicy,
+        options: EnqueueOptions,
+        now: DateTime<Utc>,
+        max_payload_bytes: usize,
+    ) -> Result<Self> {
+        let kind = kind.into();
+        let invalid = |m: String| Err(Error::InvalidInput(m));
+        if kind.trim().is_empty() || kind.len() > 200 {
+            return invalid("kind must be 1 to 200 characters".into());
+        }
+        let size = serde_json::to_vec(&payload)
+            .map_err(|e| Error::InvalidInput(format!("payload is not serializable: {e}")))?
+            .len();
+        if size > max_payload_bytes {
+            return invalid(format!(
+                "payload is {size} bytes, over the limit of {max_payload_bytes} bytes; store large inputs elsewhere and enqueue a reference"
+            ));
+        }
+        if options.idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > 1000) {
+            return invalid("idempotency key must be 1 to 1000 characters".into());
+        }
+        if options.max_attempts == Some(0) {
+            return invalid("max attempts must be positive".into());
+        }
+        if options.delay.is_some_and(|d| d < Duration::zero()) {
+            return invalid("delay must not be negative".into());
+        }
+        let give_up_at = options
+            .deadline
+            .or_else(|| policy.give_up_after().map(|d| now + d));
+        if let Some(deadline) = give_up_at
+            && deadline <= now
+        {
+            return invalid(format!("deadline {deadline} is not in the future"));
+        }
+        let first_rung = policy
+            .ladder()
+            .delay_before(1, FailureClass::Transient)
+            .unwrap_or_default();
+        let max_attempts = match (options.max_attempts, policy.max_attempts()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let enqueue_params = serde_json::to_value(&options)
+            .map_err(|e| Error::InvalidInput(format!("enqueue options: {e}")))?;
+        Ok(NewOperation {
+            id: OperationId::new(),
+            kind,
+            idempotency_key: options.idempotency_key,
+            payload,
+            max_attempts,
+            next_eligible_at: now + options.delay.unwrap_or_default() + first_rung,
+            give_up_at,
+            dependency: options.dependency,
+            enqueue_params,
+            created_at: now,
+        })
+    }
+}

@@ -1,0 +1,287 @@
+use std::marker::PhantomData;
+
+use chrono::Duration;
+
+use crate::{Error, Ladder, Result};
+
+/// Builder state: no execution timeout declared yet.
+#[derive(Debug)]
+pub struct NoTimeout;
+/// Builder state: an execution timeout is declared.
+#[derive(Debug)]
+pub struct Timed;
+/// Builder state: neither an attempt bound nor a give-up duration declared yet.
+#[derive(Debug)]
+pub struct NoBound;
+/// Builder state: an attempt bound and/or a give-up duration is declared.
+#[derive(Debug)]
+pub struct Bounded;
+/// Builder state: the kind has not said whether it does external I/O.
+#[derive(Debug)]
+pub struct UndeclaredIo;
+/// Builder state: the kind said whether it does external I/O (and, if it does, gave a ladder).
+#[derive(Debug)]
+pub struct DeclaredIo;
+
+/// A kind's retry policy: a decision, not a default.
+///
+/// The builder makes the rule "a job must declare a positive timeout, a positive attempt limit or
+/// retry expiry, and a backoff when it does external I/O" a compile-time rule: `build` exists only
+/// once all three are declared.
+///
+/// ```
+/// use chrono::Duration;
+/// use oprec_core::{Ladder, RetryPolicy};
+///
+/// let policy = RetryPolicy::builder()
+///     .timeout(Duration::seconds(30))
+///     .max_attempts(6)
+///     .give_up_after(Duration::hours(48))
+///     .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+///     .build()
+///     .unwrap();
+/// assert_eq!(policy.max_attempts(), Some(6));
+/// ```
+///
+/// Leaving any declaration out does not compile:
+///
+/// ```compile_fail
+/// use chrono::Duration;
+/// use oprec_core::RetryPolicy;
+/// // No ladder for a kind that calls a provider: refused.
+/// let policy = RetryPolicy::builder().timeout(Duration::seconds(30)).max_attempts(3).build();
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RetryPolicy {
+    timeout: Duration,
+    max_attempts: Option<u32>,
+    give_up_after: Option<Duration>,
+    ladder: Ladder,
+    external_io: bool,
+    rate_limit_max: Duration,
+    backpressure_snooze: Duration,
+}
+
+impl RetryPolicy {
+    /// Starts a policy; see the type's documentation for what must be declared.
+    pub fn builder() -> PolicyBuilder<NoTimeout, NoBound, UndeclaredIo> {
+        PolicyBuilder {
+            timeout: None,
+            max_attempts: None,
+            give_up_after: None,
+            ladder: None,
+            external_io: false,
+            rate_limit_max: Duration::hours(1),
+            backpressure_snooze: Duration::seconds(5),
+            _state: PhantomData,
+        }
+    }
+
+    /// How long one attempt may run before it is abandoned as timed out.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The effective attempt bound: the declared bound, or the schedule's length, whichever is
+    /// smaller; `None` when only a deadline bounds the kind.
+    pub fn max_attempts(&self) -> Option<u32> {
+        match (self.max_attempts, self.ladder.max_attempts()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// How long after enqueue the kind gives up by default (a caller's deadline overrides it).
+    pub fn give_up_after(&self) -> Option<Duration> {
+        self.give_up_after
+    }
+
+    /// The retry ladder.
+    pub fn ladder(&self) -> &Ladder {
+        &self.ladder
+    }
+
+    /// Whether the kind declared external I/O.
+    pub fn external_io(&self) -> bool {
+        self.external_io
+    }
+
+    /// The longest a rate-limited failure may defer, whatever the dependency declared.
+    pub fn rate_limit_max(&self) -> Duration {
+        self.rate_limit_max
+    }
+
+    /// How long a backpressure snooze waits.
+    pub fn backpressure_snooze(&self) -> Duration {
+        self.backpressure_snooze
+    }
+}
+
+/// Builds a [`RetryPolicy`]; the type parameters track which declarations were made.
+#[derive(Debug)]
+#[must_use = "a policy builder does nothing until `build` is called"]
+pub struct PolicyBuilder<T, B, I> {
+    timeout: Option<Duration>,
+    max_attempts: Option<u32>,
+    give_up_after: Option<Duration>,
+    ladder: Option<Ladder>,
+    external_io: bool,
+    rate_limit_max: Duration,
+    backpressure_snooze: Duration,
+    _state: PhantomData<(T, B, I)>,
+}
+
+impl<T, B, I> PolicyBuilder<T, B, I> {
+    fn into_state<T2, B2, I2>(self) -> PolicyBuilder<T2, B2, I2> {
+        PolicyBuilder {
+            timeout: self.timeout,
+            max_attempts: self.max_attempts,
+            give_up_after: self.give_up_after,
+            ladder: self.ladder,
+            external_io: self.external_io,
+            rate_limit_max: self.rate_limit_max,
+            backpressure_snooze: self.backpressure_snooze,
+            _state: PhantomData,
+        }
+    }
+
+    /// Declares the execution timeout of one attempt (must be positive).
+    pub fn timeout(mut self, timeout: Duration) -> PolicyBuilder<Timed, B, I> {
+        self.timeout = Some(timeout);
+        self.into_state()
+    }
+
+    /// Bounds the number of attempts (must be positive).
+    pub fn max_attempts(mut self, n: u32) -> PolicyBuilder<T, Bounded, I> {
+        self.max_attempts = Some(n);
+        self.into_state()
+    }
+
+    /// Gives up this long after enqueue unless the caller sets its own deadline (must be positive).
+    pub fn give_up_after(mut self, d: Duration) -> PolicyBuilder<T, Bounded, I> {
+        self.give_up_after = Some(d);
+        self.into_state()
+    }
+
+    /// Declares that the kind calls something outside the process, with the ladder its retries climb.
+    pub fn external_io(mut self, ladder: Ladder) -> PolicyBuilder<T, B, DeclaredIo> {
+        self.ladder = Some(ladder);
+        self.external_io = true;
+        self.into_state()
+    }
+
+    /// Declares that the kind does no external I/O; retries are immediate unless a ladder is given
+    /// with [`PolicyBuilder::ladder`].
+    pub fn local_only(mut self) -> PolicyBuilder<T, B, DeclaredIo> {
+        self.external_io = false;
+        self.into_state()
+    }
+
+    /// Sets or replaces the ladder.
+    pub fn ladder(mut self, ladder: Ladder) -> Self {
+        self.ladder = Some(ladder);
+        self
+    }
+
+    /// Caps how long a rate-limited failure may defer (default one hour).
+    pub fn rate_limit_max(mut self, d: Duration) -> Self {
+        self.rate_limit_max = d;
+        self
+    }
+
+    /// How long a backpressure snooze waits (default five seconds).
+    pub fn backpressure_snooze(mut self, d: Duration) -> Self {
+        self.backpressure_snooze = d;
+        self
+    }
+}
+
+impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
+    /// The policy, once every declaration is there; values must be positive and the ladder sound.
+    pub fn build(self) -> Result<RetryPolicy> {
+        let invalid = |m: &str| Err(Error::InvalidInput(format!("retry policy: {m}")));
+        let timeout = self.timeout.unwrap_or_default();
+        if timeout <= Duration::zero() {
+            return invalid("the execution timeout must be positive");
+        }
+        if self.max_attempts == Some(0) {
+            return invalid("the attempt bound must be positive");
+        }
+        if self.give_up_after.is_some_and(|d| d <= Duration::zero()) {
+            return invalid("the give-up duration must be positive");
+        }
+        if self.rate_limit_max < Duration::zero() || self.backpressure_snooze < Duration::zero() {
+            return invalid("rate-limit maximum and backpressure snooze must not be negative");
+        }
+        let ladder = self.ladder.unwrap_or_else(Ladder::immediate);
+        if let Err(m) = ladder.validate() {
+            return invalid(&m);
+        }
+        if self.external_io && ladder == Ladder::immediate() {
+            return invalid("a kind that does external I/O needs a ladder with a positive delay");
+        }
+        Ok(RetryPolicy {
+            timeout,
+            max_attempts: self.max_attempts,
+            give_up_after: self.give_up_after,
+            ladder,
+            external_io: self.external_io,
+            rate_limit_max: self.rate_limit_max,
+            backpressure_snooze: self.backpressure_snooze,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_must_be_positive() {
+        let base = || RetryPolicy::builder().local_only();
+        assert!(base().timeout(Duration::zero()).max_attempts(3).build().is_err());
+        assert!(base().timeout(Duration::seconds(1)).max_attempts(0).build().is_err());
+        assert!(
+            base()
+                .timeout(Duration::seconds(1))
+                .give_up_after(Duration::seconds(-1))
+                .build()
+                .is_err()
+        );
+        assert!(
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .external_io(Ladder::schedule_secs(&[]))
+                .build()
+                .is_err()
+        );
+        assert!(
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .external_io(Ladder::immediate())
+                .build()
+                .is_err()
+        );
+        assert!(base().timeout(Duration::seconds(1)).max_attempts(3).build().is_ok());
+    }
+
+    #[test]
+    fn effective_bound_is_the_smaller_of_bound_and_schedule() {
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(1))
+            .max_attempts(10)
+            .external_io(Ladder::schedule_secs(&[0, 1, 2]))
+            .build()
+            .unwrap();
+        assert_eq!(p.max_attempts(), Some(3));
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(1))
+            .give_up_after(Duration::hours(1))
+            .local_only()
+            .build()
+            .unwrap();
+        assert_eq!(p.max_attempts(), None);
+    }
+}

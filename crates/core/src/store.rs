@@ -1,0 +1,219 @@
+//! The [`Store`] trait: every read and write of operation records, named noun-first with one
+//! params struct per method, in the spirit of River's driver interface.
+//!
+//! Times: a store holds a [`Clock`](crate::Clock). With the system clock a store may judge leases
+//! by the database's own clock (PostgreSQL does); with a manual clock every "now" is the clock's.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::{
+    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
+    Transition,
+};
+
+/// What an enqueue did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Enqueued {
+    /// The operation's id: the new one, or the existing one for a repeated idempotency key.
+    pub id: OperationId,
+    /// False when the idempotency key already named an operation, which is returned instead.
+    pub created: bool,
+}
+
+/// Who is claiming, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimant {
+    /// The worker's id, kept on the claim and in the attempt history.
+    pub worker_id: String,
+    /// The code version, kept in the attempt history.
+    pub code_version: Option<String>,
+    /// How long the lease lasts before the rescuer may take the operation back.
+    pub lease: Duration,
+}
+
+/// Claim these operations, if they are pending, eligible and not past their deadline.
+#[derive(Clone, Debug)]
+pub struct ClaimByIdsParams {
+    /// The operations named by wake-ups.
+    pub ids: Vec<OperationId>,
+    /// Who claims.
+    pub claimant: Claimant,
+}
+
+/// Claim up to `limit` eligible operations, oldest eligible first.
+#[derive(Clone, Debug)]
+pub struct ClaimEligibleParams {
+    /// Only these kinds (the ones this worker can run); empty means any kind.
+    pub kinds: Vec<String>,
+    /// The most to claim.
+    pub limit: u32,
+    /// Who claims.
+    pub claimant: Claimant,
+}
+
+/// A claimed operation: the record as of the claim, whose `claim_token` fences every later write.
+pub type Claimed = Operation;
+
+/// Extend a claim's lease.
+#[derive(Clone, Debug)]
+pub struct HeartbeatParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// The lease from now.
+    pub lease: Duration,
+}
+
+/// End a claim with a transition; fenced by the token.
+#[derive(Clone, Debug)]
+pub struct CompleteParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// Where the operation goes.
+    pub transition: Transition,
+}
+
+/// What a fenced completion did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompleteResult {
+    /// The transition was applied and the attempt recorded.
+    Applied,
+    /// The token did not match a running claim: nothing changed.
+    Stale,
+}
+
+/// Take back expired leases.
+#[derive(Clone, Debug)]
+pub struct RescueParams {
+    /// After this many vanished attempts in a row the operation is dead (crash_loop).
+    pub vanish_limit: u32,
+    /// How long a rescued operation waits before it is eligible again.
+    pub retry_delay: Duration,
+    /// The most operations handled per call.
+    pub limit: u32,
+}
+
+/// What a rescue pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RescueReport {
+    /// Expired claims recorded as vanished attempts.
+    pub vanished: u64,
+    /// Of those, operations returned to pending.
+    pub retried: u64,
+    /// Of those, operations ended dead (crash_loop, attempts_exhausted or deadline_passed).
+    pub dead: u64,
+}
+
+/// Filters for listing operations; every value reaches SQL as a bind parameter.
+#[derive(Clone, Debug, Default)]
+pub struct ListParams {
+    /// Only this status.
+    pub status: Option<Status>,
+    /// Only this kind.
+    pub kind: Option<String>,
+    /// Only this last failure class.
+    pub failure_class: Option<FailureClass>,
+    /// Keyset pagination: only ids after this one (ids are time-ordered).
+    pub after: Option<OperationId>,
+    /// The most rows (capped by the store at 10,000).
+    pub limit: u32,
+}
+
+/// One group of a count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CountRow {
+    /// The status.
+    pub status: Status,
+    /// The kind.
+    pub kind: String,
+    /// The last failure class.
+    pub failure_class: Option<FailureClass>,
+    /// How many operations.
+    pub count: u64,
+}
+
+/// Record that wake-ups were published for these operations.
+#[derive(Clone, Debug)]
+pub struct MarkWokenParams {
+    /// The operations woken.
+    pub ids: Vec<OperationId>,
+}
+
+/// The store of operation records. Implemented by `oprec-postgres` and `oprec-sqlite`; both must
+/// pass `oprec-testkit`'s conformance suite.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Creates or upgrades the schema.
+    async fn migrate(&self) -> Result<()>;
+
+    /// The store's "now", as used for eligibility and leases.
+    async fn now(&self) -> Result<DateTime<Utc>>;
+
+    /// Enqueues operations in one transaction. An idempotency key already present for the kind
+    /// returns the existing operation (`created: false`); the results are in input order.
+    async fn operation_insert_many(&self, ops: Vec<NewOperation>) -> Result<Vec<Enqueued>>;
+
+    /// Enqueues one operation; see [`Store::operation_insert_many`].
+    async fn operation_insert(&self, op: NewOperation) -> Result<Enqueued> {
+        let mut v = self.operation_insert_many(vec![op]).await?;
+        v.pop()
+            .ok_or_else(|| crate::Error::InvalidInput("enqueue returned nothing".into()))
+    }
+
+    /// Claims the named operations that are pending, eligible and within their deadline: each gets
+    /// attempt + 1, a new claim token and a lease. Others are skipped (and absent from the result).
+    async fn operation_claim_by_ids(&self, params: ClaimByIdsParams) -> Result<Vec<Claimed>>;
+
+    /// Claims up to `limit` eligible operations, oldest eligible first, skipping rows another
+    /// claimer holds.
+    async fn operation_claim_eligible(&self, params: ClaimEligibleParams) -> Result<Vec<Claimed>>;
+
+    /// Extends a running claim's lease. A stale token changes nothing and is
+    /// [`Error::StaleClaim`](crate::Error::StaleClaim).
+    async fn operation_heartbeat(&self, params: HeartbeatParams) -> Result<DateTime<Utc>>;
+
+    /// Ends claims with their transitions, recording each attempt; a stale token changes nothing.
+    /// Results are in input order.
+    async fn operation_complete_many(
+        &self,
+        params: Vec<CompleteParams>,
+    ) -> Result<Vec<CompleteResult>>;
+
+    /// Ends one claim; a stale token is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    async fn operation_complete(&self, params: CompleteParams) -> Result<()> {
+        let id = params.id;
+        match self.operation_complete_many(vec![params]).await?.pop() {
+            Some(CompleteResult::Applied) => Ok(()),
+            _ => Err(crate::Error::StaleClaim { id }),
+        }
+    }
+
+    /// Turns expired leases into vanished attempts; after `vanish_limit` in a row the operation is
+    /// dead (crash_loop); past its bound or deadline it is dead too; otherwise pending again.
+    async fn operation_rescue_expired(&self, params: RescueParams) -> Result<RescueReport>;
+
+    /// Ends pending and held operations whose deadline has passed (dead, deadline_passed).
+    async fn operation_end_past_deadline(&self, limit: u32) -> Result<u64>;
+
+    /// Cancels operations that are not terminal and not running; returns the ids cancelled.
+    async fn operation_cancel(&self, ids: Vec<OperationId>) -> Result<Vec<OperationId>>;
+
+    /// Records that wake-ups were published.
+    async fn operation_mark_woken(&self, params: MarkWokenParams) -> Result<()>;
+
+    /// One operation with its attempt history.
+    async fn operation_get(&self, id: OperationId) -> Result<Option<OperationDetail>>;
+
+    /// Operations matching the filters, in id (creation) order.
+    async fn operation_list(&self, params: ListParams) -> Result<Vec<Operation>>;
+
+    /// Counts by status, kind and last failure class.
+    async fn operation_count(&self) -> Result<Vec<CountRow>>;
+}

@@ -1,0 +1,430 @@
+use chrono::{DateTime, Utc};
+use rand::Rng;
+
+use crate::{
+    AttemptOutcome, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy,
+    Status, TerminalReason,
+};
+
+/// What the decision needs to know about the claim that just ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClaimContext {
+    /// The attempt that just ran (1-based; counted at claim).
+    pub attempt: u32,
+    /// The bound stored on the operation at enqueue.
+    pub max_attempts: Option<u32>,
+    /// The caller's deadline.
+    pub give_up_at: Option<DateTime<Utc>>,
+}
+
+impl From<&Operation> for ClaimContext {
+    fn from(op: &Operation) -> Self {
+        ClaimContext {
+            attempt: op.attempt,
+            max_attempts: op.max_attempts,
+            give_up_at: op.give_up_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Target {
+    Succeed {
+        remote_id: Option<String>,
+    },
+    Retry {
+        at: DateTime<Utc>,
+        failure: (FailureClass, OperationError),
+    },
+    Snooze {
+        until: DateTime<Utc>,
+        failure: (FailureClass, OperationError),
+    },
+    Dead {
+        reason: TerminalReason,
+        failure: Option<(FailureClass, OperationError)>,
+    },
+    Hold {
+        failure: (FailureClass, OperationError),
+    },
+    Reconcile {
+        failure: (FailureClass, OperationError),
+    },
+    Release {
+        at: DateTime<Utc>,
+    },
+    CancelObsolete,
+}
+
+/// The end of a claim: where a running operation goes next and what its attempt row says.
+///
+/// Only the constructors below exist, each one a legal edge out of `running`, so a store cannot
+/// be handed a combination it could misread (River's "use one of the constructors").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    target: Target,
+}
+
+fn failure_parts(f: Failure) -> (FailureClass, OperationError) {
+    (f.class, f.error)
+}
+
+impl Transition {
+    /// The effect happened.
+    pub fn succeeded(remote_id: Option<String>) -> Self {
+        Transition {
+            target: Target::Succeed { remote_id },
+        }
+    }
+
+    /// Back to pending, not claimable before `at` (the next rung of the ladder).
+    pub fn retry(at: DateTime<Utc>, failure: Failure) -> Self {
+        Transition {
+            target: Target::Retry {
+                at,
+                failure: failure_parts(failure),
+            },
+        }
+    }
+
+    /// Back to pending until `until`, with the attempt refunded (backpressure).
+    pub fn snooze(until: DateTime<Utc>, failure: Failure) -> Self {
+        Transition {
+            target: Target::Snooze {
+                until,
+                failure: failure_parts(failure),
+            },
+        }
+    }
+
+    /// Terminal: dead for `reason`, keeping the failure that ended it.
+    pub fn dead(reason: TerminalReason, failure: Option<Failure>) -> Self {
+        Transition {
+            target: Target::Dead {
+                reason,
+                failure: failure.map(failure_parts),
+            },
+        }
+    }
+
+    /// Held for a human (configuration failure).
+    pub fn hold(failure: Failure) -> Self {
+        Transition {
+            target: Target::Hold {
+                failure: failure_parts(failure),
+            },
+        }
+    }
+
+    /// The outcome is unknown: reconcile before anything else.
+    pub fn reconcile(failure: Failure) -> Self {
+        Transition {
+            target: Target::Reconcile {
+                failure: failure_parts(failure),
+            },
+        }
+    }
+
+    /// Released unfinished (drain on shutdown): pending again from `at`. The attempt stays counted.
+    pub fn release(at: DateTime<Utc>) -> Self {
+        Transition {
+            target: Target::Release { at },
+        }
+    }
+
+    /// The kind's still-needed check said no: cancelled as obsolete, handler never called.
+    pub fn cancel_obsolete() -> Self {
+        Transition {
+            target: Target::CancelObsolete,
+        }
+    }
+
+    /// The status the operation moves to.
+    pub fn status(&self) -> Status {
+        match self.target {
+            Target::Succeed { .. } => Status::Succeeded,
+            Target::Retry { .. } | Target::Snooze { .. } | Target::Release { .. } => {
+                Status::Pending
+            }
+            Target::Dead { .. } => Status::Dead,
+            Target::Hold { .. } => Status::Held,
+            Target::Reconcile { .. } => Status::Reconciling,
+            Target::CancelObsolete => Status::Cancelled,
+        }
+    }
+
+    /// What the attempt's history row records.
+    pub fn attempt_outcome(&self) -> AttemptOutcome {
+        match self.target {
+            Target::Succeed { .. } => AttemptOutcome::Succeeded,
+            Target::Retry { .. } | Target::Hold { .. } => AttemptOutcome::Error,
+            Target::Dead { ref failure, .. } => match failure {
+                Some(_) => AttemptOutcome::Error,
+                None => AttemptOutcome::Rejected,
+            },
+            Target::Snooze { .. } => AttemptOutcome::Snoozed,
+            Target::Reconcile { .. } => AttemptOutcome::Unknown,
+            Target::Release { .. } => AttemptOutcome::Released,
+            Target::CancelObsolete => AttemptOutcome::Rejected,
+        }
+    }
+
+    /// The new `next_eligible_at`, for transitions back to pending.
+    pub fn next_eligible_at(&self) -> Option<DateTime<Utc>> {
+        match self.target {
+            Target::Retry { at, .. } | Target::Release { at } => Some(at),
+            Target::Snooze { until, .. } => Some(until),
+            _ => None,
+        }
+    }
+
+    /// The failure to store as `last_failure_class` / `last_error`, if the transition carries one.
+    pub fn failure(&self) -> Option<(FailureClass, &OperationError)> {
+        match &self.target {
+            Target::Retry { failure, .. }
+            | Target::Snooze { failure, .. }
+            | Target::Hold { failure }
+            | Target::Reconcile { failure } => Some((failure.0, &failure.1)),
+            Target::Dead { failure, .. } => failure.as_ref().map(|f| (f.0, &f.1)),
+            _ => None,
+        }
+    }
+
+    /// For terminal transitions other than success: why.
+    pub fn terminal_reason(&self) -> Option<TerminalReason> {
+        match self.target {
+            Target::Dead { reason, .. } => Some(reason),
+            Target::CancelObsolete => Some(TerminalReason::Obsolete),
+            _ => None,
+        }
+    }
+
+    /// Whether the claim's attempt is given back (backpressure snooze).
+    pub fn refunds_attempt(&self) -> bool {
+        matches!(self.target, Target::Snooze { .. })
+    }
+
+    /// The remote identity of the effect, on success.
+    pub fn remote_id(&self) -> Option<&str> {
+        match &self.target {
+            Target::Succeed { remote_id } => remote_id.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Decides what follows an attempt's outcome: the class picks the action, the ladder the time,
+    /// and the attempt bound and the deadline the end.
+    ///
+    /// Rate-limited failures defer to the dependency's declared time capped by
+    /// [`RetryPolicy::rate_limit_max`]; other retries take the next rung with the ladder's jitter,
+    /// clamped so that jitter never moves an attempt past `give_up_at`. A rung that itself lies past
+    /// `give_up_at` ends the operation dead (`deadline_passed`) instead of scheduling a late attempt.
+    pub fn transition_for(
+        &self,
+        claim: &ClaimContext,
+        outcome: Outcome,
+        now: DateTime<Utc>,
+        rng: &mut impl Rng,
+    ) -> Transition {
+        let failure = match outcome {
+            Outcome::Succeeded { remote_id } => return Transition::succeeded(remote_id),
+            Outcome::Failed(f) => f,
+        };
+        let mut failure = failure;
+        let default_text = |f: &mut Failure, decision: String, next: &str| {
+            if f.error.decision.is_none() {
+                f.error.decision = Some(decision);
+            }
+            if f.error.next_action.is_none() {
+                f.error.next_action = Some(next.to_owned());
+            }
+        };
+        let bound = match (claim.max_attempts, self.max_attempts()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match failure.class {
+            FailureClass::Permanent => {
+                default_text(
+                    &mut failure,
+                    "permanent failure: not retried".into(),
+                    "correct the input and submit a new operation",
+                );
+                Transition::dead(TerminalReason::Permanent, Some(failure))
+            }
+            FailureClass::Configuration => {
+                default_text(
+                    &mut failure,
+                    "held: configuration must be repaired".into(),
+                    "repair the configuration, then resume the operation",
+                );
+                Transition::hold(failure)
+            }
+            FailureClass::Unknown => {
+                default_text(
+                    &mut failure,
+                    "outcome unknown: no blind retry".into(),
+                    "reconcile: find out whether the effect was applied",
+                );
+                Transition::reconcile(failure)
+            }
+            FailureClass::Backpressure => {
+                let until = now + self.backpressure_snooze();
+                default_text(
+                    &mut failure,
+                    format!("snoozed until {until} (attempt refunded)"),
+                    "none: retried automatically",
+                );
+                Transition::snooze(until, failure)
+            }
+            FailureClass::Transient | FailureClass::RateLimited => {
+                let exhausted = |mut failure: Failure| {
+                    let of = bound.map(|b| format!(" of {b}")).unwrap_or_default();
+                    default_text(
+                        &mut failure,
+                        format!("dead: attempts exhausted after attempt {}{of}", claim.attempt),
+                        "re-drive once the cause is fixed",
+                    );
+                    Transition::dead(TerminalReason::AttemptsExhausted, Some(failure))
+                };
+                if bound.is_some_and(|b| claim.attempt >= b) {
+                    return exhausted(failure);
+                }
+                let Some(rung) = self.ladder().delay_before(claim.attempt + 1, failure.class)
+                else {
+                    return exhausted(failure);
+                };
+                let (planned, drawn) = match (failure.class, failure.retry_after) {
+                    (FailureClass::RateLimited, Some(declared)) => {
+                        let d = declared.clamp(chrono::Duration::zero(), self.rate_limit_max());
+                        (d, d)
+                    }
+                    _ => (rung, self.ladder().jitter().apply(rung, rng)),
+                };
+                let planned_at = now + planned;
+                let mut at = now + drawn;
+                if let Some(deadline) = claim.give_up_at {
+                    if planned_at > deadline {
+                        default_text(
+                            &mut failure,
+                            format!("dead: the next attempt ({planned_at}) would be after the deadline {deadline}"),
+                            "re-drive with a later deadline if the result is still useful",
+                        );
+                        return Transition::dead(TerminalReason::DeadlinePassed, Some(failure));
+                    }
+                    at = at.min(deadline);
+                }
+                default_text(
+                    &mut failure,
+                    format!("retry at {at} (attempt {})", claim.attempt + 1),
+                    "none: retried automatically",
+                );
+                Transition::retry(at, failure)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Jitter, Ladder};
+    use chrono::{Duration, TimeZone};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    fn policy(jitter: Jitter) -> RetryPolicy {
+        RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]).with_jitter(jitter))
+            .build()
+            .unwrap()
+    }
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap()
+    }
+
+    fn ctx(attempt: u32, give_up_at: Option<DateTime<Utc>>) -> ClaimContext {
+        ClaimContext {
+            attempt,
+            max_attempts: Some(6),
+            give_up_at,
+        }
+    }
+
+    #[test]
+    fn each_class_has_its_own_next_action() {
+        let p = policy(Jitter::None);
+        let rng = &mut StdRng::seed_from_u64(0);
+        let now = t0();
+        let f = |c| Outcome::Failed(Failure::new(c, OperationError::new("x")));
+        let mut status = |c| p.transition_for(&ctx(1, None), f(c), now, rng).status();
+        assert_eq!(status(FailureClass::Transient), Status::Pending);
+        assert_eq!(status(FailureClass::RateLimited), Status::Pending);
+        assert_eq!(status(FailureClass::Backpressure), Status::Pending);
+        assert_eq!(status(FailureClass::Permanent), Status::Dead);
+        assert_eq!(status(FailureClass::Configuration), Status::Held);
+        assert_eq!(status(FailureClass::Unknown), Status::Reconciling);
+        let snooze = p.transition_for(&ctx(1, None), f(FailureClass::Backpressure), now, rng);
+        assert!(snooze.refunds_attempt());
+        assert_eq!(snooze.attempt_outcome(), AttemptOutcome::Snoozed);
+    }
+
+    #[test]
+    fn transient_climbs_the_ladder_then_ends() {
+        let p = policy(Jitter::None);
+        let rng = &mut StdRng::seed_from_u64(0);
+        for (attempt, wait) in [(1, 60), (2, 300), (3, 1500), (4, 7500), (5, 37500)] {
+            let t = p.transition_for(&ctx(attempt, None), Failure::transient("503").into(), t0(), rng);
+            assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(wait)));
+        }
+        let t = p.transition_for(&ctx(6, None), Failure::transient("503").into(), t0(), rng);
+        assert_eq!(t.terminal_reason(), Some(TerminalReason::AttemptsExhausted));
+    }
+
+    #[test]
+    fn rate_limit_defers_to_the_declared_time_capped_locally() {
+        let p = policy(Jitter::Full);
+        let rng = &mut StdRng::seed_from_u64(0);
+        let r = |s| Failure::rate_limited("429", Some(Duration::seconds(s))).into();
+        let t = p.transition_for(&ctx(1, None), r(17), t0(), rng);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(17)));
+        let t = p.transition_for(&ctx(1, None), r(86_400), t0(), rng);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::hours(1)));
+    }
+
+    #[test]
+    fn jitter_never_moves_an_attempt_past_the_deadline() {
+        let p = policy(Jitter::Proportional(1.0));
+        let rng = &mut StdRng::seed_from_u64(3);
+        let deadline = t0() + Duration::seconds(65);
+        for _ in 0..500 {
+            let t = p.transition_for(&ctx(1, Some(deadline)), Failure::transient("x").into(), t0(), rng);
+            assert!(t.next_eligible_at().unwrap() <= deadline);
+        }
+        // A rung that itself lies past the deadline is not scheduled at all.
+        let t = p.transition_for(
+            &ctx(2, Some(deadline)),
+            Failure::transient("x").into(),
+            t0(),
+            rng,
+        );
+        assert_eq!(t.terminal_reason(), Some(TerminalReason::DeadlinePassed));
+    }
+
+    #[test]
+    fn permanent_failure_keeps_field_and_says_what_next() {
+        let p = policy(Jitter::None);
+        let rng = &mut StdRng::seed_from_u64(0);
+        let err = OperationError::new("postal code is not valid").field("destination postal code");
+        let t = p.transition_for(&ctx(1, None), Failure::permanent(err).into(), t0(), rng);
+        let (class, e) = t.failure().unwrap();
+        assert_eq!(class, FailureClass::Permanent);
+        assert_eq!(e.field.as_deref(), Some("destination postal code"));
+        assert_eq!(e.next_action.as_deref(), Some("correct the input and submit a new operation"));
+    }
+}
