@@ -1,1 +1,72 @@
-//! placeholder
+//! oprec-postgres: the [`Store`](oprec_core::Store) on PostgreSQL, for production.
+//!
+//! Claims use `FOR UPDATE SKIP LOCKED` over a partial index of pending rows, so many workers on
+//! many hosts claim without blocking each other and the claim's cost does not grow with finished
+//! rows. Enqueues and completions are one statement per batch (`UNNEST` of arrays). With the system
+//! clock, leases and eligibility are judged by the database's clock; with a manual clock, by it.
+//!
+//! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes rows.
+
+mod error;
+mod row;
+mod store;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use oprec_core::{Clock, Result, SystemClock};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+pub use error::backend_error;
+
+/// The migrations of `migrations/postgres`, embedded.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// Operation records in PostgreSQL.
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+    clock: Arc<dyn Clock>,
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://user@host/db`; TLS via `sslmode=verify-full`).
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options: PgConnectOptions = url.parse().map_err(backend_error)?;
+        Self::connect_with(options, 10).await
+    }
+
+    /// Connects with explicit options and pool size.
+    pub async fn connect_with(options: PgConnectOptions, max_connections: u32) -> Result<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .connect_with(options)
+            .await
+            .map_err(backend_error)?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// Uses an existing pool.
+    pub fn from_pool(pool: PgPool) -> Self {
+        PgStore {
+            pool,
+            clock: Arc::new(SystemClock),
+        }
+    }
+
+    /// Judges time by `clock` instead of the database (tests use a manual clock).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// The value bound as `$1` in every query: `None` lets SQL fall back to the database's `now()`.
+    fn now_bind(&self) -> Option<DateTime<Utc>> {
+        (!self.clock.is_system()).then(|| self.clock.now())
+    }
+}

@@ -1,1 +1,117 @@
-//! placeholder
+//! oprec-testkit: one conformance suite that every [`Store`] runs against its real database, in
+//! the manner of River's `riverdrivertest` and apalis's `generic_storage_test!`.
+//!
+//! A backend's test file defines an async `setup()` returning a fresh, migrated, empty
+//! [`Harness`] (a new PostgreSQL schema, a new SQLite file) and calls
+//! [`store_conformance_tests!`]. Every case takes time from the harness's [`ManualClock`], so no
+//! case sleeps. Not for production code: it panics on failure by design.
+
+pub mod fixture;
+pub mod store_cases;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use oprec_core::store::{ClaimEligibleParams, Claimant};
+use oprec_core::{ManualClock, Operation, OperationDetail, OperationId, Store};
+
+/// The time every case starts at.
+pub fn start_time() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap()
+}
+
+/// A fresh store and the manual clock it judges time by.
+pub struct Harness<S> {
+    /// The store under test: migrated and empty.
+    pub store: S,
+    /// The clock the store reads; cases move it.
+    pub clock: Arc<ManualClock>,
+}
+
+impl<S: Store> Harness<S> {
+    /// A harness over `store`, which must already read `clock`.
+    pub fn new(store: S, clock: Arc<ManualClock>) -> Self {
+        Harness { store, clock }
+    }
+
+    /// A claimant with a 30-second lease.
+    pub fn claimant(&self, worker: &str) -> Claimant {
+        Claimant {
+            worker_id: worker.to_owned(),
+            code_version: Some("test-1".to_owned()),
+            lease: Duration::seconds(30),
+        }
+    }
+
+    /// Claims every eligible operation (up to 1,000) as `worker`.
+    pub async fn claim_all(&self, worker: &str) -> Vec<Operation> {
+        self.store
+            .operation_claim_eligible(ClaimEligibleParams {
+                kinds: vec![],
+                limit: 1000,
+                claimant: self.claimant(worker),
+            })
+            .await
+            .expect("claim eligible")
+    }
+
+    /// The operation and its history; panics if it does not exist.
+    pub async fn get(&self, id: OperationId) -> OperationDetail {
+        self.store
+            .operation_get(id)
+            .await
+            .expect("get")
+            .unwrap_or_else(|| panic!("operation {id} not found"))
+    }
+
+    /// Moves the clock by whole seconds.
+    pub fn advance_secs(&self, secs: i64) {
+        self.clock.advance(Duration::seconds(secs));
+    }
+}
+
+/// Expands into one `#[tokio::test]` per conformance case and per fixture scenario, each calling
+/// `$setup().await` for a fresh [`Harness`]. The calling crate needs `tokio` as a dev-dependency.
+#[macro_export]
+macro_rules! store_conformance_tests {
+    ($setup:path) => {
+        $crate::store_conformance_tests!(@cases $setup;
+            store_cases::enqueue_then_get_round_trips,
+            store_cases::idempotency_key_returns_the_existing_operation,
+            store_cases::claim_counts_the_attempt_and_sets_a_lease,
+            store_cases::claim_waits_for_next_eligible_at,
+            store_cases::claim_by_ids_takes_only_pending_eligible_operations,
+            store_cases::claim_eligible_honours_kinds_limit_and_order,
+            store_cases::claim_skips_operations_past_their_deadline,
+            store_cases::heartbeat_extends_the_lease_and_is_fenced,
+            store_cases::late_completion_with_an_old_token_changes_nothing,
+            store_cases::complete_many_reports_each_result_in_order,
+            store_cases::snooze_refunds_the_attempt,
+            store_cases::each_transition_sets_status_and_history,
+            store_cases::rescue_turns_expired_leases_into_vanished_attempts,
+            store_cases::rescue_respects_the_attempt_bound_and_deadline,
+            store_cases::end_past_deadline_kills_waiting_operations_only,
+            store_cases::cancel_touches_only_waiting_operations,
+            store_cases::list_filters_and_pages,
+            store_cases::hostile_filter_values_are_only_data,
+            store_cases::count_groups_by_status_kind_and_class,
+            store_cases::mark_woken_records_the_time,
+            fixture::malformed_input_is_dead_after_one_attempt,
+            fixture::transient_outage_retries_at_0_60_360_then_succeeds,
+            fixture::long_outage_ends_after_six_attempts_at_the_ladder_times,
+            fixture::unknown_remote_result_goes_to_reconciling,
+            fixture::terminal_operation_ignores_later_claims,
+            fixture::deadline_before_the_next_rung_ends_dead,
+            fixture::crash_loop_ends_dead_with_every_vanished_attempt_kept,
+        );
+    };
+    (@cases $setup:path; $($module:ident :: $case:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let harness = $setup().await;
+                $crate::$module::$case(harness).await;
+            }
+        )+
+    };
+}

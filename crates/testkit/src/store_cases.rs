@@ -1,0 +1,741 @@
+//! The Store conformance cases: what every backend must do, row for row.
+
+use chrono::Duration;
+use oprec_core::store::{
+    ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
+    ListParams, MarkWokenParams, RescueParams,
+};
+use oprec_core::{
+    AttemptOutcome, Clock, EnqueueOptions, Error, Failure, FailureClass, NewOperation,
+    OperationError, OperationId, RetryPolicy, Status, Store, TerminalReason, Transition,
+};
+use serde_json::json;
+
+use crate::Harness;
+
+/// A local-only policy with six attempts and no deadline.
+pub fn plain_policy() -> RetryPolicy {
+    RetryPolicy::builder()
+        .timeout(Duration::seconds(30))
+        .max_attempts(6)
+        .local_only()
+        .build()
+        .expect("policy")
+}
+
+/// Enqueues one operation of `kind` with `options`, at the harness's time.
+pub async fn enqueue<S: Store>(
+    h: &Harness<S>,
+    kind: &str,
+    options: EnqueueOptions,
+) -> OperationId {
+    let op = NewOperation::new(kind, json!({"n": 1}), &plain_policy(), options, h.clock.now())
+        .expect("new operation");
+    h.store.operation_insert(op).await.expect("enqueue").id
+}
+
+fn rescue(vanish_limit: u32) -> RescueParams {
+    RescueParams {
+        vanish_limit,
+        retry_delay: Duration::zero(),
+        limit: 1000,
+    }
+}
+
+/// Every column written at enqueue reads back the same.
+pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
+    let now = h.clock.now();
+    let deadline = now + Duration::hours(48);
+    let payload = json!({"to": "Zoë", "amount_cents": 1250, "nested": {"list": [1, 2, 3]}});
+    let op = NewOperation::new(
+        "email.send",
+        payload.clone(),
+        &plain_policy(),
+        EnqueueOptions {
+            idempotency_key: Some("order-42".into()),
+            delay: Some(Duration::seconds(90)),
+            deadline: Some(deadline),
+            max_attempts: Some(4),
+            dependency: Some("smtp".into()),
+        },
+        now,
+    )
+    .unwrap();
+    let id = op.id;
+    let e = h.store.operation_insert(op).await.unwrap();
+    assert_eq!(e.id, id);
+    assert!(e.created);
+
+    let d = h.get(id).await;
+    let o = &d.operation;
+    assert_eq!(o.kind, "email.send");
+    assert_eq!(o.payload, payload);
+    assert_eq!(o.status, Status::Pending);
+    assert_eq!(o.attempt, 0);
+    assert_eq!(o.max_attempts, Some(4));
+    assert_eq!(o.idempotency_key.as_deref(), Some("order-42"));
+    assert_eq!(o.next_eligible_at, now + Duration::seconds(90));
+    assert_eq!(o.give_up_at, Some(deadline));
+    assert_eq!(o.dependency.as_deref(), Some("smtp"));
+    assert_eq!(o.created_at, now);
+    assert_eq!(o.enqueue_params["idempotency_key"], "order-42");
+    assert_eq!(o.enqueue_params["delay"], 90.0);
+    assert!(o.claim_token.is_none() && o.lease_until.is_none() && o.terminal_at.is_none());
+    assert!(d.attempts.is_empty());
+    assert!(h.store.operation_get(OperationId::new()).await.unwrap().is_none());
+}
+
+/// The same key for the same kind returns the first operation, within a batch and across calls;
+/// another kind may use the same key.
+pub async fn idempotency_key_returns_the_existing_operation<S: Store>(h: Harness<S>) {
+    let now = h.clock.now();
+    let mk = |kind: &str, key: Option<&str>| {
+        NewOperation::new(
+            kind,
+            json!({}),
+            &plain_policy(),
+            EnqueueOptions {
+                idempotency_key: key.map(str::to_owned),
+                ..Default::default()
+            },
+            now,
+        )
+        .unwrap()
+    };
+    let first = h.store.operation_insert(mk("a", Some("k1"))).await.unwrap();
+    assert!(first.created);
+    let batch = vec![
+        mk("a", Some("k1")),
+        mk("a", Some("k2")),
+        mk("a", Some("k2")),
+        mk("b", Some("k1")),
+        mk("a", None),
+        mk("a", None),
+    ];
+    let res = h.store.operation_insert_many(batch).await.unwrap();
+    assert_eq!(res.len(), 6);
+    assert_eq!(res[0].id, first.id);
+    assert!(!res[0].created);
+    assert!(res[1].created);
+    assert_eq!(res[2].id, res[1].id);
+    assert!(!res[2].created);
+    assert!(res[3].created && res[3].id != first.id);
+    assert!(res[4].created && res[5].created && res[4].id != res[5].id);
+    let total: u64 = h.store.operation_count().await.unwrap().iter().map(|r| r.count).sum();
+    assert_eq!(total, 5);
+}
+
+/// A claim moves pending → running, counts the attempt, and gives a token and a lease.
+pub async fn claim_counts_the_attempt_and_sets_a_lease<S: Store>(h: Harness<S>) {
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let claimed = h.claim_all("w1").await;
+    assert_eq!(claimed.len(), 1);
+    let c = &claimed[0];
+    assert_eq!(c.id, id);
+    assert_eq!(c.status, Status::Running);
+    assert_eq!(c.attempt, 1);
+    assert!(c.claim_token.is_some());
+    assert_eq!(c.lease_until, Some(h.clock.now() + Duration::seconds(30)));
+    assert_eq!(c.claimed_at, Some(h.clock.now()));
+    assert_eq!(c.worker_id.as_deref(), Some("w1"));
+    assert_eq!(c.code_version.as_deref(), Some("test-1"));
+    // Nothing left to claim.
+    assert!(h.claim_all("w2").await.is_empty());
+    let stored = h.get(id).await.operation;
+    assert_eq!(stored.claim_token, c.claim_token);
+    assert_eq!(stored.attempt, 1);
+}
+
+/// An operation is not claimable before `next_eligible_at`, and is at that instant.
+pub async fn claim_waits_for_next_eligible_at<S: Store>(h: Harness<S>) {
+    let id = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(60)),
+            ..Default::default()
+        },
+    )
+    .await;
+    h.advance_secs(59);
+    assert!(h.claim_all("w").await.is_empty());
+    let by_id = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![id],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert!(by_id.is_empty(), "a wake-up before eligibility claims nothing");
+    h.advance_secs(1);
+    assert_eq!(h.claim_all("w").await.len(), 1);
+}
+
+/// Claim by id takes pending eligible operations and ignores running, terminal and unknown ids.
+pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: Store>(h: Harness<S>) {
+    let a = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let by_ids = |ids: Vec<OperationId>| {
+        h.store.operation_claim_by_ids(ClaimByIdsParams {
+            ids,
+            claimant: h.claimant("w"),
+        })
+    };
+    // b becomes running, c becomes cancelled (terminal).
+    assert_eq!(by_ids(vec![b]).await.unwrap().len(), 1);
+    assert_eq!(h.store.operation_cancel(vec![c]).await.unwrap(), vec![c]);
+    let got = by_ids(vec![a, b, c, OperationId::new(), a]).await.unwrap();
+    assert_eq!(got.iter().map(|o| o.id).collect::<Vec<_>>(), vec![a]);
+    assert_eq!(got[0].attempt, 1, "a repeated id is claimed once");
+    assert_eq!(h.get(b).await.operation.attempt, 1);
+    assert_eq!(h.get(c).await.operation.status, Status::Cancelled);
+    assert!(by_ids(vec![]).await.unwrap().is_empty());
+}
+
+/// Claim eligible honours the kinds filter and the limit, oldest eligible first.
+pub async fn claim_eligible_honours_kinds_limit_and_order<S: Store>(h: Harness<S>) {
+    let later = enqueue(
+        &h,
+        "a",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(5)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let sooner = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let other = enqueue(&h, "b", EnqueueOptions::default()).await;
+    h.advance_secs(10);
+    let claim = |kinds: Vec<&str>, limit| {
+        h.store.operation_claim_eligible(ClaimEligibleParams {
+            kinds: kinds.into_iter().map(str::to_owned).collect(),
+            limit,
+            claimant: h.claimant("w"),
+        })
+    };
+    assert!(claim(vec!["a"], 0).await.unwrap().is_empty());
+    let first = claim(vec!["a"], 1).await.unwrap();
+    assert_eq!(first.iter().map(|o| o.id).collect::<Vec<_>>(), vec![sooner]);
+    let rest = claim(vec!["a", "c"], 10).await.unwrap();
+    assert_eq!(rest.iter().map(|o| o.id).collect::<Vec<_>>(), vec![later]);
+    let any = claim(vec![], 10).await.unwrap();
+    assert_eq!(any.iter().map(|o| o.id).collect::<Vec<_>>(), vec![other]);
+}
+
+/// No claim is made after `give_up_at`.
+pub async fn claim_skips_operations_past_their_deadline<S: Store>(h: Harness<S>) {
+    let deadline = h.clock.now() + Duration::seconds(10);
+    let id = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(20)),
+            deadline: Some(deadline),
+            ..Default::default()
+        },
+    )
+    .await;
+    h.advance_secs(20);
+    assert!(h.claim_all("w").await.is_empty());
+    assert_eq!(h.get(id).await.operation.status, Status::Pending);
+}
+
+/// A heartbeat extends the lease; with a stale token it changes nothing and says so.
+pub async fn heartbeat_extends_the_lease_and_is_fenced<S: Store>(h: Harness<S>) {
+    enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = h.claim_all("w").await.remove(0);
+    h.advance_secs(20);
+    let lease = h
+        .store
+        .operation_heartbeat(HeartbeatParams {
+            id: c.id,
+            claim_token: c.claim_token.unwrap(),
+            lease: Duration::seconds(30),
+        })
+        .await
+        .unwrap();
+    assert_eq!(lease, h.clock.now() + Duration::seconds(30));
+    assert_eq!(h.get(c.id).await.operation.lease_until, Some(lease));
+    let stale = h
+        .store
+        .operation_heartbeat(HeartbeatParams {
+            id: c.id,
+            claim_token: uuid::Uuid::now_v7(),
+            lease: Duration::seconds(300),
+        })
+        .await;
+    assert!(matches!(stale, Err(Error::StaleClaim { id }) if id == c.id));
+    assert_eq!(h.get(c.id).await.operation.lease_until, Some(lease));
+}
+
+/// A worker whose lease was taken over cannot overwrite the newer result.
+pub async fn late_completion_with_an_old_token_changes_nothing<S: Store>(h: Harness<S>) {
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let old = h.claim_all("zombie").await.remove(0);
+    h.advance_secs(31);
+    let r = h.store.operation_rescue_expired(rescue(3)).await.unwrap();
+    assert_eq!(r.vanished, 1);
+    let new = h.claim_all("healthy").await.remove(0);
+    assert_eq!(new.attempt, 2);
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: new.claim_token.unwrap(),
+            transition: Transition::succeeded(Some("remote-new".into())),
+        })
+        .await
+        .unwrap();
+    let late = h
+        .store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: old.claim_token.unwrap(),
+            transition: Transition::dead(
+                TerminalReason::Permanent,
+                Some(Failure::permanent(OperationError::new("late"))),
+            ),
+        })
+        .await;
+    assert!(matches!(late, Err(Error::StaleClaim { .. })));
+    let d = h.get(id).await;
+    assert_eq!(d.operation.status, Status::Succeeded);
+    assert_eq!(d.operation.remote_id.as_deref(), Some("remote-new"));
+    let outcomes: Vec<_> = d.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, vec![AttemptOutcome::Vanished, AttemptOutcome::Succeeded]);
+}
+
+/// A batch of completions reports applied and stale per item, in order.
+pub async fn complete_many_reports_each_result_in_order<S: Store>(h: Harness<S>) {
+    for _ in 0..3 {
+        enqueue(&h, "k", EnqueueOptions::default()).await;
+    }
+    let claimed = h.claim_all("w").await;
+    assert_eq!(claimed.len(), 3);
+    let mut params: Vec<CompleteParams> = claimed
+        .iter()
+        .map(|c| CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::succeeded(None),
+        })
+        .collect();
+    params[1].claim_token = uuid::Uuid::now_v7();
+    let res = h.store.operation_complete_many(params).await.unwrap();
+    assert_eq!(
+        res,
+        vec![CompleteResult::Applied, CompleteResult::Stale, CompleteResult::Applied]
+    );
+    assert_eq!(h.get(claimed[1].id).await.operation.status, Status::Running);
+    assert!(h.store.operation_complete_many(vec![]).await.unwrap().is_empty());
+}
+
+/// Backpressure gives the attempt back; the history still shows the claim.
+pub async fn snooze_refunds_the_attempt<S: Store>(h: Harness<S>) {
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = h.claim_all("w").await.remove(0);
+    let until = h.clock.now() + Duration::seconds(5);
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::snooze(until, Failure::backpressure("pool exhausted")),
+        })
+        .await
+        .unwrap();
+    let d = h.get(id).await;
+    assert_eq!(d.operation.status, Status::Pending);
+    assert_eq!(d.operation.attempt, 0);
+    assert_eq!(d.operation.next_eligible_at, until);
+    assert_eq!(d.attempts.len(), 1);
+    assert_eq!(d.attempts[0].attempt, 1);
+    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Snoozed);
+    h.advance_secs(5);
+    assert_eq!(h.claim_all("w").await[0].attempt, 1);
+}
+
+/// Every transition constructor lands in its status with its history row.
+pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
+    let now = h.clock.now();
+    let err = || OperationError::new("boom").field("f").next_action("look");
+    let cases = vec![
+        (Transition::succeeded(Some("r-1".into())), Status::Succeeded, AttemptOutcome::Succeeded),
+        (
+            Transition::retry(now + Duration::seconds(60), Failure::transient("503")),
+            Status::Pending,
+            AttemptOutcome::Error,
+        ),
+        (
+            Transition::dead(TerminalReason::Permanent, Some(Failure::permanent(err()))),
+            Status::Dead,
+            AttemptOutcome::Error,
+        ),
+        (Transition::hold(Failure::configuration("401")), Status::Held, AttemptOutcome::Error),
+        (
+            Transition::reconcile(Failure::unknown("timeout after write")),
+            Status::Reconciling,
+            AttemptOutcome::Unknown,
+        ),
+        (Transition::release(now), Status::Pending, AttemptOutcome::Released),
+        (Transition::cancel_obsolete(), Status::Cancelled, AttemptOutcome::Rejected),
+    ];
+    for (t, status, outcome) in cases {
+        let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+        let c = h
+            .store
+            .operation_claim_by_ids(ClaimByIdsParams {
+                ids: vec![id],
+                claimant: h.claimant("w"),
+            })
+            .await
+            .unwrap()
+            .remove(0);
+        h.store
+            .operation_complete(CompleteParams {
+                id,
+                claim_token: c.claim_token.unwrap(),
+                transition: t.clone(),
+            })
+            .await
+            .unwrap();
+        let d = h.get(id).await;
+        let o = &d.operation;
+        assert_eq!(o.status, status, "{t:?}");
+        assert_eq!(o.attempt, 1);
+        assert!(o.claim_token.is_none() && o.lease_until.is_none());
+        assert_eq!(o.terminal_at.is_some(), status.is_terminal(), "{t:?}");
+        assert_eq!(o.terminal_reason, t.terminal_reason());
+        assert_eq!(o.last_failure_class, t.failure().map(|(c, _)| c));
+        assert_eq!(o.last_error.as_ref(), t.failure().map(|(_, e)| e));
+        if let Some(at) = t.next_eligible_at() {
+            assert_eq!(o.next_eligible_at, at);
+        }
+        assert_eq!(o.remote_id.as_deref(), t.remote_id());
+        assert_eq!(d.attempts.len(), 1);
+        let a = &d.attempts[0];
+        assert_eq!(a.outcome, outcome);
+        assert_eq!(a.attempt, 1);
+        assert_eq!(a.claimed_at, now);
+        assert_eq!(a.ended_at, now);
+        assert_eq!(a.worker_id.as_deref(), Some("w"));
+        assert_eq!(a.code_version.as_deref(), Some("test-1"));
+        assert_eq!(a.failure_class, t.failure().map(|(c, _)| c));
+        assert_eq!(a.error.as_ref(), t.failure().map(|(_, e)| e));
+    }
+}
+
+/// An expired lease becomes a vanished attempt and the operation is claimable again; a live
+/// lease is left alone.
+pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: Store>(h: Harness<S>) {
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = h.claim_all("w").await.remove(0);
+    h.advance_secs(30);
+    let r = h.store.operation_rescue_expired(rescue(3)).await.unwrap();
+    assert_eq!(r.vanished, 0, "a lease that ends now has not expired");
+    h.advance_secs(1);
+    let r = h
+        .store
+        .operation_rescue_expired(RescueParams {
+            retry_delay: Duration::seconds(10),
+            ..rescue(3)
+        })
+        .await
+        .unwrap();
+    assert_eq!((r.vanished, r.retried, r.dead), (1, 1, 0));
+    let d = h.get(id).await;
+    assert_eq!(d.operation.status, Status::Pending);
+    assert_eq!(d.operation.vanished_streak, 1);
+    assert_eq!(d.operation.next_eligible_at, h.clock.now() + Duration::seconds(10));
+    assert_eq!(d.attempts.len(), 1);
+    assert_eq!(d.attempts[0].outcome, AttemptOutcome::Vanished);
+    assert_eq!(d.attempts[0].claimed_at, c.claimed_at.unwrap());
+    assert!(d.attempts[0].error.as_ref().unwrap().summary.contains("vanished"));
+    // A completed attempt resets the streak.
+    h.advance_secs(10);
+    let c2 = h.claim_all("w").await.remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: c2.claim_token.unwrap(),
+            transition: Transition::retry(h.clock.now(), Failure::transient("x")),
+        })
+        .await
+        .unwrap();
+    assert_eq!(h.get(id).await.operation.vanished_streak, 0);
+}
+
+/// A vanished attempt that was the last allowed, or whose retry would pass the deadline, ends dead.
+pub async fn rescue_respects_the_attempt_bound_and_deadline<S: Store>(h: Harness<S>) {
+    let bounded = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            max_attempts: Some(1),
+            ..Default::default()
+        },
+    )
+    .await;
+    let deadline = h.clock.now() + Duration::seconds(40);
+    let timed = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            deadline: Some(deadline),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(h.claim_all("w").await.len(), 2);
+    h.advance_secs(31);
+    let r = h
+        .store
+        .operation_rescue_expired(RescueParams {
+            retry_delay: Duration::seconds(20),
+            ..rescue(5)
+        })
+        .await
+        .unwrap();
+    assert_eq!((r.vanished, r.retried, r.dead), (2, 0, 2));
+    let b = h.get(bounded).await.operation;
+    assert_eq!(b.status, Status::Dead);
+    assert_eq!(b.terminal_reason, Some(TerminalReason::AttemptsExhausted));
+    let t = h.get(timed).await.operation;
+    assert_eq!(t.status, Status::Dead);
+    assert_eq!(t.terminal_reason, Some(TerminalReason::DeadlinePassed));
+    assert!(t.terminal_at.is_some());
+}
+
+/// Pending and held operations past their deadline end dead; others are untouched.
+pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harness<S>) {
+    let deadline = Some(h.clock.now() + Duration::seconds(100));
+    let opts = || EnqueueOptions {
+        deadline,
+        ..Default::default()
+    };
+    let waiting = enqueue(&h, "k", EnqueueOptions {
+        delay: Some(Duration::seconds(500)),
+        ..opts()
+    })
+    .await;
+    let held = enqueue(&h, "k", opts()).await;
+    let running = enqueue(&h, "k", opts()).await;
+    let no_deadline = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let claimed = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![held, running],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    let held_claim = claimed.iter().find(|c| c.id == held).unwrap();
+    h.store
+        .operation_complete(CompleteParams {
+            id: held,
+            claim_token: held_claim.claim_token.unwrap(),
+            transition: Transition::hold(Failure::configuration("401 from provider")),
+        })
+        .await
+        .unwrap();
+    assert_eq!(h.store.operation_end_past_deadline(100).await.unwrap(), 0);
+    h.advance_secs(101);
+    assert_eq!(h.store.operation_end_past_deadline(100).await.unwrap(), 2);
+    for id in [waiting, held] {
+        let o = h.get(id).await.operation;
+        assert_eq!(o.status, Status::Dead);
+        assert_eq!(o.terminal_reason, Some(TerminalReason::DeadlinePassed));
+        assert!(o.last_error.unwrap().decision.unwrap().contains("deadline"));
+    }
+    // The held one keeps the failure that held it.
+    assert_eq!(h.get(held).await.operation.last_error.unwrap().summary, "401 from provider");
+    assert_eq!(h.get(running).await.operation.status, Status::Running);
+    assert_eq!(h.get(no_deadline).await.operation.status, Status::Pending);
+}
+
+/// Cancel ends pending, held and reconciling operations and leaves running and terminal ones.
+pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
+    let pending = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let running = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![running],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    let got = h
+        .store
+        .operation_cancel(vec![pending, running, OperationId::new()])
+        .await
+        .unwrap();
+    assert_eq!(got, vec![pending]);
+    let o = h.get(pending).await.operation;
+    assert_eq!(o.status, Status::Cancelled);
+    assert_eq!(o.terminal_reason, Some(TerminalReason::Operator));
+    assert!(h.store.operation_cancel(vec![pending]).await.unwrap().is_empty());
+    assert_eq!(h.get(running).await.operation.status, Status::Running);
+}
+
+/// Listing filters by status, kind and class, in id order, with keyset pages.
+pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(enqueue(&h, if i % 2 == 0 { "even" } else { "odd" }, EnqueueOptions::default()).await);
+    }
+    let all = h
+        .store
+        .operation_list(ListParams {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+    let page1 = h
+        .store
+        .operation_list(ListParams {
+            kind: Some("even".into()),
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page1.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[0], ids[2]]);
+    let page2 = h
+        .store
+        .operation_list(ListParams {
+            kind: Some("even".into()),
+            after: Some(page1[1].id),
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page2.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[4]]);
+    // One transient failure, then filter by status and class.
+    let c = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![ids[1]],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::retry(h.clock.now(), Failure::transient("503")),
+        })
+        .await
+        .unwrap();
+    let transient = h
+        .store
+        .operation_list(ListParams {
+            status: Some(Status::Pending),
+            failure_class: Some(FailureClass::Transient),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(transient.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[1]]);
+    let none = h
+        .store
+        .operation_list(ListParams {
+            status: Some(Status::Dead),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+}
+
+/// SQL fragments, quotes, NULs-free oddities and very long strings in filters are plain data: an
+/// empty result, and the table is still there.
+pub async fn hostile_filter_values_are_only_data<S: Store>(h: Harness<S>) {
+    enqueue(&h, "k", EnqueueOptions::default()).await;
+    let hostile = [
+        "k' OR '1'='1".to_owned(),
+        "k\"; DROP TABLE operations; --".to_owned(),
+        "%".to_owned(),
+        "_".to_owned(),
+        "k\\".to_owned(),
+        "ü🦀\u{202e}".to_owned(),
+        "x".repeat(100_000),
+    ];
+    for kind in hostile {
+        let got = h
+            .store
+            .operation_list(ListParams {
+                kind: Some(kind.clone()),
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(got.is_empty(), "filter {:?} matched", &kind[..kind.len().min(40)]);
+    }
+    let all = h
+        .store
+        .operation_list(ListParams {
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 1);
+}
+
+/// Counts group by status, kind and last failure class.
+pub async fn count_groups_by_status_kind_and_class<S: Store>(h: Harness<S>) {
+    for _ in 0..3 {
+        enqueue(&h, "a", EnqueueOptions::default()).await;
+    }
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    let c = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![b],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id: b,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::dead(
+                TerminalReason::Permanent,
+                Some(Failure::permanent(OperationError::new("bad"))),
+            ),
+        })
+        .await
+        .unwrap();
+    let rows = h.store.operation_count().await.unwrap();
+    let find = |status: Status, kind: &str| {
+        rows.iter()
+            .find(|r| r.status == status && r.kind == kind)
+            .map(|r| (r.failure_class, r.count))
+    };
+    assert_eq!(find(Status::Pending, "a"), Some((None, 3)));
+    assert_eq!(find(Status::Dead, "b"), Some((Some(FailureClass::Permanent), 1)));
+    assert_eq!(rows.len(), 2);
+}
+
+/// Publishing wake-ups is recorded on the rows.
+pub async fn mark_woken_records_the_time<S: Store>(h: Harness<S>) {
+    let a = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.advance_secs(3);
+    h.store
+        .operation_mark_woken(MarkWokenParams { ids: vec![a] })
+        .await
+        .unwrap();
+    assert_eq!(h.get(a).await.operation.last_woken_at, Some(h.clock.now()));
+    assert_eq!(h.get(b).await.operation.last_woken_at, None);
+}
