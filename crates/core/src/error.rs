@@ -6,7 +6,9 @@ use crate::OperationId;
 pub enum Error {
     /// The claim token no longer matches: the lease was taken over or the operation moved on.
     /// The write changed nothing.
-    #[error("stale claim on operation {id}: the lease was taken over or the operation already moved on")]
+    #[error(
+        "stale claim on operation {id}: the lease was taken over or the operation already moved on"
+    )]
     StaleClaim {
         /// The operation whose claim was stale.
         id: OperationId,
@@ -43,7 +45,13 @@ impl Error {
 
     /// Whether the same call may succeed later.
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Backend { transient: true, .. })
+        matches!(
+            self,
+            Error::Backend {
+                transient: true,
+                ..
+            }
+        )
     }
 }
 

@@ -226,7 +226,10 @@ mod tests {
         assert_eq!(l.delay_before(3, t), Some(Duration::seconds(120)));
         assert_eq!(l.delay_before(5, t), Some(Duration::seconds(480)));
         assert_eq!(l.delay_before(30, t), Some(Duration::seconds(3600)));
-        assert_eq!(l.delay_before(3, FailureClass::RateLimited), Some(Duration::seconds(10)));
+        assert_eq!(
+            l.delay_before(3, FailureClass::RateLimited),
+            Some(Duration::seconds(10))
+        );
     }
 
     #[test]

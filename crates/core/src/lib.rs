@@ -11,6 +11,7 @@
 mod clock;
 mod error;
 mod failure;
+pub mod frame;
 mod id;
 mod ladder;
 mod operation;
@@ -19,6 +20,7 @@ mod policy;
 mod status;
 pub mod store;
 mod transition;
+pub mod transport;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
@@ -33,3 +35,4 @@ pub use policy::{
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::Store;
 pub use transition::{ClaimContext, Transition};
+pub use transport::{AckToken, Delivery, Transport};

@@ -172,7 +172,14 @@ impl NewOperation {
         options: EnqueueOptions,
         now: DateTime<Utc>,
     ) -> Result<Self> {
-        Self::with_payload_limit(kind, payload, policy, options, now, DEFAULT_MAX_PAYLOAD_BYTES)
+        Self::with_payload_limit(
+            kind,
+            payload,
+            policy,
+            options,
+            now,
+            DEFAULT_MAX_PAYLOAD_BYTES,
+        )
     }
 
     /// [`NewOperation::new`] with a payload limit of `max_payload_bytes`.
@@ -197,7 +204,11 @@ impl NewOperation {
                 "payload is {size} bytes, over the limit of {max_payload_bytes} bytes; store large inputs elsewhere and enqueue a reference"
             ));
         }
-        if options.idempotency_key.as_ref().is_some_and(|k| k.is_empty() || k.len() > 1000) {
+        if options
+            .idempotency_key
+            .as_ref()
+            .is_some_and(|k| k.is_empty() || k.len() > 1000)
+        {
             return invalid("idempotency key must be 1 to 1000 characters".into());
         }
         if options.max_attempts == Some(0) {

@@ -239,8 +239,20 @@ mod tests {
     #[test]
     fn values_must_be_positive() {
         let base = || RetryPolicy::builder().local_only();
-        assert!(base().timeout(Duration::zero()).max_attempts(3).build().is_err());
-        assert!(base().timeout(Duration::seconds(1)).max_attempts(0).build().is_err());
+        assert!(
+            base()
+                .timeout(Duration::zero())
+                .max_attempts(3)
+                .build()
+                .is_err()
+        );
+        assert!(
+            base()
+                .timeout(Duration::seconds(1))
+                .max_attempts(0)
+                .build()
+                .is_err()
+        );
         assert!(
             base()
                 .timeout(Duration::seconds(1))
@@ -264,7 +276,13 @@ mod tests {
                 .build()
                 .is_err()
         );
-        assert!(base().timeout(Duration::seconds(1)).max_attempts(3).build().is_ok());
+        assert!(
+            base()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .build()
+                .is_ok()
+        );
     }
 
     #[test]

@@ -172,7 +172,9 @@ mod tests {
         for o in AttemptOutcome::ALL {
             assert_eq!(o.as_str().parse::<AttemptOutcome>().unwrap(), *o);
         }
-        let err = "Pending; DROP TABLE operations".parse::<Status>().unwrap_err();
+        let err = "Pending; DROP TABLE operations"
+            .parse::<Status>()
+            .unwrap_err();
         assert!(err.to_string().contains("expected one of: pending running"));
     }
 

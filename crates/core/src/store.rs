@@ -10,8 +10,7 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
-    Transition,
+    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status, Transition,
 };
 
 /// What an enqueue did.

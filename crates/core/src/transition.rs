@@ -2,8 +2,8 @@ use chrono::{DateTime, Utc};
 use rand::Rng;
 
 use crate::{
-    AttemptOutcome, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy,
-    Status, TerminalReason,
+    AttemptOutcome, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy, Status,
+    TerminalReason,
 };
 
 /// What the decision needs to know about the claim that just ended.
@@ -284,7 +284,10 @@ impl RetryPolicy {
                     let of = bound.map(|b| format!(" of {b}")).unwrap_or_default();
                     default_text(
                         &mut failure,
-                        format!("dead: attempts exhausted after attempt {}{of}", claim.attempt),
+                        format!(
+                            "dead: attempts exhausted after attempt {}{of}",
+                            claim.attempt
+                        ),
                         "re-drive once the cause is fixed",
                     );
                     Transition::dead(TerminalReason::AttemptsExhausted, Some(failure))
@@ -309,7 +312,9 @@ impl RetryPolicy {
                     if planned_at > deadline {
                         default_text(
                             &mut failure,
-                            format!("dead: the next attempt ({planned_at}) would be after the deadline {deadline}"),
+                            format!(
+                                "dead: the next attempt ({planned_at}) would be after the deadline {deadline}"
+                            ),
                             "re-drive with a later deadline if the result is still useful",
                         );
                         return Transition::dead(TerminalReason::DeadlinePassed, Some(failure));
@@ -339,7 +344,9 @@ mod tests {
         RetryPolicy::builder()
             .timeout(Duration::seconds(30))
             .max_attempts(6)
-            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]).with_jitter(jitter))
+            .external_io(
+                Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]).with_jitter(jitter),
+            )
             .build()
             .unwrap()
     }
@@ -379,7 +386,12 @@ mod tests {
         let p = policy(Jitter::None);
         let rng = &mut StdRng::seed_from_u64(0);
         for (attempt, wait) in [(1, 60), (2, 300), (3, 1500), (4, 7500), (5, 37500)] {
-            let t = p.transition_for(&ctx(attempt, None), Failure::transient("503").into(), t0(), rng);
+            let t = p.transition_for(
+                &ctx(attempt, None),
+                Failure::transient("503").into(),
+                t0(),
+                rng,
+            );
             assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(wait)));
         }
         let t = p.transition_for(&ctx(6, None), Failure::transient("503").into(), t0(), rng);
@@ -403,7 +415,12 @@ mod tests {
         let rng = &mut StdRng::seed_from_u64(3);
         let deadline = t0() + Duration::seconds(65);
         for _ in 0..500 {
-            let t = p.transition_for(&ctx(1, Some(deadline)), Failure::transient("x").into(), t0(), rng);
+            let t = p.transition_for(
+                &ctx(1, Some(deadline)),
+                Failure::transient("x").into(),
+                t0(),
+                rng,
+            );
             assert!(t.next_eligible_at().unwrap() <= deadline);
         }
         // A rung that itself lies past the deadline is not scheduled at all.
@@ -425,6 +442,9 @@ mod tests {
         let (class, e) = t.failure().unwrap();
         assert_eq!(class, FailureClass::Permanent);
         assert_eq!(e.field.as_deref(), Some("destination postal code"));
-        assert_eq!(e.next_action.as_deref(), Some("correct the input and submit a new operation"));
+        assert_eq!(
+            e.next_action.as_deref(),
+            Some("correct the input and submit a new operation")
+        );
     }
 }

@@ -111,18 +111,34 @@ async fn run_to_rest<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provi
         if op.next_eligible_at > h.clock.now() {
             // One second early, a wake-up does nothing.
             h.clock.set(op.next_eligible_at - Duration::seconds(1));
-            assert!(deliver(h, id, provider).await.is_none(), "claimed before its rung");
+            assert!(
+                deliver(h, id, provider).await.is_none(),
+                "claimed before its rung"
+            );
             h.clock.set(op.next_eligible_at);
         }
         times.push((h.clock.now() - start).num_seconds());
-        assert!(deliver(h, id, provider).await.is_some(), "eligible but not claimed");
+        assert!(
+            deliver(h, id, provider).await.is_some(),
+            "eligible but not claimed"
+        );
     }
     times
 }
 
-async fn enqueue_shipment<S: Store>(h: &Harness<S>, payload: Value, options: EnqueueOptions) -> OperationId {
-    let op = NewOperation::new("shipment.create", payload, &fixture_policy(), options, h.clock.now())
-        .expect("new operation");
+async fn enqueue_shipment<S: Store>(
+    h: &Harness<S>,
+    payload: Value,
+    options: EnqueueOptions,
+) -> OperationId {
+    let op = NewOperation::new(
+        "shipment.create",
+        payload,
+        &fixture_policy(),
+        options,
+        h.clock.now(),
+    )
+    .expect("new operation");
     h.store.operation_insert(op).await.expect("enqueue").id
 }
 
@@ -135,14 +151,22 @@ fn healthy() -> Provider {
 
 /// Malformed input: one attempt, dead (permanent), and the error names the field.
 pub async fn malformed_input_is_dead_after_one_attempt<S: Store>(h: Harness<S>) {
-    let id = enqueue_shipment(&h, json!({"street": "1 Main St"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"street": "1 Main St"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     let times = run_to_rest(&h, id, &healthy()).await;
     assert_eq!(times, vec![0]);
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Dead);
     assert_eq!(d.operation.terminal_reason, Some(TerminalReason::Permanent));
     assert_eq!(d.operation.attempt, 1);
-    assert_eq!(d.operation.last_failure_class, Some(FailureClass::Permanent));
+    assert_eq!(
+        d.operation.last_failure_class,
+        Some(FailureClass::Permanent)
+    );
     let err = d.operation.last_error.expect("last error");
     assert_eq!(err.field.as_deref(), Some("destination postal code"));
     assert!(err.next_action.is_some());
@@ -155,7 +179,12 @@ pub async fn transient_outage_retries_at_0_60_360_then_succeeds<S: Store>(h: Har
         recovers_at: Some(crate::start_time() + Duration::seconds(200)),
         timeout_after_write: false,
     };
-    let id = enqueue_shipment(&h, json!({"postal_code": "10115"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"postal_code": "10115"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     let times = run_to_rest(&h, id, &provider).await;
     assert_eq!(times, vec![0, 60, 360]);
     let d = h.get(id).await;
@@ -164,7 +193,11 @@ pub async fn transient_outage_retries_at_0_60_360_then_succeeds<S: Store>(h: Har
     let outcomes: Vec<_> = d.attempts.iter().map(|a| a.outcome).collect();
     assert_eq!(
         outcomes,
-        vec![AttemptOutcome::Error, AttemptOutcome::Error, AttemptOutcome::Succeeded]
+        vec![
+            AttemptOutcome::Error,
+            AttemptOutcome::Error,
+            AttemptOutcome::Succeeded
+        ]
     );
 }
 
@@ -174,12 +207,20 @@ pub async fn long_outage_ends_after_six_attempts_at_the_ladder_times<S: Store>(h
         recovers_at: Some(crate::start_time() + Duration::days(30)),
         timeout_after_write: false,
     };
-    let id = enqueue_shipment(&h, json!({"postal_code": "10115"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"postal_code": "10115"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     let times = run_to_rest(&h, id, &provider).await;
     assert_eq!(times, vec![0, 60, 360, 1860, 9360, 46860]);
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Dead);
-    assert_eq!(d.operation.terminal_reason, Some(TerminalReason::AttemptsExhausted));
+    assert_eq!(
+        d.operation.terminal_reason,
+        Some(TerminalReason::AttemptsExhausted)
+    );
     assert_eq!(d.operation.attempt, 6);
     assert_eq!(d.attempts.len(), 6);
     let claimed: Vec<i64> = d
@@ -199,7 +240,12 @@ pub async fn unknown_remote_result_goes_to_reconciling<S: Store>(h: Harness<S>) 
         recovers_at: None,
         timeout_after_write: true,
     };
-    let id = enqueue_shipment(&h, json!({"postal_code": "10115"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"postal_code": "10115"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     assert_eq!(run_to_rest(&h, id, &provider).await, vec![0]);
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Reconciling);
@@ -207,7 +253,10 @@ pub async fn unknown_remote_result_goes_to_reconciling<S: Store>(h: Harness<S>) 
     assert_eq!(d.attempts[0].outcome, AttemptOutcome::Unknown);
     for secs in [60, 3600, 86_400 * 7] {
         h.clock.set(crate::start_time() + Duration::seconds(secs));
-        assert!(deliver(&h, id, &healthy()).await.is_none(), "no blind retry");
+        assert!(
+            deliver(&h, id, &healthy()).await.is_none(),
+            "no blind retry"
+        );
         assert!(h.claim_all("other").await.is_empty());
     }
     assert_eq!(h.get(id).await.operation.attempt, 1);
@@ -215,7 +264,12 @@ pub async fn unknown_remote_result_goes_to_reconciling<S: Store>(h: Harness<S>) 
 
 /// Terminal operation: a later delivery changes nothing.
 pub async fn terminal_operation_ignores_later_claims<S: Store>(h: Harness<S>) {
-    let id = enqueue_shipment(&h, json!({"postal_code": "10115"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"postal_code": "10115"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     assert_eq!(deliver(&h, id, &healthy()).await, Some(Status::Succeeded));
     let before = h.get(id).await;
     for _ in 0..3 {
@@ -247,7 +301,10 @@ pub async fn deadline_before_the_next_rung_ends_dead<S: Store>(h: Harness<S>) {
     assert_eq!(run_to_rest(&h, id, &provider).await, vec![0, 60, 360]);
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Dead);
-    assert_eq!(d.operation.terminal_reason, Some(TerminalReason::DeadlinePassed));
+    assert_eq!(
+        d.operation.terminal_reason,
+        Some(TerminalReason::DeadlinePassed)
+    );
     assert_eq!(d.operation.attempt, 3);
     assert!(d.attempts.iter().all(|a| a.claimed_at <= deadline));
 }
@@ -255,7 +312,12 @@ pub async fn deadline_before_the_next_rung_ends_dead<S: Store>(h: Harness<S>) {
 /// A crash loop: claims whose leases expire with no outcome end dead (crash_loop) after
 /// [`VANISH_LIMIT`], with each vanished attempt in the history.
 pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: Store>(h: Harness<S>) {
-    let id = enqueue_shipment(&h, json!({"postal_code": "10115"}), EnqueueOptions::default()).await;
+    let id = enqueue_shipment(
+        &h,
+        json!({"postal_code": "10115"}),
+        EnqueueOptions::default(),
+    )
+    .await;
     let rescue = RescueParams {
         vanish_limit: VANISH_LIMIT,
         retry_delay: Duration::seconds(60),
@@ -267,7 +329,11 @@ pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: Store>(h: 
         assert_eq!(claimed.len(), 1, "round {round}");
         assert_eq!(claimed[0].attempt, round);
         h.advance_secs(31);
-        let r = h.store.operation_rescue_expired(rescue.clone()).await.unwrap();
+        let r = h
+            .store
+            .operation_rescue_expired(rescue.clone())
+            .await
+            .unwrap();
         assert_eq!(r.vanished, 1);
         h.advance_secs(60);
     }
@@ -276,8 +342,19 @@ pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: Store>(h: 
     assert_eq!(d.operation.terminal_reason, Some(TerminalReason::CrashLoop));
     assert_eq!(d.operation.attempt, VANISH_LIMIT);
     assert_eq!(d.attempts.len(), VANISH_LIMIT as usize);
-    assert!(d.attempts.iter().all(|a| a.outcome == AttemptOutcome::Vanished));
-    assert!(d.operation.last_error.unwrap().decision.unwrap().contains("crash loop"));
+    assert!(
+        d.attempts
+            .iter()
+            .all(|a| a.outcome == AttemptOutcome::Vanished)
+    );
+    assert!(
+        d.operation
+            .last_error
+            .unwrap()
+            .decision
+            .unwrap()
+            .contains("crash loop")
+    );
     h.advance_secs(3600);
     assert!(h.claim_all("w").await.is_empty());
 }

@@ -8,6 +8,7 @@
 
 pub mod fixture;
 pub mod store_cases;
+pub mod transport_cases;
 
 use std::sync::Arc;
 

@@ -24,13 +24,15 @@ pub fn plain_policy() -> RetryPolicy {
 }
 
 /// Enqueues one operation of `kind` with `options`, at the harness's time.
-pub async fn enqueue<S: Store>(
-    h: &Harness<S>,
-    kind: &str,
-    options: EnqueueOptions,
-) -> OperationId {
-    let op = NewOperation::new(kind, json!({"n": 1}), &plain_policy(), options, h.clock.now())
-        .expect("new operation");
+pub async fn enqueue<S: Store>(h: &Harness<S>, kind: &str, options: EnqueueOptions) -> OperationId {
+    let op = NewOperation::new(
+        kind,
+        json!({"n": 1}),
+        &plain_policy(),
+        options,
+        h.clock.now(),
+    )
+    .expect("new operation");
     h.store.operation_insert(op).await.expect("enqueue").id
 }
 
@@ -82,7 +84,13 @@ pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
     assert_eq!(o.enqueue_params["delay"], 90.0);
     assert!(o.claim_token.is_none() && o.lease_until.is_none() && o.terminal_at.is_none());
     assert!(d.attempts.is_empty());
-    assert!(h.store.operation_get(OperationId::new()).await.unwrap().is_none());
+    assert!(
+        h.store
+            .operation_get(OperationId::new())
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 /// The same key for the same kind returns the first operation, within a batch and across calls;
@@ -121,7 +129,14 @@ pub async fn idempotency_key_returns_the_existing_operation<S: Store>(h: Harness
     assert!(!res[2].created);
     assert!(res[3].created && res[3].id != first.id);
     assert!(res[4].created && res[5].created && res[4].id != res[5].id);
-    let total: u64 = h.store.operation_count().await.unwrap().iter().map(|r| r.count).sum();
+    let total: u64 = h
+        .store
+        .operation_count()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.count)
+        .sum();
     assert_eq!(total, 5);
 }
 
@@ -167,7 +182,10 @@ pub async fn claim_waits_for_next_eligible_at<S: Store>(h: Harness<S>) {
         })
         .await
         .unwrap();
-    assert!(by_id.is_empty(), "a wake-up before eligibility claims nothing");
+    assert!(
+        by_id.is_empty(),
+        "a wake-up before eligibility claims nothing"
+    );
     h.advance_secs(1);
     assert_eq!(h.claim_all("w").await.len(), 1);
 }
@@ -303,7 +321,10 @@ pub async fn late_completion_with_an_old_token_changes_nothing<S: Store>(h: Harn
     assert_eq!(d.operation.status, Status::Succeeded);
     assert_eq!(d.operation.remote_id.as_deref(), Some("remote-new"));
     let outcomes: Vec<_> = d.attempts.iter().map(|a| a.outcome).collect();
-    assert_eq!(outcomes, vec![AttemptOutcome::Vanished, AttemptOutcome::Succeeded]);
+    assert_eq!(
+        outcomes,
+        vec![AttemptOutcome::Vanished, AttemptOutcome::Succeeded]
+    );
 }
 
 /// A batch of completions reports applied and stale per item, in order.
@@ -325,10 +346,20 @@ pub async fn complete_many_reports_each_result_in_order<S: Store>(h: Harness<S>)
     let res = h.store.operation_complete_many(params).await.unwrap();
     assert_eq!(
         res,
-        vec![CompleteResult::Applied, CompleteResult::Stale, CompleteResult::Applied]
+        vec![
+            CompleteResult::Applied,
+            CompleteResult::Stale,
+            CompleteResult::Applied
+        ]
     );
     assert_eq!(h.get(claimed[1].id).await.operation.status, Status::Running);
-    assert!(h.store.operation_complete_many(vec![]).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .operation_complete_many(vec![])
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// Backpressure gives the attempt back; the history still shows the claim.
@@ -360,7 +391,11 @@ pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
     let now = h.clock.now();
     let err = || OperationError::new("boom").field("f").next_action("look");
     let cases = vec![
-        (Transition::succeeded(Some("r-1".into())), Status::Succeeded, AttemptOutcome::Succeeded),
+        (
+            Transition::succeeded(Some("r-1".into())),
+            Status::Succeeded,
+            AttemptOutcome::Succeeded,
+        ),
         (
             Transition::retry(now + Duration::seconds(60), Failure::transient("503")),
             Status::Pending,
@@ -371,14 +406,26 @@ pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
             Status::Dead,
             AttemptOutcome::Error,
         ),
-        (Transition::hold(Failure::configuration("401")), Status::Held, AttemptOutcome::Error),
+        (
+            Transition::hold(Failure::configuration("401")),
+            Status::Held,
+            AttemptOutcome::Error,
+        ),
         (
             Transition::reconcile(Failure::unknown("timeout after write")),
             Status::Reconciling,
             AttemptOutcome::Unknown,
         ),
-        (Transition::release(now), Status::Pending, AttemptOutcome::Released),
-        (Transition::cancel_obsolete(), Status::Cancelled, AttemptOutcome::Rejected),
+        (
+            Transition::release(now),
+            Status::Pending,
+            AttemptOutcome::Released,
+        ),
+        (
+            Transition::cancel_obsolete(),
+            Status::Cancelled,
+            AttemptOutcome::Rejected,
+        ),
     ];
     for (t, status, outcome) in cases {
         let id = enqueue(&h, "k", EnqueueOptions::default()).await;
@@ -446,11 +493,21 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: Store>(h: Har
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Pending);
     assert_eq!(d.operation.vanished_streak, 1);
-    assert_eq!(d.operation.next_eligible_at, h.clock.now() + Duration::seconds(10));
+    assert_eq!(
+        d.operation.next_eligible_at,
+        h.clock.now() + Duration::seconds(10)
+    );
     assert_eq!(d.attempts.len(), 1);
     assert_eq!(d.attempts[0].outcome, AttemptOutcome::Vanished);
     assert_eq!(d.attempts[0].claimed_at, c.claimed_at.unwrap());
-    assert!(d.attempts[0].error.as_ref().unwrap().summary.contains("vanished"));
+    assert!(
+        d.attempts[0]
+            .error
+            .as_ref()
+            .unwrap()
+            .summary
+            .contains("vanished")
+    );
     // A completed attempt resets the streak.
     h.advance_secs(10);
     let c2 = h.claim_all("w").await.remove(0);
@@ -513,10 +570,14 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harnes
         deadline,
         ..Default::default()
     };
-    let waiting = enqueue(&h, "k", EnqueueOptions {
-        delay: Some(Duration::seconds(500)),
-        ..opts()
-    })
+    let waiting = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(500)),
+            ..opts()
+        },
+    )
     .await;
     let held = enqueue(&h, "k", opts()).await;
     let running = enqueue(&h, "k", opts()).await;
@@ -548,7 +609,10 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harnes
         assert!(o.last_error.unwrap().decision.unwrap().contains("deadline"));
     }
     // The held one keeps the failure that held it.
-    assert_eq!(h.get(held).await.operation.last_error.unwrap().summary, "401 from provider");
+    assert_eq!(
+        h.get(held).await.operation.last_error.unwrap().summary,
+        "401 from provider"
+    );
     assert_eq!(h.get(running).await.operation.status, Status::Running);
     assert_eq!(h.get(no_deadline).await.operation.status, Status::Pending);
 }
@@ -573,7 +637,13 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
     let o = h.get(pending).await.operation;
     assert_eq!(o.status, Status::Cancelled);
     assert_eq!(o.terminal_reason, Some(TerminalReason::Operator));
-    assert!(h.store.operation_cancel(vec![pending]).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .operation_cancel(vec![pending])
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(h.get(running).await.operation.status, Status::Running);
 }
 
@@ -581,7 +651,14 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
 pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
     let mut ids = Vec::new();
     for i in 0..5 {
-        ids.push(enqueue(&h, if i % 2 == 0 { "even" } else { "odd" }, EnqueueOptions::default()).await);
+        ids.push(
+            enqueue(
+                &h,
+                if i % 2 == 0 { "even" } else { "odd" },
+                EnqueueOptions::default(),
+            )
+            .await,
+        );
     }
     let all = h
         .store
@@ -601,7 +678,10 @@ pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
         })
         .await
         .unwrap();
-    assert_eq!(page1.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[0], ids[2]]);
+    assert_eq!(
+        page1.iter().map(|o| o.id).collect::<Vec<_>>(),
+        vec![ids[0], ids[2]]
+    );
     let page2 = h
         .store
         .operation_list(ListParams {
@@ -641,7 +721,10 @@ pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
         })
         .await
         .unwrap();
-    assert_eq!(transient.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[1]]);
+    assert_eq!(
+        transient.iter().map(|o| o.id).collect::<Vec<_>>(),
+        vec![ids[1]]
+    );
     let none = h
         .store
         .operation_list(ListParams {
@@ -677,7 +760,11 @@ pub async fn hostile_filter_values_are_only_data<S: Store>(h: Harness<S>) {
             })
             .await
             .unwrap();
-        assert!(got.is_empty(), "filter {:?} matched", &kind[..kind.len().min(40)]);
+        assert!(
+            got.is_empty(),
+            "filter {:?} matched",
+            &kind[..kind.len().min(40)]
+        );
     }
     let all = h
         .store
@@ -723,7 +810,10 @@ pub async fn count_groups_by_status_kind_and_class<S: Store>(h: Harness<S>) {
             .map(|r| (r.failure_class, r.count))
     };
     assert_eq!(find(Status::Pending, "a"), Some((None, 3)));
-    assert_eq!(find(Status::Dead, "b"), Some((Some(FailureClass::Permanent), 1)));
+    assert_eq!(
+        find(Status::Dead, "b"),
+        Some((Some(FailureClass::Permanent), 1))
+    );
     assert_eq!(rows.len(), 2);
 }
 
