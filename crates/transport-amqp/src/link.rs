@@ -1,0 +1,316 @@
+//! One connection to the broker and what hangs off it: the publishing channel (publisher
+//! confirms), the consuming channel (prefetch, manual acks) with its [`Inbox`], and the delivery
+//! tags taken off it and not yet acknowledged. A link is never repaired: when it breaks, the
+//! transport opens a new one with the next generation.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use lapin::options::{
+    BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
+    ConfirmSelectOptions, QueueDeclareOptions, QueuePurgeOptions,
+};
+use lapin::types::{FieldTable, ShortString};
+use lapin::uri::AMQPUri;
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+use oprec_core::{OperationId, frame};
+use tokio::sync::Notify;
+
+use crate::ack_tag::AckTag;
+use crate::config::AmqpTransportConfig;
+use crate::error::AmqpError;
+use crate::inbox::Inbox;
+
+/// AMQP's persistent delivery mode: the broker writes the message to disk.
+const PERSISTENT: u8 = 2;
+
+/// A connection, its two channels and the consumer.
+pub(crate) struct Link {
+    /// Which connection this is, counting reconnects; part of every ack token.
+    pub(crate) generation: u16,
+    queue: ShortString,
+    prefetch: u16,
+    operation_timeout: Duration,
+    /// Held so the connection lives as long as the link; dropping the link closes it.
+    connection: Connection,
+    publisher: Channel,
+    receiver: Channel,
+    /// The consumer and deliveries taken off it but not yet handed out. Held by `receive` while
+    /// it waits; `inbox_wanted` asks it to let go for a moment (depth, purge).
+    pub(crate) inbox: tokio::sync::Mutex<Inbox>,
+    pub(crate) inbox_wanted: Notify,
+    /// Delivery tags taken off the consumer (buffered or handed out) and not yet acknowledged.
+    unacked: Mutex<HashSet<u64>>,
+    broken: AtomicBool,
+}
+
+impl Link {
+    /// Connects and declares: the durable queue, publisher confirms on one channel, prefetch and
+    /// a manual-ack consumer on another.
+    pub(crate) async fn open(
+        uri: AMQPUri,
+        config: &AmqpTransportConfig,
+        generation: u16,
+    ) -> lapin::Result<Link> {
+        let properties = ConnectionProperties::default()
+            .with_connection_name(config.connection_name.as_str().into());
+        let connection = Connection::connect_uri(uri, properties).await?;
+        let queue = ShortString::from(config.queue.as_str());
+
+        let publisher = connection.create_channel().await?;
+        publisher
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        publisher
+            .queue_declare(
+                queue.clone(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                config.queue_arguments(),
+            )
+            .await?;
+
+        let receiver = connection.create_channel().await?;
+        receiver
+            .basic_qos(config.prefetch, BasicQosOptions::default())
+            .await?;
+        let consumer = receiver
+            .basic_consume(
+                queue.clone(),
+                ShortString::from(""),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await?;
+
+        Ok(Link {
+            generation,
+            queue,
+            prefetch: config.prefetch,
+            operation_timeout: config.operation_timeout,
+            connection,
+            publisher,
+            receiver,
+            inbox: tokio::sync::Mutex::new(Inbox::new(consumer)),
+            inbox_wanted: Notify::new(),
+            unacked: Mutex::new(HashSet::new()),
+            broken: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether calls may still go through this link.
+    pub(crate) fn is_usable(&self) -> bool {
+        !self.broken.load(Ordering::Acquire)
+            && self.connection.status().connected()
+            && self.publisher.status().connected()
+            && self.receiver.status().connected()
+    }
+
+    /// Retires the link: the next call opens a new one.
+    pub(crate) fn mark_broken(&self) {
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// Runs one broker exchange under the operation timeout. Any failure retires the link: after
+    /// a timeout or a closed channel, lapin's view of the conversation can no longer be trusted.
+    async fn bounded<T>(
+        &self,
+        operation: &'static str,
+        call: impl Future<Output = Result<T, AmqpError>>,
+    ) -> Result<T, AmqpError> {
+        let result = match tokio::time::timeout(self.operation_timeout, call).await {
+            Ok(result) => result,
+            Err(_) => Err(AmqpError::TimedOut {
+                operation,
+                after: self.operation_timeout,
+            }),
+        };
+        if result.is_err() {
+            self.mark_broken();
+        }
+        result
+    }
+
+    /// Publishes every frame, then waits for all the confirms at once.
+    pub(crate) async fn publish(&self, ids: &[OperationId]) -> Result<(), AmqpError> {
+        let broker = |source| AmqpError::Broker {
+            operation: "basic.publish",
+            source,
+        };
+        let options = BasicPublishOptions {
+            mandatory: true,
+            ..BasicPublishOptions::default()
+        };
+        let properties = BasicProperties::default().with_delivery_mode(PERSISTENT);
+        let (refused, returned) = self
+            .bounded("basic.publish", async {
+                let mut confirms = Vec::with_capacity(ids.len());
+                for &id in ids {
+                    let confirm = self
+                        .publisher
+                        .basic_publish(
+                            ShortString::from(""),
+                            self.queue.clone(),
+                            options,
+                            &frame::encode(id),
+                            properties.clone(),
+                        )
+                        .await
+                        .map_err(broker)?;
+                    confirms.push(confirm);
+                }
+                let (mut refused, mut returned) = (0, 0);
+                for confirm in confirms {
+                    match confirm.await.map_err(broker)? {
+                        Confirmation::Ack(None) => {}
+                        Confirmation::Ack(Some(_)) => returned += 1,
+                        // NotRequested cannot happen (confirms are selected on open); treat it as
+                        // a refusal rather than claim the broker took the message.
+                        Confirmation::Nack(_) | Confirmation::NotRequested => refused += 1,
+                    }
+                }
+                Ok((refused, returned))
+            })
+            .await?;
+        if returned > 0 {
+            // The queue is gone; a new link declares it again.
+            self.mark_broken();
+            return Err(AmqpError::Unroutable {
+                queue: self.queue.to_string(),
+                returned,
+            });
+        }
+        if refused > 0 {
+            return Err(AmqpError::Refused {
+                refused,
+                published: ids.len(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Acknowledges the tags this link delivered and still holds; skips the rest (see
+    /// [`AmqpTransport`](crate::AmqpTransport)'s `ack`). Returns how many were skipped.
+    pub(crate) async fn ack(&self, tags: &[AckTag]) -> Result<usize, AmqpError> {
+        let mut skipped = 0;
+        for tag in tags {
+            if tag.generation != self.generation || !self.unacked().remove(&tag.delivery_tag) {
+                skipped += 1;
+                continue;
+            }
+            self.bounded("basic.ack", async {
+                self.receiver
+                    .basic_ack(tag.delivery_tag, BasicAckOptions::default())
+                    .await
+                    .map_err(|source| AmqpError::Broker {
+                        operation: "basic.ack",
+                        source,
+                    })
+            })
+            .await?;
+        }
+        Ok(skipped)
+    }
+
+    /// Ready messages in the queue plus deliveries this link holds unacknowledged.
+    pub(crate) async fn depth(&self) -> Result<u64, AmqpError> {
+        let ready = self
+            .bounded("queue.declare", async {
+                self.receiver
+                    .queue_declare(
+                        self.queue.clone(),
+                        QueueDeclareOptions {
+                            passive: true,
+                            ..QueueDeclareOptions::default()
+                        },
+                        FieldTable::default(),
+                    )
+                    .await
+                    .map_err(|source| AmqpError::Broker {
+                        operation: "queue.declare",
+                        source,
+                    })
+            })
+            .await?
+            .message_count();
+        let mut inbox = self.claim_inbox().await;
+        self.flush_deliveries().await?;
+        inbox.drain(self)?;
+        drop(inbox);
+        Ok(u64::from(ready) + self.unacked().len() as u64)
+    }
+
+    /// Purges the ready messages, then drops (acknowledges) what this link has prefetched and not
+    /// handed out. Deliveries handed out and not acknowledged, and those prefetched by other
+    /// consumers, stay.
+    pub(crate) async fn purge(&self) -> Result<u64, AmqpError> {
+        let purged = self
+            .bounded("queue.purge", async {
+                self.receiver
+                    .queue_purge(self.queue.clone(), QueuePurgeOptions::default())
+                    .await
+                    .map_err(|source| AmqpError::Broker {
+                        operation: "queue.purge",
+                        source,
+                    })
+            })
+            .await?;
+        let mut inbox = self.claim_inbox().await;
+        self.flush_deliveries().await?;
+        inbox.drain(self)?;
+        let prefetched: Vec<AckTag> = inbox.take_buffered();
+        drop(inbox);
+        let skipped = self.ack(&prefetched).await?;
+        Ok(u64::from(purged) + (prefetched.len() - skipped) as u64)
+    }
+
+    /// Waits until every delivery the broker sent before now has reached the consumer: the broker
+    /// answers a `basic.qos` on the consuming channel only after the deliveries it already sent
+    /// there, and lapin hands deliveries to the consumer before it resolves the answer.
+    async fn flush_deliveries(&self) -> Result<(), AmqpError> {
+        self.bounded("basic.qos", async {
+            self.receiver
+                .basic_qos(self.prefetch, BasicQosOptions::default())
+                .await
+                .map_err(|source| AmqpError::Broker {
+                    operation: "basic.qos",
+                    source,
+                })
+        })
+        .await
+    }
+
+    /// Takes the inbox from a `receive` that may be waiting on it: queue for the lock first, then
+    /// ask the holder to let go (the lock is fair, so it goes to us).
+    async fn claim_inbox(&self) -> tokio::sync::MutexGuard<'_, Inbox> {
+        let mut lock = std::pin::pin!(self.inbox.lock());
+        let polled =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(lock.as_mut().poll(cx))).await;
+        match polled {
+            std::task::Poll::Ready(inbox) => inbox,
+            std::task::Poll::Pending => {
+                self.inbox_wanted.notify_one();
+                lock.await
+            }
+        }
+    }
+
+    /// Records a delivery taken off the consumer as held until acknowledged.
+    pub(crate) fn hold(&self, delivery_tag: u64) {
+        self.unacked().insert(delivery_tag);
+    }
+
+    /// The queue consumed from (for messages).
+    pub(crate) fn queue(&self) -> &str {
+        self.queue.as_str()
+    }
+
+    fn unacked(&self) -> MutexGuard<'_, HashSet<u64>> {
+        self.unacked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,262 @@
+//! What the conformance suite cannot show: redelivery to another consumer, the prefetch bound,
+//! outages (unreachable broker, refused credentials, a connection closed by the broker) and that
+//! the password never shows.
+
+mod common;
+
+use std::collections::HashSet;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{amqp_url, delete_queue, fresh_config, transport};
+use oprec_amqp::{AmqpTransport, AmqpTransportConfig};
+use oprec_core::{AckToken, Error, OperationId, Transport};
+use oprec_testkit::transport_cases::receive_n;
+use tokio::time::Instant;
+
+fn ids(n: usize) -> Vec<OperationId> {
+    (0..n).map(|_| OperationId::new()).collect()
+}
+
+fn frames(deliveries: &[oprec_core::Delivery]) -> HashSet<OperationId> {
+    deliveries
+        .iter()
+        .map(|d| d.frame.clone().expect("a good frame"))
+        .collect()
+}
+
+fn acks(deliveries: &[oprec_core::Delivery]) -> Vec<AckToken> {
+    deliveries.iter().map(|d| d.ack.clone()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unacknowledged_deliveries_come_back_to_the_next_transport() {
+    let config = fresh_config();
+    let first = transport(config.clone()).await;
+    let published = ids(5);
+    first.publish(&published).await.expect("publish");
+    let taken = receive_n(&first, 5).await;
+    assert_eq!(frames(&taken), published.iter().copied().collect());
+    drop(first);
+
+    let second = transport(config.clone()).await;
+    let again = receive_n(&second, 5).await;
+    assert_eq!(frames(&again), published.iter().copied().collect());
+    // The first transport's tokens mean nothing here; acknowledging them changes nothing.
+    second.ack(acks(&taken)).await.expect("stale ack");
+    assert_eq!(second.depth().await.expect("depth"), 5);
+    second.ack(acks(&again)).await.expect("ack");
+    assert_eq!(second.depth().await.expect("depth"), 0);
+    delete_queue(&config.queue).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefetch_bounds_what_one_receive_takes() {
+    let config = AmqpTransportConfig {
+        prefetch: 10,
+        ..fresh_config()
+    };
+    let t = transport(config.clone()).await;
+    t.publish(&ids(100)).await.expect("publish");
+    // Depth is the ready messages plus the ten held here.
+    assert_eq!(t.depth().await.expect("depth"), 100);
+    let got = t
+        .receive(1000, Duration::from_millis(500))
+        .await
+        .expect("receive");
+    assert!(
+        (1..=10).contains(&got.len()),
+        "prefetch 10, yet one receive took {}",
+        got.len()
+    );
+    let mut seen = got.len();
+    t.ack(acks(&got)).await.expect("ack");
+    // Acknowledging lets the broker send more; the rest arrive in later receives.
+    while seen < 100 {
+        let got = t
+            .receive(1000, Duration::from_secs(2))
+            .await
+            .expect("receive");
+        assert!(!got.is_empty(), "stalled after {seen} of 100");
+        assert!(
+            got.len() <= 10,
+            "prefetch 10, yet one receive took {}",
+            got.len()
+        );
+        seen += got.len();
+        t.ack(acks(&got)).await.expect("ack");
+    }
+    assert_eq!(t.depth().await.expect("depth"), 0);
+    delete_queue(&config.queue).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
+    let config = fresh_config();
+    let t = Arc::new(transport(config.clone()).await);
+    let waiting = tokio::spawn({
+        let t = t.clone();
+        async move { t.receive(10, Duration::from_secs(20)).await }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.purge().await.expect("purge"), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "depth and purge waited {:?} behind a receive",
+        started.elapsed()
+    );
+    // The receive kept waiting and gets what is published next.
+    let id = OperationId::new();
+    t.publish(&[id]).await.expect("publish");
+    let got = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the receive returns once a wake-up arrives")
+        .expect("receive task")
+        .expect("receive");
+    assert_eq!(frames(&got), HashSet::from([id]));
+    t.ack(acks(&got)).await.expect("ack");
+    delete_queue(&config.queue).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_broker_is_a_prompt_transient_error() {
+    let url = "amqp://guest:pw-unreachable-42@127.0.0.1:1/%2f";
+    let config = AmqpTransportConfig {
+        connect_timeout: Duration::from_secs(2),
+        ..fresh_config()
+    };
+    let started = Instant::now();
+    let error = AmqpTransport::connect(url, config.clone())
+        .await
+        .expect_err("nothing listens on port 1");
+    assert_transient_and_redacted(&error, "pw-unreachable-42");
+
+    // Built lazily, the transport answers every call with a transient error, and keeps doing so.
+    let lazy = AmqpTransport::connect_lazy(url, config).expect("a well-formed URL");
+    assert!(
+        !format!("{lazy:?}").contains("pw-unreachable-42"),
+        "{lazy:?}"
+    );
+    for _ in 0..2 {
+        let error = lazy.publish(&ids(1)).await.expect_err("publish");
+        assert_transient_and_redacted(&error, "pw-unreachable-42");
+        let error = lazy
+            .receive(10, Duration::from_secs(30))
+            .await
+            .expect_err("receive");
+        assert_transient_and_redacted(&error, "pw-unreachable-42");
+        let error = lazy.depth().await.expect_err("depth");
+        assert_transient_and_redacted(&error, "pw-unreachable-42");
+        let error = lazy.purge().await.expect_err("purge");
+        assert_transient_and_redacted(&error, "pw-unreachable-42");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_credentials_are_a_permanent_error_without_the_password() {
+    let url = with_credentials(&amqp_url(), "oprec-nobody", "pw-refused-42");
+    let error = AmqpTransport::connect(&url, fresh_config())
+        .await
+        .expect_err("RabbitMQ refuses an unknown user");
+    assert!(
+        !error.is_transient(),
+        "RabbitMQ (OPREC_TEST_AMQP_URL) must be reachable to refuse the login: {error}"
+    );
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains("pw-refused-42"), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_url_is_refused_without_its_password() {
+    let error =
+        AmqpTransport::connect_lazy("amqp://u:pw-malformed-42@host:notaport/%2f", fresh_config())
+            .expect_err("the port is not a number");
+    assert!(matches!(error, Error::InvalidInput(_)), "{error:?}");
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains("pw-malformed-42"), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnects_after_the_broker_closes_the_connection() {
+    let config = fresh_config();
+    let t = transport(config.clone()).await;
+    let before = OperationId::new();
+    t.publish(&[before]).await.expect("publish");
+    let held = receive_n(&t, 1).await;
+    assert_eq!(frames(&held), HashSet::from([before]));
+
+    close_connection_named(&config.connection_name);
+
+    // Calls fail with transient errors until the transport has reconnected, then work.
+    let after = OperationId::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match t.publish(&[after]).await {
+            Ok(()) => break,
+            Err(e) => {
+                assert!(e.is_transient(), "{e:?}");
+                assert!(Instant::now() < deadline, "no reconnect within 10 s: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    // The delivery the old connection held comes back, beside the new one.
+    let got = receive_n(&t, 2).await;
+    assert_eq!(frames(&got), HashSet::from([before, after]));
+    t.ack(acks(&held)).await.expect("a stale ack is skipped");
+    assert_eq!(t.depth().await.expect("depth"), 2);
+    t.ack(acks(&got)).await.expect("ack");
+    assert_eq!(t.depth().await.expect("depth"), 0);
+    delete_queue(&config.queue).await;
+}
+
+fn assert_transient_and_redacted(error: &Error, password: &str) {
+    assert!(error.is_transient(), "{error:?}");
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains(password), "{shown}");
+}
+
+/// `url` with its user and password replaced.
+fn with_credentials(url: &str, user: &str, password: &str) -> String {
+    let start = url.find("://").expect("a URL") + 3;
+    let host = url[start..].find('@').map_or(start, |at| start + at + 1);
+    format!("{}{user}:{password}@{}", &url[..start], &url[host..])
+}
+
+/// Closes, from the broker's side, only the connection that carries `name` in its client
+/// properties (never anyone else's).
+fn close_connection_named(name: &str) {
+    let listing = rabbitmqctl(&["list_connections", "--silent", "pid", "client_properties"]);
+    let ours: Vec<&str> = listing
+        .lines()
+        .filter(|line| line.contains(name))
+        .filter_map(|line| line.split('\t').next())
+        .collect();
+    assert_eq!(
+        ours.len(),
+        1,
+        "expected one connection named {name:?}:\n{listing}"
+    );
+    rabbitmqctl(&["close_connection", ours[0], "oprec test: forced close"]);
+}
+
+fn rabbitmqctl(args: &[&str]) -> String {
+    let output = Command::new("rabbitmqctl")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("rabbitmqctl is required for this test: {e}"));
+    assert!(
+        output.status.success(),
+        "rabbitmqctl {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}

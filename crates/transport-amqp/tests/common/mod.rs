@@ -1,0 +1,100 @@
+//! A fresh queue per test on the RabbitMQ at `OPREC_TEST_AMQP_URL`. Every helper panics with the
+//! URL (password redacted by the transport's errors) when RabbitMQ is unreachable: these tests
+//! never skip.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeleteOptions};
+use lapin::{BasicProperties, Channel, Connection, ConnectionProperties};
+use oprec_amqp::{AmqpTransport, AmqpTransportConfig};
+use oprec_testkit::transport_cases::{Injector, TransportHarness};
+
+/// The broker the tests use.
+pub fn amqp_url() -> String {
+    std::env::var("OPREC_TEST_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+/// Settings for a new queue that RabbitMQ deletes a minute after its last consumer leaves, so
+/// tests that cannot delete their queue (the conformance cases) leave nothing behind.
+pub fn fresh_config() -> AmqpTransportConfig {
+    let queue = format!("oprec.test.{}", uuid::Uuid::now_v7().simple());
+    AmqpTransportConfig {
+        connection_name: format!("oprec-test {queue}"),
+        queue,
+        queue_expires: Some(Duration::from_secs(60)),
+        ..AmqpTransportConfig::default()
+    }
+}
+
+/// A connected transport; panics if RabbitMQ is unreachable.
+pub async fn transport(config: AmqpTransportConfig) -> AmqpTransport {
+    AmqpTransport::connect(&amqp_url(), config)
+        .await
+        .unwrap_or_else(|e| {
+            panic!("RabbitMQ (OPREC_TEST_AMQP_URL) is required for these tests: {e}")
+        })
+}
+
+/// A plain lapin connection, beside the transport under test.
+pub async fn raw_connection() -> Connection {
+    Connection::connect(&amqp_url(), ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| {
+            panic!("RabbitMQ (OPREC_TEST_AMQP_URL) is required for these tests: {e}")
+        })
+}
+
+/// Publishes raw bytes to `queue` on a channel of its own, waiting for each confirm.
+pub async fn injector(queue: &str) -> Injector {
+    let connection = raw_connection().await;
+    let channel = connection.create_channel().await.expect("injector channel");
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirm_select");
+    let held: Arc<(Connection, Channel)> = Arc::new((connection, channel));
+    let queue = queue.to_owned();
+    Box::new(move |bytes: Vec<u8>| {
+        let held = held.clone();
+        let queue = queue.clone();
+        Box::pin(async move {
+            let confirm = held
+                .1
+                .basic_publish(
+                    "".into(),
+                    queue.as_str().into(),
+                    BasicPublishOptions::default(),
+                    &bytes,
+                    BasicProperties::default().with_delivery_mode(2),
+                )
+                .await
+                .expect("inject")
+                .await
+                .expect("inject confirm");
+            assert!(confirm.is_ack(), "the broker refused an injected message");
+        })
+    })
+}
+
+/// The harness for the conformance suite: a transport on a new queue, and an injector.
+pub async fn setup() -> TransportHarness<AmqpTransport> {
+    let config = fresh_config();
+    let inject = injector(&config.queue).await;
+    let transport = transport(config).await;
+    TransportHarness { transport, inject }
+}
+
+/// Deletes a test queue.
+pub async fn delete_queue(queue: &str) {
+    let connection = raw_connection().await;
+    let channel = connection.create_channel().await.expect("channel");
+    channel
+        .queue_delete(queue.into(), QueueDeleteOptions::default())
+        .await
+        .expect("delete queue");
+    let _ = connection.close(200, "OK".into()).await;
+}

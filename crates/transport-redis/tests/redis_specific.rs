@@ -1,0 +1,253 @@
+//! What the Redis transport promises beyond the conformance suite: dead consumers' entries are
+//! taken over, acknowledged entries leave the stream, an unreachable or lost Redis fails fast and
+//! recovers, and no password is ever shown.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{Raw, config, fresh_stream, transport};
+use oprec_core::{Delivery, OperationId, Transport};
+use oprec_redis::{RedisTransport, RedisTransportConfig};
+use oprec_testkit::transport_cases::receive_n;
+
+/// Receives from `t` until `n` deliveries arrived; panics after `within`.
+async fn poll_for(t: &RedisTransport, n: usize, within: Duration) -> Vec<Delivery> {
+    let deadline = Instant::now() + within;
+    let mut got = Vec::new();
+    while got.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} deliveries within {within:?}: {got:?}",
+            got.len()
+        );
+        got.extend(
+            t.receive(n - got.len(), Duration::from_millis(100))
+                .await
+                .expect("receive"),
+        );
+    }
+    got
+}
+
+fn short_claim_idle(stream: &str, claim_idle: Duration) -> RedisTransportConfig {
+    RedisTransportConfig {
+        claim_idle,
+        ..config(stream)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unacknowledged_entries_of_a_dead_consumer_go_to_another_after_claim_idle() {
+    let stream = fresh_stream();
+    let raw = Raw::connect(&stream).await;
+    let claim_idle = Duration::from_millis(300);
+    let dead = transport(short_claim_idle(&stream, claim_idle)).await;
+    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    assert_ne!(dead.config().consumer, heir.config().consumer);
+
+    let ids: Vec<OperationId> = (0..3).map(|_| OperationId::new()).collect();
+    dead.publish(&ids).await.expect("publish");
+    let before_delivery = Instant::now();
+    let taken = receive_n(&dead, 3).await;
+    assert_eq!(taken.len(), 3);
+    drop(dead); // dies without acknowledging
+
+    let early = heir.receive(10, Duration::ZERO).await.expect("receive");
+    assert!(early.is_empty(), "taken over before claim_idle: {early:?}");
+
+    let got = poll_for(&heir, 3, Duration::from_secs(10)).await;
+    assert!(before_delivery.elapsed() >= claim_idle);
+    let frames: HashSet<OperationId> = got.iter().map(|d| d.frame.clone().unwrap()).collect();
+    assert_eq!(frames, ids.iter().copied().collect());
+    let tokens: HashSet<_> = got.iter().map(|d| d.ack.clone()).collect();
+    assert_eq!(
+        tokens,
+        taken.into_iter().map(|d| d.ack).collect(),
+        "the same entries, not copies"
+    );
+
+    heir.ack(got.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    assert_eq!(raw.pending(&heir.config().group).await, 0);
+    assert_eq!(heir.depth().await.expect("depth"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_entries_are_trimmed_from_the_stream() {
+    let stream = fresh_stream();
+    let raw = Raw::connect(&stream).await;
+    let t = transport(config(&stream)).await;
+    let ids: Vec<OperationId> = (0..5).map(|_| OperationId::new()).collect();
+    t.publish(&ids).await.expect("publish");
+    assert_eq!(raw.xlen().await, 5);
+
+    let got = receive_n(&t, 5).await;
+    assert_eq!(got.len(), 5);
+    assert_eq!(raw.xlen().await, 5, "in flight until acknowledged");
+    assert_eq!(t.depth().await.expect("depth"), 5);
+
+    t.ack(got.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    assert_eq!(raw.xlen().await, 0);
+    assert_eq!(t.depth().await.expect("depth"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_redis_fails_fast_with_a_transient_error() {
+    let url = "redis://alice:s3cret@127.0.0.1:1/0";
+    let limit = Duration::from_secs(10);
+
+    let started = Instant::now();
+    let lazy = RedisTransport::connect_lazy(url, config(&fresh_stream()))
+        .expect("a lazy transport needs no server");
+    let e = tokio::time::timeout(limit, lazy.publish(&[OperationId::new()]))
+        .await
+        .expect("publish hung instead of failing")
+        .expect_err("nothing listens on port 1");
+    assert!(e.is_transient(), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    for shown in [e.to_string(), format!("{e:?}"), format!("{lazy:?}")] {
+        assert!(!shown.contains("s3cret"), "password shown: {shown}");
+    }
+    assert!(format!("{lazy:?}").contains("alice:***@127.0.0.1:1"));
+
+    let started = Instant::now();
+    let e = tokio::time::timeout(limit, RedisTransport::connect(url, config(&fresh_stream())))
+        .await
+        .expect("connect hung instead of failing")
+        .expect_err("nothing listens on port 1");
+    assert!(e.is_transient(), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!format!("{e:?}").contains("s3cret"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_entry_deleted_before_it_is_taken_over_is_skipped() {
+    let stream = fresh_stream();
+    let raw = Raw::connect(&stream).await;
+    let claim_idle = Duration::from_millis(200);
+    let dead = transport(short_claim_idle(&stream, claim_idle)).await;
+    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    let ids = [OperationId::new(), OperationId::new()];
+    dead.publish(&ids).await.expect("publish");
+    let taken = receive_n(&dead, 2).await;
+    drop(dead);
+    let oprec_core::AckToken::Id(deleted) = &taken[0].ack else {
+        panic!("not an entry id: {:?}", taken[0].ack);
+    };
+    raw.xdel(deleted).await;
+
+    let got = poll_for(&heir, 1, Duration::from_secs(10)).await;
+    assert_eq!(got[0].frame, Ok(ids[1]));
+    assert_eq!(got[0].ack, taken[1].ack);
+    heir.ack(vec![got[0].ack.clone()]).await.expect("ack");
+    assert_eq!(
+        raw.pending(&heir.config().group).await,
+        0,
+        "the deleted entry left the pending list"
+    );
+    assert_eq!(heir.depth().await.expect("depth"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_lost_with_its_group_is_recreated_on_next_use() {
+    let stream = fresh_stream();
+    let raw = Raw::connect(&stream).await;
+    let t = transport(config(&stream)).await;
+    raw.del().await; // as a Redis restarted without persistence would
+    assert_eq!(t.depth().await.expect("depth of a lost stream"), 0);
+
+    let id = OperationId::new();
+    t.publish(&[id])
+        .await
+        .expect("publish recreates the stream");
+    assert_eq!(t.depth().await.expect("depth"), 1);
+    let got = receive_n(&t, 1).await;
+    assert_eq!(got.len(), 1, "delivered once the group is recreated");
+    assert_eq!(got[0].frame, Ok(id));
+    t.ack(vec![got[0].ack.clone()]).await.expect("ack");
+    assert_eq!(t.depth().await.expect("depth"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_receive_holds_up_no_other_call() {
+    let stream = fresh_stream();
+    let _raw = Raw::connect(&stream).await;
+    let t = Arc::new(transport(config(&stream)).await);
+    let blocked = tokio::spawn({
+        let t = t.clone();
+        async move { t.receive(10, Duration::from_secs(5)).await }
+    });
+    // Long enough for the read to block in Redis; the assertions are about seconds.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let started = Instant::now();
+    assert_eq!(t.depth().await.expect("depth"), 0);
+    let id = OperationId::new();
+    t.publish(&[id]).await.expect("publish");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "depth and publish waited {:?} behind the blocked read",
+        started.elapsed()
+    );
+    let got = tokio::time::timeout(Duration::from_secs(3), blocked)
+        .await
+        .expect("the blocked read wakes on publish")
+        .expect("join")
+        .expect("receive");
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].frame, Ok(id));
+    t.ack(vec![got[0].ack.clone()]).await.expect("ack");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zero_wait_never_blocks() {
+    let stream = fresh_stream();
+    let _raw = Raw::connect(&stream).await;
+    let t = transport(config(&stream)).await;
+    let got = tokio::time::timeout(Duration::from_secs(2), t.receive(10, Duration::ZERO))
+        .await
+        .expect("a zero wait returned at once")
+        .expect("receive");
+    assert!(got.is_empty());
+    assert!(
+        t.receive(0, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// `rediss://` goes through rustls, which needs a crypto provider; without one, redis panics.
+/// A listener that hangs up makes the handshake fail, as an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rediss_url_fails_the_handshake_without_panicking() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let hang_up = tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            drop(socket);
+        }
+    });
+    let t = RedisTransport::connect_lazy(
+        &format!("rediss://127.0.0.1:{port}"),
+        config(&fresh_stream()),
+    )
+    .expect("a rediss URL is accepted");
+    let result = tokio::time::timeout(Duration::from_secs(10), t.publish(&[OperationId::new()]))
+        .await
+        .expect("the handshake failed in time");
+    assert!(result.is_err(), "no TLS server there");
+    hang_up.abort();
+}
