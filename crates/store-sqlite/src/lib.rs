@@ -1,1 +1,128 @@
-//! placeholder
+//! oprec-sqlite: the [`Store`](oprec_core::Store) on SQLite, the embedded default for
+//! development, tests and single-machine deployments: one database file, no server to run.
+//!
+//! SQLite has one writer at a time and no `SKIP LOCKED`, so every write that reads before it
+//! writes (claims, completions, rescues) runs in a `BEGIN IMMEDIATE` transaction that takes the
+//! write lock up front. Writers of one process queue for their turn; a writer in another process
+//! waits for the lock (the busy timeout) instead of failing.
+//! Batches are a few multi-row statements (at most [`ROWS_PER_STATEMENT`] rows each, under
+//! SQLite's bind-parameter limit) inside one transaction. "Now" always comes from the store's
+//! [`Clock`], never from SQLite, and times are stored as fixed-width UTC text
+//! (`2026-01-05T09:00:00.000000Z`) so that comparing the strings compares the times.
+//!
+//! Not for: many worker hosts sharing one database (SQLite on a network file system is not safe;
+//! use oprec-postgres), nor wake-ups, workers or policies (see oprec-runtime): this crate only
+//! reads and writes rows.
+
+mod attempts;
+mod claim;
+mod complete;
+mod enqueue;
+mod error;
+mod read;
+mod rescue;
+mod row;
+mod store;
+mod time;
+mod write;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use oprec_core::{Clock, Result, SystemClock};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
+use sqlx::{ConnectOptions, Connection};
+use tokio::sync::Mutex;
+
+pub use error::backend_error;
+
+/// The migrations of `migrations/sqlite`, embedded.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+/// How long [`SqliteStore::connect`] lets a connection wait for another connection's write lock
+/// before the call fails with a (transient) busy error.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The pool size [`SqliteStore::connect`] uses.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
+
+/// The most rows one multi-row statement carries, so that its bind parameters stay well under
+/// SQLite's limit (32,766); larger batches take several statements in one transaction.
+pub const ROWS_PER_STATEMENT: usize = 500;
+
+/// Operation records in a SQLite database file.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    clock: Arc<dyn Clock>,
+    /// This process's writing turn (see the `write` module); shared by clones of the store.
+    writer: Arc<Mutex<()>>,
+}
+
+impl SqliteStore {
+    /// Connects to `url` (`sqlite://oprec.db`, `sqlite:///var/lib/oprec.db`, `sqlite::memory:`),
+    /// creating the file if it is missing (unless `mode=ro`), with a busy timeout of
+    /// [`BUSY_TIMEOUT`] and a pool of [`DEFAULT_MAX_CONNECTIONS`].
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options: SqliteConnectOptions = url.parse().map_err(backend_error)?;
+        let options = options.create_if_missing(true).busy_timeout(BUSY_TIMEOUT);
+        Self::connect_with(options, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// Connects with explicit options and pool size. WAL journal mode (readers never block the
+    /// writer) and foreign keys are always switched on; the busy timeout is the one in `options`.
+    pub async fn connect_with(options: SqliteConnectOptions, max_connections: u32) -> Result<Self> {
+        let options = options
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true);
+        // Switch the file to WAL on one connection before the pool opens others: in the rollback
+        // journal mode of a new file, that switch is a write, and two connections making it at
+        // once can fail with SQLITE_BUSY rather than wait. Once in WAL, it is a no-op.
+        options
+            .connect()
+            .await
+            .map_err(backend_error)?
+            .close()
+            .await
+            .map_err(backend_error)?;
+        // Connections to a local file are cheap to keep and reconnecting gains nothing; keeping
+        // one open also keeps an in-memory database alive.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(max_connections.max(1))
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await
+            .map_err(backend_error)?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// Uses an existing pool, as configured by its owner (who should enable WAL, foreign keys and
+    /// a busy timeout, as [`SqliteStore::connect_with`] does). Clone the store rather than call
+    /// this twice on one pool: clones share the queue for the writing turn.
+    pub fn from_pool(pool: SqlitePool) -> Self {
+        SqliteStore {
+            pool,
+            clock: Arc::new(SystemClock),
+            writer: Arc::new(Mutex::new(())),
+        }
+    }
+
+    /// Reads "now" from `clock` instead of the system clock (tests use a manual clock).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The connection pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// "Now" by the store's clock, cut to the microsecond that the stored format keeps.
+    fn clock_now(&self) -> DateTime<Utc> {
+        time::truncate(self.clock.now())
+    }
+}
