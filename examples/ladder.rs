@@ -108,6 +108,7 @@ impl Demo {
             let Some(op) = self
                 .store
                 .operation_claim_by_ids(ClaimByIdsParams {
+                    kinds: vec![],
                     ids,
                     claimant: self.claimant(),
                 })

@@ -94,6 +94,16 @@ pub struct Failure {
     pub retry_after: Option<Duration>,
 }
 
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class, self.error)
+    }
+}
+
+/// A `Failure` is an error, so a handler can return it through `?` and `anyhow`, and the runtime
+/// can find it again by downcasting.
+impl std::error::Error for Failure {}
+
 impl Failure {
     /// A failure of `class`.
     pub fn new(class: FailureClass, error: OperationError) -> Self {

@@ -38,6 +38,9 @@ pub struct Claimant {
 pub struct ClaimByIdsParams {
     /// The operations named by wake-ups.
     pub ids: Vec<OperationId>,
+    /// Only these kinds (the ones this worker can run); empty means any kind. A wake-up for a
+    /// kind the worker does not know claims nothing.
+    pub kinds: Vec<String>,
     /// Who claims.
     pub claimant: Claimant,
 }
@@ -207,6 +210,22 @@ pub trait Store: Send + Sync + 'static {
     /// Records that wake-ups were published.
     async fn operation_mark_woken(&self, params: MarkWokenParams) -> Result<()>;
 
+    /// Records the effect's remote identity during an attempt. A stale token changes nothing and
+    /// is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    async fn operation_remote_id_set(&self, params: RemoteIdSetParams) -> Result<()>;
+
+    /// The operation's completed durable steps.
+    async fn operation_steps_get(&self, id: OperationId) -> Result<Vec<Step>>;
+
+    /// Saves a completed step (a step already saved keeps its first output). A stale token
+    /// changes nothing and is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    async fn operation_step_save(&self, params: StepSaveParams) -> Result<()>;
+
+    /// Marks due operations woken and returns them for publishing: pending, eligible, within
+    /// their deadline, and never woken, woken before they became eligible, or woken longer than
+    /// `rewake_after` ago. Two schedulers never get the same operation from one call each.
+    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>>;
+
     /// One operation with its attempt history.
     async fn operation_get(&self, id: OperationId) -> Result<Option<OperationDetail>>;
 
@@ -215,4 +234,51 @@ pub trait Store: Send + Sync + 'static {
 
     /// Counts by status, kind and last failure class.
     async fn operation_count(&self) -> Result<Vec<CountRow>>;
+}
+
+/// Record the effect's remote identity during an attempt; fenced by the claim token.
+#[derive(Clone, Debug)]
+pub struct RemoteIdSetParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// The remote identity.
+    pub remote_id: String,
+}
+
+/// Save a completed durable step; fenced by the claim token.
+#[derive(Clone, Debug)]
+pub struct StepSaveParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// The step's name, unique per operation.
+    pub name: String,
+    /// What the step produced; returned to later attempts instead of running the step again.
+    pub output: serde_json::Value,
+}
+
+/// A completed durable step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// The step's name.
+    pub name: String,
+    /// Its stored output.
+    pub output: serde_json::Value,
+    /// The attempt that completed it.
+    pub attempt: u32,
+    /// When it completed.
+    pub completed_at: DateTime<Utc>,
+}
+
+/// Pick pending, eligible operations whose last wake-up is older than `rewake_after` (or that were
+/// never woken), mark them woken now, and return them for publishing.
+#[derive(Clone, Debug)]
+pub struct WakeDueParams {
+    /// How long a published wake-up is trusted before the operation is woken again.
+    pub rewake_after: Duration,
+    /// The most operations per call.
+    pub limit: u32,
 }

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, Claimed, CompleteParams, CompleteResult, CountRow,
-    Enqueued, HeartbeatParams, ListParams, MarkWokenParams, RescueParams, RescueReport,
+    Enqueued, HeartbeatParams, ListParams, MarkWokenParams, RemoteIdSetParams, RescueParams,
+    RescueReport, Step, StepSaveParams, WakeDueParams,
 };
 use oprec_core::{
     Error, NewOperation, Operation, OperationDetail, OperationId, Result, Status, Store,
@@ -65,16 +66,24 @@ impl Store for PgStore {
         }
         let ids: Vec<Uuid> = unique.iter().map(|&i| *ops[i].id.as_uuid()).collect();
         let kinds: Vec<String> = unique.iter().map(|&i| ops[i].kind.clone()).collect();
-        let keys: Vec<Option<String>> = unique.iter().map(|&i| ops[i].idempotency_key.clone()).collect();
+        let keys: Vec<Option<String>> = unique
+            .iter()
+            .map(|&i| ops[i].idempotency_key.clone())
+            .collect();
         let payloads: Vec<Value> = unique.iter().map(|&i| ops[i].payload.clone()).collect();
         let max_attempts: Vec<Option<i32>> = unique
             .iter()
             .map(|&i| ops[i].max_attempts.map(|m| m.min(i32::MAX as u32) as i32))
             .collect();
-        let eligible: Vec<DateTime<Utc>> = unique.iter().map(|&i| ops[i].next_eligible_at).collect();
-        let give_up: Vec<Option<DateTime<Utc>>> = unique.iter().map(|&i| ops[i].give_up_at).collect();
+        let eligible: Vec<DateTime<Utc>> =
+            unique.iter().map(|&i| ops[i].next_eligible_at).collect();
+        let give_up: Vec<Option<DateTime<Utc>>> =
+            unique.iter().map(|&i| ops[i].give_up_at).collect();
         let deps: Vec<Option<String>> = unique.iter().map(|&i| ops[i].dependency.clone()).collect();
-        let params: Vec<Value> = unique.iter().map(|&i| ops[i].enqueue_params.clone()).collect();
+        let params: Vec<Value> = unique
+            .iter()
+            .map(|&i| ops[i].enqueue_params.clone())
+            .collect();
         let created: Vec<DateTime<Utc>> = unique.iter().map(|&i| ops[i].created_at).collect();
 
         let rows = sqlx::query(
@@ -174,6 +183,7 @@ impl Store for PgStore {
                 SELECT id AS pid FROM operations, now
                 WHERE id = ANY($2) AND status = 'pending' AND next_eligible_at <= now.t
                   AND (give_up_at IS NULL OR give_up_at >= now.t)
+                  AND (cardinality($6::text[]) = 0 OR kind = ANY($6))
                 ORDER BY id
                 FOR UPDATE OF operations SKIP LOCKED
             )
@@ -191,6 +201,7 @@ impl Store for PgStore {
         .bind(millis(c.lease))
         .bind(&c.worker_id)
         .bind(&c.code_version)
+        .bind(&params.kinds)
         .fetch_all(&self.pool)
         .await
         .map_err(backend_error)?;
@@ -413,7 +424,10 @@ impl Store for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(backend_error)?;
-        let dead = rows.iter().filter(|(s,)| s == Status::Dead.as_str()).count() as u64;
+        let dead = rows
+            .iter()
+            .filter(|(s,)| s == Status::Dead.as_str())
+            .count() as u64;
         Ok(RescueReport {
             vanished: rows.len() as u64,
             retried: rows.len() as u64 - dead,
@@ -481,6 +495,110 @@ impl Store for PgStore {
         Ok(())
     }
 
+    async fn operation_remote_id_set(&self, params: RemoteIdSetParams) -> Result<()> {
+        let done = sqlx::query(
+            "UPDATE operations SET remote_id = $3, updated_at = coalesce($1::timestamptz, now())
+             WHERE id = $2 AND claim_token = $4 AND status = 'running'",
+        )
+        .bind(self.now_bind())
+        .bind(params.id.as_uuid())
+        .bind(&params.remote_id)
+        .bind(params.claim_token)
+        .execute(&self.pool)
+        .await
+        .map_err(backend_error)?;
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(Error::StaleClaim { id: params.id })
+        }
+    }
+
+    async fn operation_steps_get(&self, id: OperationId) -> Result<Vec<Step>> {
+        let rows: Vec<(String, Value, i32, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT name, output, attempt, completed_at FROM operation_steps
+             WHERE operation_id = $1 ORDER BY completed_at, name",
+        )
+        .bind(id.as_uuid())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, output, attempt, completed_at)| Step {
+                name,
+                output,
+                attempt: u32::try_from(attempt).unwrap_or(0),
+                completed_at,
+            })
+            .collect())
+    }
+
+    async fn operation_step_save(&self, params: StepSaveParams) -> Result<()> {
+        // The claim check and the insert are one statement: a stale claimant saves nothing.
+        let claim_held: Option<bool> = sqlx::query_scalar(
+            "WITH claim AS (
+                SELECT id, attempt FROM operations
+                WHERE id = $2 AND claim_token = $5 AND status = 'running'
+            ), saved AS (
+                INSERT INTO operation_steps (operation_id, name, output, attempt, completed_at)
+                SELECT id, $3, $4, attempt, coalesce($1::timestamptz, now()) FROM claim
+                ON CONFLICT (operation_id, name) DO NOTHING
+            )
+            SELECT true FROM claim",
+        )
+        .bind(self.now_bind())
+        .bind(params.id.as_uuid())
+        .bind(&params.name)
+        .bind(&params.output)
+        .bind(params.claim_token)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend_error)?;
+        claim_held
+            .map(|_| ())
+            .ok_or(Error::StaleClaim { id: params.id })
+    }
+
+    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>> {
+        let mut tx = self.pool.begin().await.map_err(backend_error)?;
+        // One scheduler at a time per schema: the others find the lock taken and publish nothing
+        // this round, so several scheduler processes do not multiply wake-ups.
+        let leader: bool = sqlx::query_scalar(
+            "SELECT pg_try_advisory_xact_lock(hashtext(current_schema() || '.oprec.scheduler'))",
+        )
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+        if !leader {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<Uuid> = sqlx::query_scalar(
+            "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
+            due AS (
+                SELECT id AS pid FROM operations, now
+                WHERE status = 'pending' AND next_eligible_at <= now.t
+                  AND (give_up_at IS NULL OR give_up_at >= now.t)
+                  AND (last_woken_at IS NULL OR last_woken_at < next_eligible_at
+                       OR last_woken_at < now.t - $2::int8 * interval '1 millisecond')
+                ORDER BY next_eligible_at, id
+                LIMIT $3
+                FOR UPDATE OF operations SKIP LOCKED
+            )
+            UPDATE operations o SET last_woken_at = now.t
+            FROM due, now WHERE o.id = due.pid
+            RETURNING o.id",
+        )
+        .bind(self.now_bind())
+        .bind(millis(params.rewake_after))
+        .bind(i64::from(params.limit))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+        tx.commit().await.map_err(backend_error)?;
+        Ok(ids.into_iter().map(OperationId::from_uuid).collect())
+    }
+
     async fn operation_get(&self, id: OperationId) -> Result<Option<OperationDetail>> {
         let Some(op) = sqlx::query(concat!(
             "SELECT ",
@@ -522,7 +640,8 @@ impl Store for PgStore {
             q.push(" AND kind = ").push_bind(kind);
         }
         if let Some(class) = params.failure_class {
-            q.push(" AND last_failure_class = ").push_bind(class.as_str());
+            q.push(" AND last_failure_class = ")
+                .push_bind(class.as_str());
         }
         if let Some(after) = params.after {
             q.push(" AND id > ").push_bind(*after.as_uuid());

@@ -62,6 +62,7 @@ async fn sixteen_racers_claim_each_operation_exactly_once() {
                 let got = if racer % 2 == 0 {
                     store
                         .operation_claim_by_ids(ClaimByIdsParams {
+                            kinds: vec![],
                             ids: vec![id],
                             claimant: claimant(racer),
                         })
@@ -90,7 +91,10 @@ async fn sixteen_racers_claim_each_operation_exactly_once() {
     }
     let ids = ids.lock().unwrap().clone();
     for (round, op) in results {
-        assert_eq!(op.id, ids[round], "a claim took an operation of another round");
+        assert_eq!(
+            op.id, ids[round],
+            "a claim took an operation of another round"
+        );
         assert_eq!(op.attempt, 1);
         per_round[round] += 1;
     }
@@ -128,6 +132,7 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
     };
     let old = store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![id],
             claimant: short,
         })
@@ -154,6 +159,7 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
     assert_eq!(rescued, 1);
     let new = store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![id],
             claimant: claimant(1),
         })

@@ -21,7 +21,7 @@ impl SqliteStore {
         }
         let now = self.clock_now();
         let mut tx = self.begin_write().await?;
-        let mut claimed = claim(tx.conn(), &ids, &params.claimant, now).await?;
+        let mut claimed = claim(tx.conn(), &ids, &params.kinds, &params.claimant, now).await?;
         tx.commit().await?;
         claimed.sort_by_key(|o| o.id);
         Ok(claimed)
@@ -64,7 +64,7 @@ impl SqliteStore {
             .fetch_all(tx.conn())
             .await
             .map_err(backend_error)?;
-        let mut claimed = claim(tx.conn(), &ids, &params.claimant, now).await?;
+        let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now).await?;
         tx.commit().await?;
         claimed.sort_by_key(|o| (o.next_eligible_at, o.id));
         Ok(claimed)
@@ -93,10 +93,12 @@ impl SqliteStore {
 }
 
 /// Claims those of `ids` (distinct, as stored text) that are still pending, eligible at `now` and
-/// within their deadline, on the caller's write transaction; returns them as claimed.
+/// within their deadline (and of one of `kinds`, unless empty), on the caller's write
+/// transaction; returns them as claimed.
 async fn claim(
     conn: &mut SqliteConnection,
     ids: &[String],
+    kinds: &[String],
     claimant: &Claimant,
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>> {
@@ -128,7 +130,16 @@ async fn claim(
         .push_bind(&now_text)
         .push(" AND (operations.give_up_at IS NULL OR operations.give_up_at >= ")
         .push_bind(&now_text)
-        .push(concat!(") RETURNING ", operation_columns!()));
+        .push(")");
+        if !kinds.is_empty() {
+            q.push(" AND operations.kind IN (");
+            let mut list = q.separated(", ");
+            for kind in kinds {
+                list.push_bind(kind);
+            }
+            q.push(")");
+        }
+        q.push(concat!(" RETURNING ", operation_columns!()));
         let rows = q
             .build()
             .fetch_all(&mut *conn)

@@ -22,8 +22,10 @@ mod error;
 mod read;
 mod rescue;
 mod row;
+mod steps;
 mod store;
 mod time;
+mod wake;
 mod write;
 
 use std::sync::Arc;

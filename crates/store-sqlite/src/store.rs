@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, Claimed, CompleteParams, CompleteResult, CountRow,
-    Enqueued, HeartbeatParams, ListParams, MarkWokenParams, RescueParams, RescueReport,
+    Enqueued, HeartbeatParams, ListParams, MarkWokenParams, RemoteIdSetParams, RescueParams,
+    RescueReport, Step, StepSaveParams, WakeDueParams,
 };
 use oprec_core::{Error, NewOperation, Operation, OperationDetail, OperationId, Result, Store};
 use sqlx::{QueryBuilder, Sqlite};
@@ -57,6 +58,22 @@ impl Store for SqliteStore {
 
     async fn operation_end_past_deadline(&self, limit: u32) -> Result<u64> {
         self.end_past_deadline(limit).await
+    }
+
+    async fn operation_remote_id_set(&self, params: RemoteIdSetParams) -> Result<()> {
+        self.remote_id_set(params).await
+    }
+
+    async fn operation_steps_get(&self, id: OperationId) -> Result<Vec<Step>> {
+        self.steps_get(id).await
+    }
+
+    async fn operation_step_save(&self, params: StepSaveParams) -> Result<()> {
+        self.step_save(params).await
+    }
+
+    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>> {
+        self.wake_due(params).await
     }
 
     async fn operation_cancel(&self, ids: Vec<OperationId>) -> Result<Vec<OperationId>> {

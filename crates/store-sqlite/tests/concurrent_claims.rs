@@ -107,6 +107,7 @@ async fn claim(
     if n.is_multiple_of(2) {
         store
             .operation_claim_by_ids(ClaimByIdsParams {
+                kinds: vec![],
                 ids: vec![id],
                 claimant,
             })

@@ -131,6 +131,7 @@ async fn the_same_operation_twice_in_one_batch_applies_in_order() {
         .id;
     let claimed = store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![a, b],
             claimant: claimant(),
         })
@@ -256,6 +257,7 @@ async fn an_in_memory_database_works() {
     let id = store.operation_insert(op).await.unwrap().id;
     let claimed = store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![id],
             claimant: claimant(),
         })

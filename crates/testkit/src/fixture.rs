@@ -72,6 +72,7 @@ async fn deliver<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provider)
     let claimed: Vec<Operation> = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![id],
             claimant: h.claimant("fixture-worker"),
         })

@@ -177,6 +177,7 @@ pub async fn claim_waits_for_next_eligible_at<S: Store>(h: Harness<S>) {
     let by_id = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![id],
             claimant: h.claimant("w"),
         })
@@ -197,6 +198,7 @@ pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: Store>(h: Ha
     let c = enqueue(&h, "k", EnqueueOptions::default()).await;
     let by_ids = |ids: Vec<OperationId>| {
         h.store.operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids,
             claimant: h.claimant("w"),
         })
@@ -432,6 +434,7 @@ pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
         let c = h
             .store
             .operation_claim_by_ids(ClaimByIdsParams {
+                kinds: vec![],
                 ids: vec![id],
                 claimant: h.claimant("w"),
             })
@@ -585,6 +588,7 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harnes
     let claimed = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![held, running],
             claimant: h.claimant("w"),
         })
@@ -623,6 +627,7 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
     let running = enqueue(&h, "k", EnqueueOptions::default()).await;
     h.store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![running],
             claimant: h.claimant("w"),
         })
@@ -697,6 +702,7 @@ pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
     let c = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![ids[1]],
             claimant: h.claimant("w"),
         })
@@ -786,6 +792,7 @@ pub async fn count_groups_by_status_kind_and_class<S: Store>(h: Harness<S>) {
     let c = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
             ids: vec![b],
             claimant: h.claimant("w"),
         })
@@ -828,4 +835,174 @@ pub async fn mark_woken_records_the_time<S: Store>(h: Harness<S>) {
         .unwrap();
     assert_eq!(h.get(a).await.operation.last_woken_at, Some(h.clock.now()));
     assert_eq!(h.get(b).await.operation.last_woken_at, None);
+}
+
+/// A wake-up for a kind the worker does not run claims nothing.
+pub async fn claim_by_ids_honours_kinds<S: Store>(h: Harness<S>) {
+    let mine = enqueue(&h, "mine", EnqueueOptions::default()).await;
+    let theirs = enqueue(&h, "theirs", EnqueueOptions::default()).await;
+    let got = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![mine, theirs],
+            kinds: vec!["mine".into()],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(got.iter().map(|o| o.id).collect::<Vec<_>>(), vec![mine]);
+    assert_eq!(h.get(theirs).await.operation.status, Status::Pending);
+}
+
+/// The remote id and durable steps are written only under a live claim.
+pub async fn remote_id_and_steps_are_fenced<S: Store>(h: Harness<S>) {
+    use oprec_core::store::{RemoteIdSetParams, StepSaveParams};
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = h.claim_all("w").await.remove(0);
+    let token = c.claim_token.unwrap();
+    h.store
+        .operation_remote_id_set(RemoteIdSetParams {
+            id,
+            claim_token: token,
+            remote_id: "ch_123".into(),
+        })
+        .await
+        .unwrap();
+    let save = |name: &str, output: serde_json::Value, claim_token| StepSaveParams {
+        id,
+        claim_token,
+        name: name.into(),
+        output,
+    };
+    h.store
+        .operation_step_save(save("reserve", json!({"r": 1}), token))
+        .await
+        .unwrap();
+    h.advance_secs(1);
+    h.store
+        .operation_step_save(save("charge", json!("ok"), token))
+        .await
+        .unwrap();
+    // Saving a completed step again keeps the first output.
+    h.store
+        .operation_step_save(save("reserve", json!({"r": 2}), token))
+        .await
+        .unwrap();
+    let stale = uuid::Uuid::now_v7();
+    assert!(matches!(
+        h.store
+            .operation_step_save(save("late", json!(1), stale))
+            .await,
+        Err(Error::StaleClaim { .. })
+    ));
+    assert!(matches!(
+        h.store
+            .operation_remote_id_set(RemoteIdSetParams {
+                id,
+                claim_token: stale,
+                remote_id: "ch_999".into(),
+            })
+            .await,
+        Err(Error::StaleClaim { .. })
+    ));
+    let steps = h.store.operation_steps_get(id).await.unwrap();
+    let names: Vec<_> = steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["reserve", "charge"]);
+    assert_eq!(steps[0].output, json!({"r": 1}));
+    assert_eq!(steps[0].attempt, 1);
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: token,
+            transition: Transition::succeeded(None),
+        })
+        .await
+        .unwrap();
+    let o = h.get(id).await.operation;
+    assert_eq!(
+        o.remote_id.as_deref(),
+        Some("ch_123"),
+        "success keeps the remote id set earlier"
+    );
+    assert!(
+        h.store
+            .operation_steps_get(OperationId::new())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// The scheduler's pick: due operations once, again after the re-wake interval, and again as
+/// soon as a retry becomes eligible; never running, waiting or terminal ones.
+pub async fn wake_due_picks_each_due_operation_once_per_interval<S: Store>(h: Harness<S>) {
+    use oprec_core::store::WakeDueParams;
+    async fn due<S: Store>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
+        h.store
+            .operation_wake_due(WakeDueParams {
+                rewake_after: Duration::seconds(30),
+                limit: 100,
+            })
+            .await
+    }
+    let a = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let later = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(10)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let running = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![running],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(due(&h).await.unwrap(), vec![a]);
+    assert_eq!(h.get(a).await.operation.last_woken_at, Some(h.clock.now()));
+    assert!(due(&h).await.unwrap().is_empty(), "woken recently");
+    h.advance_secs(10);
+    assert_eq!(
+        due(&h).await.unwrap(),
+        vec![later],
+        "eligible now, never woken"
+    );
+    h.advance_secs(31);
+    let mut again = due(&h).await.unwrap();
+    again.sort();
+    let mut both = vec![a, later];
+    both.sort();
+    assert_eq!(again, both, "woken more than 30 s ago and still pending");
+    // A retry scheduled after its last wake-up is due the moment it becomes eligible.
+    let c = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![a],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id: a,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::retry(
+                h.clock.now() + Duration::seconds(5),
+                Failure::transient("x"),
+            ),
+        })
+        .await
+        .unwrap();
+    assert!(due(&h).await.unwrap().is_empty());
+    h.advance_secs(5);
+    assert_eq!(due(&h).await.unwrap(), vec![a]);
+    assert!(!due(&h).await.unwrap().contains(&running));
 }

@@ -28,9 +28,12 @@ pub async fn fresh_store(pool_size: u32) -> PgStore {
         .expect("create schema");
     admin.pool().close().await;
     let options: PgConnectOptions = url.parse().expect("database url");
-    let store = PgStore::connect_with(options.options([("search_path", schema.as_str())]), pool_size)
-        .await
-        .expect("connect to test schema");
+    let store = PgStore::connect_with(
+        options.options([("search_path", schema.as_str())]),
+        pool_size,
+    )
+    .await
+    .expect("connect to test schema");
     store.migrate().await.expect("migrate");
     store
 }

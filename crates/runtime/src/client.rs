@@ -1,0 +1,132 @@
+//! Enqueueing: the row commits first, then a wake-up is published. A broker that is down does not
+//! fail the enqueue; the scheduler wakes the operation once the broker is back.
+
+use std::sync::Arc;
+
+use oprec_core::store::{Enqueued, MarkWokenParams};
+use oprec_core::{
+    Clock, EnqueueOptions, Error, NewOperation, OperationId, Result, Store, SystemClock, Transport,
+};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::{Registry, Stats};
+
+/// Enqueues operations of registered kinds.
+#[derive(Clone)]
+pub struct Client {
+    store: Arc<dyn Store>,
+    transport: Option<Arc<dyn Transport>>,
+    registry: Arc<Registry>,
+    clock: Arc<dyn Clock>,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("kinds", &self.registry.names())
+            .field("transport", &self.transport.as_ref().map(|t| t.name()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client over `store`, publishing to `transport` when there is one (poll-only otherwise).
+    pub fn new(
+        store: Arc<dyn Store>,
+        transport: Option<Arc<dyn Transport>>,
+        registry: Arc<Registry>,
+    ) -> Self {
+        Client {
+            store,
+            transport,
+            registry,
+            clock: Arc::new(SystemClock),
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    /// Uses `clock` for enqueue times.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Enqueues one operation of `kind`.
+    pub async fn enqueue(
+        &self,
+        kind: &str,
+        payload: impl Serialize,
+        options: EnqueueOptions,
+    ) -> Result<Enqueued> {
+        let payload = serde_json::to_value(payload)
+            .map_err(|e| Error::InvalidInput(format!("payload is not JSON: {e}")))?;
+        let mut v = self.enqueue_many(kind, vec![payload], options).await?;
+        v.pop()
+            .ok_or_else(|| Error::InvalidInput("nothing enqueued".into()))
+    }
+
+    /// Enqueues one operation per payload, in one transaction, then publishes their wake-ups as
+    /// one batch. A publish failure is logged, not returned: the rows are committed.
+    pub async fn enqueue_many(
+        &self,
+        kind: &str,
+        payloads: Vec<Value>,
+        options: EnqueueOptions,
+    ) -> Result<Vec<Enqueued>> {
+        let k = self.registry.get(kind).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "unknown kind {kind:?}; known kinds: {}",
+                self.registry.names().join(", ")
+            ))
+        })?;
+        let now = self.clock.now();
+        let mut options = options;
+        if options.dependency.is_none() {
+            options.dependency = k.dependency_name().map(str::to_owned);
+        }
+        let ops = payloads
+            .into_iter()
+            .map(|p| NewOperation::new(kind, p, k.policy(), options.clone(), now))
+            .collect::<Result<Vec<_>>>()?;
+        let due: std::collections::HashSet<OperationId> = ops
+            .iter()
+            .filter(|o| o.next_eligible_at <= now)
+            .map(|o| o.id)
+            .collect();
+        let enqueued = self.store.operation_insert_many(ops).await?;
+        let fresh: Vec<OperationId> = enqueued
+            .iter()
+            .filter(|e| e.created && due.contains(&e.id))
+            .map(|e| e.id)
+            .collect();
+        self.wake(fresh).await;
+        Ok(enqueued)
+    }
+
+    /// Publishes wake-ups and records them; failures are logged and left to the scheduler.
+    pub(crate) async fn wake(&self, ids: Vec<OperationId>) {
+        let Some(t) = &self.transport else { return };
+        if ids.is_empty() {
+            return;
+        }
+        match t.publish(&ids).await {
+            Ok(()) => {
+                Stats::add(&self.stats.published, ids.len() as u64);
+                if let Err(e) = self
+                    .store
+                    .operation_mark_woken(MarkWokenParams { ids })
+                    .await
+                {
+                    tracing::warn!(error = %e, "could not record wake-ups; the scheduler may wake them again");
+                }
+            }
+            Err(e) => {
+                Stats::add(&self.stats.publish_errors, 1);
+                tracing::warn!(error = %e, transport = t.name(), count = ids.len(),
+                    "publishing wake-ups failed; the operations are committed and the scheduler will wake them");
+            }
+        }
+    }
+}

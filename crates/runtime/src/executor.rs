@@ -1,0 +1,112 @@
+//! Runs one claimed operation: the still-needed check, the handler under its timeout with a
+//! heartbeat every third of the lease, and the policy's decision, sent to the completer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oprec_core::store::{CompleteParams, HeartbeatParams};
+use oprec_core::{ClaimContext, Clock, Error, Failure, Operation, Outcome, Store, Transition};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+
+use crate::completer::CompletionSender;
+use crate::{Context, Registry, Stats};
+
+pub(crate) struct Executor {
+    pub store: Arc<dyn Store>,
+    pub registry: Arc<Registry>,
+    pub clock: Arc<dyn Clock>,
+    pub stats: Arc<Stats>,
+    pub completions: CompletionSender,
+    pub lease: chrono::Duration,
+}
+
+impl Executor {
+    pub async fn execute(&self, op: Operation) {
+        let Some(token) = op.claim_token else { return };
+        let finish = |transition: Transition| {
+            let _ = self.completions.send(CompleteParams {
+                id: op.id,
+                claim_token: token,
+                transition,
+            });
+        };
+        let Some(kind) = self.registry.get(&op.kind) else {
+            // Claims filter by known kinds; this only happens if the registry changed under us.
+            finish(Transition::release(self.clock.now()));
+            return;
+        };
+        if !kind.is_still_needed(op.payload.clone()).await {
+            Stats::add(&self.stats.obsolete, 1);
+            finish(Transition::cancel_obsolete());
+            return;
+        }
+        let ctx = Context::new(&op, token, self.store.clone());
+        let timeout = kind
+            .policy()
+            .timeout()
+            .to_std()
+            .unwrap_or(Duration::from_secs(30));
+        let handler = kind.run(ctx, op.payload.clone());
+        let heartbeat = self.heartbeat(&op, token);
+        let result = tokio::select! {
+            r = tokio::time::timeout(timeout, handler) => r,
+            lost = heartbeat => {
+                // The lease was taken over: whatever we write now would be stale.
+                tracing::warn!(operation = %op.id, error = %lost, "lease lost; abandoning the attempt");
+                Stats::add(&self.stats.stale_claims, 1);
+                return;
+            }
+        };
+        let outcome = match result {
+            Ok(Ok(())) => {
+                Stats::add(&self.stats.succeeded, 1);
+                Outcome::success()
+            }
+            Ok(Err(failure)) => {
+                Stats::add(&self.stats.failed, 1);
+                Outcome::Failed(failure)
+            }
+            Err(_elapsed) => {
+                Stats::add(&self.stats.failed, 1);
+                let summary = format!("the attempt exceeded its timeout of {timeout:?}");
+                // Whether the effect happened is unknown for a kind that calls out; a local-only
+                // kind has no remote effect to doubt.
+                Outcome::Failed(if kind.policy().external_io() {
+                    Failure::unknown(summary)
+                } else {
+                    Failure::transient(summary)
+                })
+            }
+        };
+        let transition = kind.policy().transition_for(
+            &ClaimContext::from(&op),
+            outcome,
+            self.clock.now(),
+            &mut StdRng::from_os_rng(),
+        );
+        finish(transition);
+    }
+
+    /// Extends the lease every third of its length; returns only when the claim is lost.
+    async fn heartbeat(&self, op: &Operation, token: uuid::Uuid) -> Error {
+        let every = (self.lease / 3).to_std().unwrap_or(Duration::from_secs(10));
+        loop {
+            tokio::time::sleep(every).await;
+            match self
+                .store
+                .operation_heartbeat(HeartbeatParams {
+                    id: op.id,
+                    claim_token: token,
+                    lease: self.lease,
+                })
+                .await
+            {
+                Ok(_) => {}
+                Err(e @ Error::StaleClaim { .. }) => return e,
+                // The database is unreachable: keep working and keep trying; the lease decides.
+                Err(e) => tracing::warn!(operation = %op.id, error = %e, "heartbeat failed"),
+            }
+        }
+    }
+}

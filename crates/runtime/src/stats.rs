@@ -1,0 +1,84 @@
+//! Counters a worker keeps, for logs, tests and (later) Prometheus.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+/// Live counters of one worker process.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub(crate) claimed: AtomicU64,
+    pub(crate) succeeded: AtomicU64,
+    pub(crate) failed: AtomicU64,
+    pub(crate) completions: AtomicU64,
+    pub(crate) stale_claims: AtomicU64,
+    pub(crate) wakeups_received: AtomicU64,
+    pub(crate) wakeups_ignored: AtomicU64,
+    pub(crate) garbage_frames: AtomicU64,
+    pub(crate) published: AtomicU64,
+    pub(crate) publish_errors: AtomicU64,
+    pub(crate) vanished: AtomicU64,
+    pub(crate) deadline_dead: AtomicU64,
+    pub(crate) released: AtomicU64,
+    pub(crate) obsolete: AtomicU64,
+}
+
+/// A copy of [`Stats`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct StatsSnapshot {
+    /// Operations claimed.
+    pub claimed: u64,
+    /// Attempts that succeeded.
+    pub succeeded: u64,
+    /// Attempts that failed (any class).
+    pub failed: u64,
+    /// Outcomes written (applied).
+    pub completions: u64,
+    /// Writes refused because the claim was stale (lease taken over).
+    pub stale_claims: u64,
+    /// Wake-up deliveries taken off the transport.
+    pub wakeups_received: u64,
+    /// Wake-ups with no effect: terminal, running, not yet eligible, unknown or paused operations.
+    pub wakeups_ignored: u64,
+    /// Deliveries that were not wake-up frames (acknowledged and dropped).
+    pub garbage_frames: u64,
+    /// Wake-ups published by the scheduler or after enqueue.
+    pub published: u64,
+    /// Publishes that failed (the scheduler re-wakes later).
+    pub publish_errors: u64,
+    /// Expired leases recorded as vanished attempts.
+    pub vanished: u64,
+    /// Operations ended because their deadline passed while waiting.
+    pub deadline_dead: u64,
+    /// Attempts released unfinished on shutdown.
+    pub released: u64,
+    /// Operations cancelled as no longer needed.
+    pub obsolete: u64,
+}
+
+impl Stats {
+    pub(crate) fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The counters now.
+    pub fn snapshot(&self) -> StatsSnapshot {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StatsSnapshot {
+            claimed: g(&self.claimed),
+            succeeded: g(&self.succeeded),
+            failed: g(&self.failed),
+            completions: g(&self.completions),
+            stale_claims: g(&self.stale_claims),
+            wakeups_received: g(&self.wakeups_received),
+            wakeups_ignored: g(&self.wakeups_ignored),
+            garbage_frames: g(&self.garbage_frames),
+            published: g(&self.published),
+            publish_errors: g(&self.publish_errors),
+            vanished: g(&self.vanished),
+            deadline_dead: g(&self.deadline_dead),
+            released: g(&self.released),
+            obsolete: g(&self.obsolete),
+        }
+    }
+}

@@ -1,0 +1,360 @@
+//! The worker process: takes wake-ups (or polls the store when there is no broker), claims in
+//! batches, runs handlers with a concurrency limit, writes outcomes in batches, and drains on
+//! shutdown. It also runs the scheduler and the rescuer.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
+use oprec_core::{Clock, Operation, OperationId, Store, SystemClock, Transition, Transport};
+use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::executor::Executor;
+use crate::{
+    Registry, RescuerConfig, SchedulerConfig, Stats, StatsSnapshot, completer, rescuer, scheduler,
+};
+
+/// How a worker runs.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Handlers running at once.
+    pub concurrency: usize,
+    /// The claim's lease; heartbeats renew it every third.
+    pub lease: chrono::Duration,
+    /// The most operations claimed per store call.
+    pub claim_batch: usize,
+    /// How long one wait for wake-ups (or, poll-only, between empty polls) lasts.
+    pub idle_wait: Duration,
+    /// On shutdown, how long in-flight attempts may finish before they are released.
+    pub drain_timeout: Duration,
+    /// This worker's id in claims and history.
+    pub worker_id: String,
+    /// The code version recorded with each attempt.
+    pub code_version: Option<String>,
+    /// Scheduler settings (used when there is a transport).
+    pub scheduler: SchedulerConfig,
+    /// Rescuer settings.
+    pub rescuer: RescuerConfig,
+    /// Whether this process runs the scheduler and rescuer too.
+    pub run_maintenance: bool,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            concurrency: 32,
+            lease: chrono::Duration::seconds(30),
+            claim_batch: 100,
+            idle_wait: Duration::from_millis(500),
+            drain_timeout: Duration::from_secs(20),
+            worker_id: format!(
+                "{}-{}",
+                std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
+                std::process::id()
+            ),
+            code_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            scheduler: SchedulerConfig::default(),
+            rescuer: RescuerConfig::default(),
+            run_maintenance: true,
+        }
+    }
+}
+
+/// Takes wake-ups and runs operations until told to stop.
+pub struct Worker {
+    store: Arc<dyn Store>,
+    transport: Option<Arc<dyn Transport>>,
+    registry: Arc<Registry>,
+    clock: Arc<dyn Clock>,
+    config: WorkerConfig,
+    stats: Arc<Stats>,
+}
+
+impl std::fmt::Debug for Worker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Worker")
+            .field("kinds", &self.registry.names())
+            .field("transport", &self.transport.as_ref().map(|t| t.name()))
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run did, once it stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunReport {
+    /// The counters at the end.
+    pub stats: StatsSnapshot,
+    /// In-flight attempts released unfinished at the drain timeout.
+    pub released: u64,
+}
+
+type InFlight = Arc<Mutex<HashMap<OperationId, uuid::Uuid>>>;
+
+impl Worker {
+    /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
+    pub fn new(
+        store: Arc<dyn Store>,
+        transport: Option<Arc<dyn Transport>>,
+        registry: Arc<Registry>,
+        config: WorkerConfig,
+    ) -> Self {
+        Worker {
+            store,
+            transport,
+            registry,
+            clock: Arc::new(SystemClock),
+            config,
+            stats: Arc::new(Stats::default()),
+        }
+    }
+
+    /// Uses `clock` for policy decisions.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The live counters (shared; read them while the worker runs).
+    pub fn stats(&self) -> Arc<Stats> {
+        self.stats.clone()
+    }
+
+    fn claimant(&self) -> Claimant {
+        Claimant {
+            worker_id: self.config.worker_id.clone(),
+            code_version: self.config.code_version.clone(),
+            lease: self.config.lease,
+        }
+    }
+
+    /// Runs until `shutdown` is cancelled, then drains: stops taking work, lets in-flight attempts
+    /// finish up to the drain timeout, releases the rest, and writes every outcome.
+    pub async fn run(self, shutdown: CancellationToken) -> RunReport {
+        let (tx, rx) = mpsc::unbounded_channel::<CompleteParams>();
+        let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
+        let maintenance_stop = CancellationToken::new();
+        let mut maintenance = JoinSet::new();
+        if self.config.run_maintenance {
+            maintenance.spawn(rescuer::run(
+                self.store.clone(),
+                self.config.rescuer.clone(),
+                self.stats.clone(),
+                maintenance_stop.clone(),
+            ));
+            if let Some(t) = &self.transport {
+                maintenance.spawn(scheduler::run(
+                    self.store.clone(),
+                    t.clone(),
+                    self.config.scheduler.clone(),
+                    self.stats.clone(),
+                    maintenance_stop.clone(),
+                ));
+            }
+        }
+        let executor = Arc::new(Executor {
+            store: self.store.clone(),
+            registry: self.registry.clone(),
+            clock: self.clock.clone(),
+            stats: self.stats.clone(),
+            completions: tx.clone(),
+            lease: self.config.lease,
+        });
+        let permits = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        let in_flight: InFlight = Arc::default();
+        let mut tasks = JoinSet::new();
+        let kinds = self.registry.names();
+
+        while !shutdown.is_cancelled() {
+            while tasks.try_join_next().is_some() {}
+            let free = permits.available_permits().min(self.config.claim_batch);
+            if free == 0 {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = tasks.join_next() => continue,
+                }
+            }
+            let claimed = match &self.transport {
+                Some(t) => self.take_wakeups(t.as_ref(), free, &kinds, &shutdown).await,
+                None => self.poll(free, &kinds, &shutdown).await,
+            };
+            for op in claimed {
+                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                    // Cannot happen: we never claim more than the free permits.
+                    break;
+                };
+                if let Some(token) = op.claim_token {
+                    in_flight
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(op.id, token);
+                }
+                let (executor, in_flight) = (executor.clone(), in_flight.clone());
+                tasks.spawn(async move {
+                    let id = op.id;
+                    executor.execute(op).await;
+                    in_flight
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&id);
+                    drop(permit);
+                });
+            }
+        }
+
+        // Drain.
+        let drained = tokio::time::timeout(self.config.drain_timeout, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        let mut released = 0;
+        if drained.is_err() {
+            tasks.abort_all();
+            while tasks.join_next().await.is_some() {}
+            let now = self.clock.now();
+            let left: Vec<_> = in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+                .collect();
+            for (id, token) in left {
+                released += 1;
+                let _ = tx.send(CompleteParams {
+                    id,
+                    claim_token: token,
+                    transition: Transition::release(now),
+                });
+            }
+            Stats::add(&self.stats.released, released);
+            tracing::info!(released, "drain timeout: released unfinished attempts");
+        }
+        drop(tx);
+        drop(executor);
+        let _ = completer.await;
+        maintenance_stop.cancel();
+        while maintenance.join_next().await.is_some() {}
+        RunReport {
+            stats: self.stats.snapshot(),
+            released,
+        }
+    }
+
+    /// Receives up to `max` wake-ups, claims the operations they name, acknowledges them all.
+    async fn take_wakeups(
+        &self,
+        t: &dyn Transport,
+        max: usize,
+        kinds: &[String],
+        shutdown: &CancellationToken,
+    ) -> Vec<Operation> {
+        let deliveries = tokio::select! {
+            _ = shutdown.cancelled() => return Vec::new(),
+            r = t.receive(max, self.config.idle_wait) => r,
+        };
+        let deliveries = match deliveries {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::warn!(error = %e, transport = t.name(), "receiving wake-ups failed");
+                self.pause(shutdown).await;
+                return Vec::new();
+            }
+        };
+        if deliveries.is_empty() {
+            return Vec::new();
+        }
+        Stats::add(&self.stats.wakeups_received, deliveries.len() as u64);
+        let mut ids = Vec::with_capacity(deliveries.len());
+        let mut seen = HashSet::with_capacity(deliveries.len());
+        for d in &deliveries {
+            match &d.frame {
+                Ok(id) => {
+                    if seen.insert(*id) {
+                        ids.push(*id);
+                    } else {
+                        Stats::add(&self.stats.wakeups_ignored, 1);
+                    }
+                }
+                Err(e) => {
+                    Stats::add(&self.stats.garbage_frames, 1);
+                    tracing::warn!(error = %e, transport = t.name(), "garbage frame acknowledged and dropped");
+                }
+            }
+        }
+        let claimed = if ids.is_empty() {
+            Vec::new()
+        } else {
+            match self
+                .store
+                .operation_claim_by_ids(ClaimByIdsParams {
+                    ids: ids.clone(),
+                    kinds: kinds.to_vec(),
+                    claimant: self.claimant(),
+                })
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    // Leave the deliveries unacknowledged: the broker (or the scheduler) wakes
+                    // them again.
+                    tracing::warn!(error = %e, "claiming failed");
+                    self.pause(shutdown).await;
+                    return Vec::new();
+                }
+            }
+        };
+        Stats::add(&self.stats.claimed, claimed.len() as u64);
+        Stats::add(
+            &self.stats.wakeups_ignored,
+            (ids.len() - claimed.len()) as u64,
+        );
+        if let Err(e) = t.ack(deliveries.into_iter().map(|d| d.ack).collect()).await {
+            tracing::warn!(error = %e, "acknowledging wake-ups failed; duplicates will be ignored");
+        }
+        claimed
+    }
+
+    /// Poll-only: claims eligible operations straight from the store.
+    async fn poll(
+        &self,
+        max: usize,
+        kinds: &[String],
+        shutdown: &CancellationToken,
+    ) -> Vec<Operation> {
+        match self
+            .store
+            .operation_claim_eligible(ClaimEligibleParams {
+                kinds: kinds.to_vec(),
+                limit: max as u32,
+                claimant: self.claimant(),
+            })
+            .await
+        {
+            Ok(claimed) if !claimed.is_empty() => {
+                Stats::add(&self.stats.claimed, claimed.len() as u64);
+                claimed
+            }
+            Ok(_) => {
+                tokio::select! {
+                    _ = shutdown.cancelled() => {}
+                    _ = tokio::time::sleep(self.config.idle_wait) => {}
+                }
+                Vec::new()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "polling the store failed");
+                self.pause(shutdown).await;
+                Vec::new()
+            }
+        }
+    }
+
+    async fn pause(&self, shutdown: &CancellationToken) {
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+    }
+}

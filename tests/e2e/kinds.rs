@@ -1,0 +1,148 @@
+//! Kinds the scenarios use, each counting its executions so a test can compare executions with
+//! operations.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use oprec_core::{Failure, Ladder, RetryPolicy};
+use oprec_runtime::{Kind, Registry};
+use serde::Deserialize;
+
+/// Execution counters shared with the test.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub noop: AtomicU64,
+    pub flaky: AtomicU64,
+    pub step_one: AtomicU64,
+    pub step_two: AtomicU64,
+    pub slow: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicU64) -> u64 {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+fn policy(ladder: &[i64]) -> RetryPolicy {
+    RetryPolicy::builder()
+        .timeout(chrono::Duration::seconds(30))
+        .max_attempts(ladder.len() as u32)
+        .external_io(Ladder::schedule_secs(ladder))
+        .build()
+        .expect("policy")
+}
+
+#[derive(Deserialize)]
+pub struct Flaky {
+    pub fail_times: u32,
+}
+
+#[derive(Deserialize)]
+pub struct Shipment {
+    pub postal_code: String,
+}
+
+#[derive(Deserialize)]
+pub struct Slow {
+    pub ms: u64,
+}
+
+#[derive(Deserialize)]
+pub struct Needed {
+    pub needed: bool,
+}
+
+/// The scenarios' registry.
+pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
+    let c = counters.clone();
+    let noop = Kind::new(
+        "t.noop",
+        policy(&[0, 1, 1]),
+        move |_ctx, _p: serde_json::Value| {
+            let c = c.clone();
+            async move {
+                c.noop.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        },
+    );
+    let c = counters.clone();
+    let flaky = Kind::new("t.flaky", policy(&[0, 1, 1, 1]), move |ctx, p: Flaky| {
+        let c = c.clone();
+        async move {
+            c.flaky.fetch_add(1, Ordering::SeqCst);
+            if ctx.attempt() <= p.fail_times {
+                return Err(Failure::transient("dependency answered 503").into());
+            }
+            ctx.set_remote_id(format!("remote-{}", ctx.effect_key()))
+                .await?;
+            Ok(())
+        }
+    });
+    let shipment = Kind::new(
+        "t.shipment",
+        policy(&[0, 60]),
+        |_ctx, p: Shipment| async move {
+            anyhow::ensure!(!p.postal_code.is_empty(), Failure::transient("empty"));
+            Ok(())
+        },
+    );
+    let c = counters.clone();
+    let steps = Kind::new(
+        "t.steps",
+        policy(&[0, 1, 1]),
+        move |ctx, _p: serde_json::Value| {
+            let c = c.clone();
+            async move {
+                let reserved: String = ctx
+                    .step("reserve", || async {
+                        c.step_one.fetch_add(1, Ordering::SeqCst);
+                        Ok(format!("reservation-{}", ctx.id()))
+                    })
+                    .await?;
+                if ctx.attempt() == 1 {
+                    return Err(Failure::transient("charge failed after the reservation").into());
+                }
+                ctx.step("charge", || async {
+                    c.step_two.fetch_add(1, Ordering::SeqCst);
+                    Ok(reserved.clone())
+                })
+                .await?;
+                Ok(())
+            }
+        },
+    );
+    let c = counters.clone();
+    let slow = Kind::new(
+        "t.slow",
+        RetryPolicy::builder()
+            .timeout(chrono::Duration::seconds(60))
+            .max_attempts(5)
+            .local_only()
+            .build()
+            .expect("policy"),
+        move |_ctx, p: Slow| {
+            let c = c.clone();
+            async move {
+                c.slow.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(p.ms)).await;
+                Ok(())
+            }
+        },
+    );
+    let needed = Kind::new("t.needed", policy(&[0]), |_ctx, _p: Needed| async {
+        Ok(())
+    })
+    .still_needed(|p: Needed| async move { p.needed });
+    Arc::new(
+        Registry::new()
+            .register(noop)
+            .register(flaky)
+            .register(shipment)
+            .register(steps)
+            .register(slow)
+            .register(needed),
+    )
+}

@@ -1,0 +1,399 @@
+//! The scenarios of the runtime issue, written once and run on every rig.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use oprec_core::{
+    AckToken, AttemptOutcome, Delivery, EnqueueOptions, Error, FailureClass, OperationId, Result,
+    Status, TerminalReason, Transport,
+};
+use serde_json::json;
+
+use crate::kinds::{Counters, registry};
+use crate::{Rig, Running};
+
+/// 10,000 operations enqueued while no worker runs; the broker purged; a worker started: all
+/// succeed, each with exactly one attempt. The scheduler rebuilt the lost wake-ups from the rows.
+pub async fn ten_thousand_survive_a_broker_purge(rig: Rig) {
+    const N: usize = 10_000;
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let client = rig.client(&reg);
+    for chunk in 0..(N / 1000) {
+        let payloads = (0..1000).map(|i| json!({"i": chunk * 1000 + i})).collect();
+        client
+            .enqueue_many("t.noop", payloads, EnqueueOptions::default())
+            .await
+            .unwrap();
+    }
+    if let Some(t) = &rig.transport {
+        let purged = t.purge().await.unwrap();
+        assert_eq!(purged, N as u64, "every wake-up was waiting on the broker");
+        assert_eq!(t.depth().await.unwrap(), 0);
+    }
+    assert_eq!(
+        rig.count(Status::Pending).await,
+        N as u64,
+        "purging the broker erased no intent"
+    );
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, N as u64, 180).await;
+    let report = running.stop().await;
+    assert_eq!(
+        Counters::get(&counters.noop),
+        N as u64,
+        "executions = operations"
+    );
+    let all = rig.all().await;
+    assert_eq!(all.len(), N);
+    assert!(
+        all.iter()
+            .all(|o| o.status == Status::Succeeded && o.attempt == 1)
+    );
+    assert_eq!(report.stats.completions, N as u64);
+}
+
+/// A transport that is down: every call fails as a transient backend error.
+#[derive(Debug)]
+struct DownTransport;
+
+#[async_trait]
+impl Transport for DownTransport {
+    fn name(&self) -> &'static str {
+        "down"
+    }
+    async fn publish(&self, _ids: &[OperationId]) -> Result<()> {
+        Err(Error::backend(true, "connection refused"))
+    }
+    async fn receive(&self, _max: usize, _wait: Duration) -> Result<Vec<Delivery>> {
+        Err(Error::backend(true, "connection refused"))
+    }
+    async fn ack(&self, _tokens: Vec<AckToken>) -> Result<()> {
+        Err(Error::backend(true, "connection refused"))
+    }
+    async fn purge(&self) -> Result<u64> {
+        Err(Error::backend(true, "connection refused"))
+    }
+    async fn depth(&self) -> Result<u64> {
+        Err(Error::backend(true, "connection refused"))
+    }
+}
+
+/// The broker is down at enqueue: the enqueue commits anyway, and the operation completes once a
+/// worker with a working broker runs, woken by the scheduler.
+pub async fn enqueue_commits_while_the_broker_is_down(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let down = oprec_runtime::Client::new(
+        rig.store.clone(),
+        Some(Arc::new(DownTransport)),
+        reg.clone(),
+    );
+    let e = down
+        .enqueue("t.noop", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap();
+    assert!(e.created);
+    assert_eq!(rig.get(e.id).await.operation.status, Status::Pending);
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    running.stop().await;
+    assert_eq!(Counters::get(&counters.noop), 1);
+}
+
+/// Every wake-up published three times: each operation is attempted once; the extra wake-ups are
+/// acknowledged and counted as ignored.
+pub async fn triple_wakeups_attempt_each_operation_once(rig: Rig) {
+    let Some(t) = rig.transport.clone() else {
+        return; // Poll-only has no wake-ups to duplicate; its claims are tested by the store suite.
+    };
+    const N: usize = 300;
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let client = rig.client_without_transport(&reg);
+    let ids: Vec<OperationId> = client
+        .enqueue_many(
+            "t.noop",
+            (0..N).map(|i| json!({"i": i})).collect(),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    for _ in 0..3 {
+        t.publish(&ids).await.unwrap();
+    }
+    let running = Running::start(rig.worker(&reg, |c| c.run_maintenance = false));
+    rig.wait_for(Status::Succeeded, N as u64, 60).await;
+    // Let the duplicates drain too, then stop.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while running.stats.snapshot().wakeups_received < 3 * N as u64 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "duplicates not delivered: {:?}",
+            running.stats.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = running.stop().await;
+    assert_eq!(
+        Counters::get(&counters.noop),
+        N as u64,
+        "each operation ran once"
+    );
+    assert_eq!(report.stats.claimed, N as u64);
+    assert_eq!(report.stats.wakeups_ignored, 2 * N as u64);
+    assert!(rig.all().await.iter().all(|o| o.attempt == 1));
+}
+
+/// Garbage frames on the broker are counted and acknowledged; real work is unaffected.
+pub async fn garbage_frames_are_counted_and_work_goes_on(rig: Rig) {
+    let Some(inject) = rig.inject.clone() else {
+        return;
+    };
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let garbage: Vec<Vec<u8>> = vec![
+        b"".to_vec(),
+        b"DROP TABLE operations".to_vec(),
+        vec![0xff; 10],
+        b"1:01938f6e-7a51".to_vec(),
+        vec![b'x'; 1 << 20],
+    ];
+    for g in &garbage {
+        inject(g.clone()).await;
+    }
+    let client = rig.client(&reg);
+    client
+        .enqueue_many(
+            "t.noop",
+            (0..20).map(|i| json!({"i": i})).collect(),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap();
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 20, 60).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while running.stats.snapshot().garbage_frames < garbage.len() as u64 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            running.stats.snapshot()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let report = running.stop().await;
+    assert_eq!(report.stats.garbage_frames, garbage.len() as u64);
+    assert_eq!(Counters::get(&counters.noop), 20);
+}
+
+/// Retries climb the ladder (0, 1, 1 s) through the scheduler and end in success; the remote id
+/// set during the attempt is kept.
+pub async fn retries_climb_the_ladder_then_succeed(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let id = rig
+        .client(&reg)
+        .enqueue(
+            "t.flaky",
+            json!({"fail_times": 2}),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .id;
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    running.stop().await;
+    let d = rig.get(id).await;
+    assert_eq!(d.operation.attempt, 3);
+    assert_eq!(
+        d.attempts.iter().map(|a| a.outcome).collect::<Vec<_>>(),
+        vec![
+            AttemptOutcome::Error,
+            AttemptOutcome::Error,
+            AttemptOutcome::Succeeded
+        ]
+    );
+    assert!(d.attempts[1].claimed_at - d.attempts[0].ended_at >= chrono::Duration::seconds(1));
+    assert_eq!(d.operation.remote_id, Some(format!("remote-oprec-{id}")));
+    assert_eq!(Counters::get(&counters.flaky), 3);
+}
+
+/// A payload that does not fit the kind's type: dead (permanent) at the first attempt, naming
+/// the field.
+pub async fn malformed_payload_is_dead_at_once(rig: Rig) {
+    let reg = registry(Arc::default());
+    let id = rig
+        .client(&reg)
+        .enqueue(
+            "t.shipment",
+            json!({"street": "1 Main St"}),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .id;
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Dead, 1, 30).await;
+    running.stop().await;
+    let o = rig.get(id).await.operation;
+    assert_eq!(o.attempt, 1);
+    assert_eq!(o.terminal_reason, Some(TerminalReason::Permanent));
+    assert_eq!(o.last_failure_class, Some(FailureClass::Permanent));
+    let err = o.last_error.unwrap();
+    assert_eq!(err.field.as_deref(), Some("postal_code"), "{err:?}");
+    assert!(err.summary.contains("malformed payload"), "{err:?}");
+}
+
+/// A retry resumes after the last completed step: the reservation runs once.
+pub async fn steps_resume_after_the_last_completed_step(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    rig.client(&reg)
+        .enqueue("t.steps", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap();
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    running.stop().await;
+    assert_eq!(
+        counters.step_one.load(Ordering::SeqCst),
+        1,
+        "reserve ran once"
+    );
+    assert_eq!(counters.step_two.load(Ordering::SeqCst), 1);
+}
+
+/// An operation no longer needed is cancelled as obsolete without running its handler.
+pub async fn obsolete_operations_are_cancelled_unrun(rig: Rig) {
+    let reg = registry(Arc::default());
+    let client = rig.client(&reg);
+    let gone = client
+        .enqueue(
+            "t.needed",
+            json!({"needed": false}),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .id;
+    let kept = client
+        .enqueue(
+            "t.needed",
+            json!({"needed": true}),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .id;
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    rig.wait_for(Status::Cancelled, 1, 30).await;
+    running.stop().await;
+    let g = rig.get(gone).await;
+    assert_eq!(g.operation.terminal_reason, Some(TerminalReason::Obsolete));
+    assert_eq!(g.attempts[0].outcome, AttemptOutcome::Rejected);
+    assert_eq!(rig.get(kept).await.operation.status, Status::Succeeded);
+}
+
+/// An operation of a kind this worker does not know is never claimed.
+pub async fn unknown_kinds_are_not_claimed(rig: Rig) {
+    let reg = registry(Arc::default());
+    let other = Arc::new(
+        oprec_runtime::Registry::new().register(oprec_runtime::Kind::new(
+            "someone.else",
+            oprec_core::RetryPolicy::builder()
+                .timeout(chrono::Duration::seconds(1))
+                .max_attempts(1)
+                .local_only()
+                .build()
+                .unwrap(),
+            |_ctx, _p: serde_json::Value| async { Ok(()) },
+        )),
+    );
+    let foreign = rig
+        .client(&other)
+        .enqueue("someone.else", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap()
+        .id;
+    rig.client(&reg)
+        .enqueue("t.noop", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap();
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    running.stop().await;
+    let o = rig.get(foreign).await.operation;
+    assert_eq!((o.status, o.attempt), (Status::Pending, 0));
+}
+
+/// Shutdown drains: attempts that finish within the drain timeout succeed; the rest are released
+/// (pending again, history says "released"); nothing is left running.
+pub async fn shutdown_drains_and_releases(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let client = rig.client(&reg);
+    let quick = client
+        .enqueue("t.slow", json!({"ms": 200}), EnqueueOptions::default())
+        .await
+        .unwrap()
+        .id;
+    let stuck: Vec<OperationId> = client
+        .enqueue_many(
+            "t.slow",
+            (0..3).map(|_| json!({"ms": 60_000})).collect(),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let running = Running::start(rig.worker(&reg, |c| c.drain_timeout = Duration::from_secs(2)));
+    rig.wait_for(Status::Running, 4, 30).await;
+    let report = running.stop().await;
+    assert_eq!(report.released, 3);
+    assert_eq!(rig.count(Status::Running).await, 0, "nothing left running");
+    assert_eq!(rig.get(quick).await.operation.status, Status::Succeeded);
+    for id in stuck {
+        let d = rig.get(id).await;
+        assert_eq!(d.operation.status, Status::Pending);
+        assert_eq!(d.attempts.last().unwrap().outcome, AttemptOutcome::Released);
+    }
+}
+
+/// Expands into one test per scenario for a rig built by `$setup().await`.
+#[macro_export]
+macro_rules! e2e_scenarios {
+    ($setup:path) => {
+        $crate::e2e_scenarios!(@cases $setup;
+            ten_thousand_survive_a_broker_purge,
+            enqueue_commits_while_the_broker_is_down,
+            triple_wakeups_attempt_each_operation_once,
+            garbage_frames_are_counted_and_work_goes_on,
+            retries_climb_the_ladder_then_succeed,
+            malformed_payload_is_dead_at_once,
+            steps_resume_after_the_last_completed_step,
+            obsolete_operations_are_cancelled_unrun,
+            unknown_kinds_are_not_claimed,
+            shutdown_drains_and_releases,
+        );
+    };
+    (@cases $setup:path; $($case:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let rig = $setup().await;
+                $crate::scenarios::$case(rig).await;
+            }
+        )+
+    };
+}
