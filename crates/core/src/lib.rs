@@ -15,6 +15,7 @@ pub mod frame;
 mod id;
 mod ladder;
 mod operation;
+pub mod operator;
 mod outcome;
 mod policy;
 mod status;
@@ -28,6 +29,7 @@ pub use failure::{Failure, FailureClass, OperationError};
 pub use id::OperationId;
 pub use ladder::{Exponential, Jitter, Ladder};
 pub use operation::{Attempt, EnqueueOptions, NewOperation, Operation, OperationDetail};
+pub use operator::OperatorStore;
 pub use outcome::Outcome;
 pub use policy::{
     Bounded, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,

@@ -8,6 +8,7 @@
 //! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes rows.
 
 mod error;
+mod operator;
 mod row;
 mod store;
 

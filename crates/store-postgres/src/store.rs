@@ -19,6 +19,17 @@ use uuid::Uuid;
 use crate::row::{self, operation_columns};
 use crate::{MIGRATOR, PgStore, backend_error};
 
+/// The claim and wake-up condition that no pause or postponement in force matches the row
+/// (table `operations`, with `now.t` in scope).
+macro_rules! not_paused {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM controls c WHERE (c.until IS NULL OR c.until > now.t)
+              AND ((c.scope = 'kind' AND c.value = operations.kind)
+                OR (c.scope = 'failure_class' AND c.value = operations.last_failure_class)
+                OR (c.scope = 'dependency' AND c.value = operations.dependency))) "
+    };
+}
+
 fn uuids(ids: &[OperationId]) -> Vec<Uuid> {
     ids.iter().map(|id| *id.as_uuid()).collect()
 }
@@ -183,8 +194,9 @@ impl Store for PgStore {
                 SELECT id AS pid FROM operations, now
                 WHERE id = ANY($2) AND status = 'pending' AND next_eligible_at <= now.t
                   AND (give_up_at IS NULL OR give_up_at >= now.t)
-                  AND (cardinality($6::text[]) = 0 OR kind = ANY($6))
-                ORDER BY id
+                  AND (cardinality($6::text[]) = 0 OR kind = ANY($6))",
+            not_paused!(),
+            "ORDER BY id
                 FOR UPDATE OF operations SKIP LOCKED
             )
             UPDATE operations o
@@ -219,8 +231,9 @@ impl Store for PgStore {
                 SELECT id AS pid FROM operations, now
                 WHERE status = 'pending' AND next_eligible_at <= now.t
                   AND (give_up_at IS NULL OR give_up_at >= now.t)
-                  AND (cardinality($6::text[]) = 0 OR kind = ANY($6))
-                ORDER BY next_eligible_at, id
+                  AND (cardinality($6::text[]) = 0 OR kind = ANY($6))",
+            not_paused!(),
+            "ORDER BY next_eligible_at, id
                 LIMIT $2
                 FOR UPDATE OF operations SKIP LOCKED
             )
@@ -573,22 +586,23 @@ impl Store for PgStore {
         if !leader {
             return Ok(Vec::new());
         }
-        let ids: Vec<Uuid> = sqlx::query_scalar(
+        let ids: Vec<Uuid> = sqlx::query_scalar(concat!(
             "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
             due AS (
                 SELECT id AS pid FROM operations, now
                 WHERE status = 'pending' AND next_eligible_at <= now.t
                   AND (give_up_at IS NULL OR give_up_at >= now.t)
                   AND (last_woken_at IS NULL OR last_woken_at < next_eligible_at
-                       OR last_woken_at < now.t - $2::int8 * interval '1 millisecond')
-                ORDER BY next_eligible_at, id
+                       OR last_woken_at < now.t - $2::int8 * interval '1 millisecond')",
+            not_paused!(),
+            "ORDER BY next_eligible_at, id
                 LIMIT $3
                 FOR UPDATE OF operations SKIP LOCKED
             )
             UPDATE operations o SET last_woken_at = now.t
             FROM due, now WHERE o.id = due.pid
-            RETURNING o.id",
-        )
+            RETURNING o.id"
+        ))
         .bind(self.now_bind())
         .bind(millis(params.rewake_after))
         .bind(i64::from(params.limit))

@@ -7,6 +7,7 @@
 //! case sleeps. Not for production code: it panics on failure by design.
 
 pub mod fixture;
+pub mod operator_cases;
 pub mod store_cases;
 pub mod transport_cases;
 

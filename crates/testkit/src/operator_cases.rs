@@ -1,0 +1,713 @@
+//! The OperatorStore conformance cases: controls, re-drive, quarantine, reconciliation, stats,
+//! audit and dead-letter alerts.
+
+use chrono::Duration;
+use oprec_core::operator::{
+    AuditEntry, ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams,
+    ReconcileDueParams, RedriveMode, RedriveParams, ReleaseParams, Resolution, ResolveParams,
+};
+use oprec_core::store::{ClaimByIdsParams, CompleteParams, WakeDueParams};
+use oprec_core::{
+    Clock, EnqueueOptions, Error, Failure, FailureClass, OperationError, OperationId,
+    OperatorStore, Status, TerminalReason, Transition,
+};
+use serde_json::json;
+
+use crate::Harness;
+use crate::store_cases::enqueue;
+
+/// Claims `id` and ends the claim with `t`.
+pub async fn finish<S: OperatorStore>(h: &Harness<S>, id: OperationId, t: Transition) {
+    let c = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![id],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap()
+        .pop()
+        .unwrap_or_else(|| panic!("{id} was not claimable"));
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: c.claim_token.unwrap(),
+            transition: t,
+        })
+        .await
+        .unwrap();
+}
+
+fn dead(class: FailureClass, summary: &str) -> Transition {
+    let reason = if class == FailureClass::Permanent {
+        TerminalReason::Permanent
+    } else {
+        TerminalReason::AttemptsExhausted
+    };
+    Transition::dead(
+        reason,
+        Some(Failure::new(class, OperationError::new(summary))),
+    )
+}
+
+/// Enqueues `n` operations of `kind` and kills each with `class`.
+pub async fn dead_ops<S: OperatorStore>(
+    h: &Harness<S>,
+    kind: &str,
+    n: usize,
+    class: FailureClass,
+    summary: &str,
+) -> Vec<OperationId> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        let id = enqueue(h, kind, EnqueueOptions::default()).await;
+        finish(h, id, dead(class, summary)).await;
+        ids.push(id);
+    }
+    ids
+}
+
+fn control(
+    scope: ControlScope,
+    value: &str,
+    until: Option<chrono::DateTime<chrono::Utc>>,
+) -> ControlSetParams {
+    ControlSetParams {
+        scope,
+        value: value.into(),
+        action: if until.is_some() {
+            ControlAction::Postpone
+        } else {
+            ControlAction::Pause
+        },
+        until,
+        reason: Some("test".into()),
+        actor: "tester".into(),
+    }
+}
+
+/// A pause by kind stops that kind's claims and wake-ups, and nothing else, until removed; a
+/// postponement lapses by itself.
+pub async fn pauses_stop_only_what_they_name<S: OperatorStore>(h: Harness<S>) {
+    let a = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    h.store
+        .control_set(control(ControlScope::Kind, "a", None))
+        .await
+        .unwrap();
+    let woken = h
+        .store
+        .operation_wake_due(WakeDueParams {
+            rewake_after: Duration::zero(),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(woken, vec![b], "a paused kind is not woken");
+    let claimed: Vec<_> = h.claim_all("w").await.iter().map(|o| o.id).collect();
+    assert_eq!(claimed, vec![b], "a paused kind is not claimed");
+    let by_id = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![a],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert!(by_id.is_empty(), "not even by id");
+    let listed = h.store.control_list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].scope, listed[0].value.as_str()),
+        (ControlScope::Kind, "a")
+    );
+    assert!(
+        h.store
+            .control_remove(ControlScope::Kind, "a")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !h.store
+            .control_remove(ControlScope::Kind, "a")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![a]
+    );
+
+    // Postpone a dependency until a time: it lapses by itself.
+    let dep = enqueue(
+        &h,
+        "c",
+        EnqueueOptions {
+            dependency: Some("smtp".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let until = h.clock.now() + Duration::seconds(60);
+    h.store
+        .control_set(control(ControlScope::Dependency, "smtp", Some(until)))
+        .await
+        .unwrap();
+    assert!(h.claim_all("w").await.is_empty());
+    h.advance_secs(61);
+    assert!(
+        h.store.control_list().await.unwrap().is_empty(),
+        "lapsed controls are not listed"
+    );
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![dep]
+    );
+}
+
+/// A pause by failure class holds back operations whose last failure had that class.
+pub async fn pause_by_class_holds_back_that_class<S: OperatorStore>(h: Harness<S>) {
+    let failing = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(
+        &h,
+        failing,
+        Transition::retry(h.clock.now(), Failure::transient("503")),
+    )
+    .await;
+    let fresh = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .control_set(control(ControlScope::FailureClass, "transient", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![fresh]
+    );
+    h.store
+        .control_remove(ControlScope::FailureClass, "transient")
+        .await
+        .unwrap();
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![failing]
+    );
+}
+
+/// The dry run counts and groups without changing anything; in-place re-drive resets, spreads
+/// eligibility, is batch-by-batch and never re-drives twice; non-terminal matches are refused.
+pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>(h: Harness<S>) {
+    let ids = dead_ops(&h, "k", 5, FailureClass::Transient, "provider answered 503").await;
+    let pending = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let filter = OperationFilter {
+        kinds: vec!["k".into()],
+        ..Default::default()
+    };
+    let preview = h.store.redrive_preview(&filter, false, 3).await.unwrap();
+    assert_eq!(preview.matched, 5);
+    assert_eq!(preview.not_terminal, 1);
+    assert_eq!(preview.groups.len(), 1);
+    assert_eq!(preview.groups[0].class, Some(FailureClass::Transient));
+    assert_eq!(
+        preview.groups[0].reason,
+        Some(TerminalReason::AttemptsExhausted)
+    );
+    assert_eq!(preview.samples.len(), 3);
+    assert_eq!(
+        preview.samples[0].error.as_deref(),
+        Some("provider answered 503")
+    );
+    assert_eq!(
+        h.get(ids[0]).await.operation.status,
+        Status::Dead,
+        "a dry run changes nothing"
+    );
+
+    let start = h.clock.now() + Duration::seconds(10);
+    let params = |limit| RedriveParams {
+        filter: filter.clone(),
+        include_cancelled: false,
+        mode: RedriveMode::InPlace {
+            extend_deadline: Some(Duration::hours(1)),
+        },
+        limit,
+        start_at: start,
+        spacing: Duration::seconds(2),
+    };
+    let first = h.store.operation_redrive(params(3)).await.unwrap();
+    assert_eq!(first.len(), 3);
+    let times: Vec<_> = first
+        .iter()
+        .map(|r| (r.next_eligible_at - start).num_seconds())
+        .collect();
+    assert_eq!(times, vec![0, 2, 4]);
+    assert!(first.iter().all(|r| r.from == r.to));
+    let second = h.store.operation_redrive(params(10)).await.unwrap();
+    assert_eq!(
+        second.len(),
+        2,
+        "the interrupted re-drive goes on with the rest"
+    );
+    assert!(
+        h.store
+            .operation_redrive(params(10))
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing twice"
+    );
+    for id in &ids {
+        let o = h.get(*id).await.operation;
+        assert_eq!(
+            (o.status, o.attempt, o.redrive_count),
+            (Status::Pending, 0, 1)
+        );
+        assert!(o.terminal_reason.is_none() && o.terminal_at.is_none());
+        assert_eq!(o.give_up_at, Some(h.clock.now() + Duration::hours(1)));
+    }
+    assert_eq!(h.get(pending).await.operation.redrive_count, 0);
+    assert!(
+        h.claim_all("w").await.iter().all(|o| o.id == pending),
+        "spread into the future"
+    );
+}
+
+/// As-new re-drive creates linked operations and leaves the dead ones as they were, once.
+pub async fn redrive_as_new_links_and_leaves_the_original<S: OperatorStore>(h: Harness<S>) {
+    let ids = dead_ops(&h, "k", 2, FailureClass::Permanent, "bad field").await;
+    let params = RedriveParams {
+        filter: OperationFilter {
+            ids: ids.clone(),
+            ..Default::default()
+        },
+        include_cancelled: false,
+        mode: RedriveMode::AsNew { deadline: None },
+        limit: 100,
+        start_at: h.clock.now(),
+        spacing: Duration::zero(),
+    };
+    let out = h.store.operation_redrive(params.clone()).await.unwrap();
+    assert_eq!(out.len(), 2);
+    for r in &out {
+        assert_ne!(r.from, r.to);
+        let new = h.get(r.to).await.operation;
+        let old = h.get(r.from).await.operation;
+        assert_eq!(new.redrive_of, Some(r.from));
+        assert_eq!(
+            (new.status, new.attempt, new.redrive_count),
+            (Status::Pending, 0, 1)
+        );
+        assert_eq!(new.payload, old.payload);
+        assert_eq!(old.status, Status::Dead);
+    }
+    assert!(
+        h.store.operation_redrive(params).await.unwrap().is_empty(),
+        "nothing twice"
+    );
+    assert_eq!(
+        h.store
+            .redrive_preview(&OperationFilter::default(), false, 5)
+            .await
+            .unwrap()
+            .matched,
+        0
+    );
+}
+
+/// Filters by class, reason and literal error text select exactly their operations.
+pub async fn redrive_filters_select_exactly<S: OperatorStore>(h: Harness<S>) {
+    let transient = dead_ops(
+        &h,
+        "k",
+        2,
+        FailureClass::Transient,
+        "HTTP 503 from provider",
+    )
+    .await;
+    let permanent = dead_ops(
+        &h,
+        "k",
+        3,
+        FailureClass::Permanent,
+        "field 100%_bad is missing",
+    )
+    .await;
+    let count = |f: OperationFilter| {
+        let store = &h.store;
+        async move { store.redrive_preview(&f, false, 0).await.unwrap().matched }
+    };
+    assert_eq!(
+        count(OperationFilter {
+            classes: vec![FailureClass::Transient],
+            ..Default::default()
+        })
+        .await,
+        2
+    );
+    assert_eq!(
+        count(OperationFilter {
+            reasons: vec![TerminalReason::Permanent],
+            ..Default::default()
+        })
+        .await,
+        3
+    );
+    assert_eq!(
+        count(OperationFilter {
+            error_contains: Some("http 503".into()),
+            ..Default::default()
+        })
+        .await,
+        2
+    );
+    assert_eq!(
+        count(OperationFilter {
+            error_contains: Some("100%_bad".into()),
+            ..Default::default()
+        })
+        .await,
+        3
+    );
+    assert_eq!(
+        count(OperationFilter {
+            error_contains: Some("1%0".into()),
+            ..Default::default()
+        })
+        .await,
+        0,
+        "% is literal"
+    );
+    assert_eq!(
+        count(OperationFilter {
+            error_contains: Some("' OR 1=1 --".into()),
+            ..Default::default()
+        })
+        .await,
+        0
+    );
+    assert_eq!(
+        count(OperationFilter {
+            terminal_since: Some(h.clock.now() + Duration::seconds(1)),
+            ..Default::default()
+        })
+        .await,
+        0
+    );
+    let out = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                classes: vec![FailureClass::Transient],
+                ..Default::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::InPlace {
+                extend_deadline: None,
+            },
+            limit: 100,
+            start_at: h.clock.now(),
+            spacing: Duration::zero(),
+        })
+        .await
+        .unwrap();
+    let mut got: Vec<_> = out.iter().map(|r| r.from).collect();
+    got.sort();
+    let mut want = transient.clone();
+    want.sort();
+    assert_eq!(got, want);
+    for id in permanent {
+        assert_eq!(
+            h.get(id).await.operation.status,
+            Status::Dead,
+            "other classes untouched"
+        );
+    }
+}
+
+/// Quarantine moves pending matches to held with the reason; release returns them.
+pub async fn quarantine_and_release<S: OperatorStore>(h: Harness<S>) {
+    let bad = enqueue(&h, "bad", EnqueueOptions::default()).await;
+    let good = enqueue(&h, "good", EnqueueOptions::default()).await;
+    let filter = OperationFilter {
+        kinds: vec!["bad".into()],
+        ..Default::default()
+    };
+    let n = h
+        .store
+        .operation_quarantine(QuarantineParams {
+            filter: filter.clone(),
+            reason: "malformed payloads from importer v2".into(),
+            actor: "alice".into(),
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+    let o = h.get(bad).await.operation;
+    assert_eq!(o.status, Status::Held);
+    let decision = o.last_error.unwrap().decision.unwrap();
+    assert!(
+        decision.contains("alice") && decision.contains("importer v2"),
+        "{decision}"
+    );
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![good]
+    );
+    assert_eq!(
+        h.store
+            .operation_release(ReleaseParams { filter, limit: 100 })
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![bad]
+    );
+}
+
+/// Reconciling operations are handed to one reconciler at a time and resolved three ways.
+pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let id = enqueue(&h, "pay", EnqueueOptions::default()).await;
+        finish(
+            &h,
+            id,
+            Transition::reconcile(Failure::unknown("timeout after write")),
+        )
+        .await;
+        ids.push(id);
+    }
+    async fn due<S: OperatorStore>(
+        h: &Harness<S>,
+    ) -> oprec_core::Result<Vec<oprec_core::Operation>> {
+        h.store
+            .operation_reconcile_due(ReconcileDueParams {
+                kinds: vec!["pay".into()],
+                limit: 10,
+                lease: Duration::seconds(60),
+            })
+            .await
+    }
+    assert_eq!(due(&h).await.unwrap().len(), 3);
+    assert!(due(&h).await.unwrap().is_empty(), "taken for a minute");
+    let resolve = |id, resolution| ResolveParams {
+        id,
+        resolution,
+        actor: "bob".into(),
+    };
+    let s = h
+        .store
+        .operation_reconcile_resolve(resolve(
+            ids[0],
+            Resolution::Applied {
+                remote_id: Some("ch_1".into()),
+            },
+        ))
+        .await
+        .unwrap();
+    assert_eq!(s, Status::Succeeded);
+    let o = h.get(ids[0]).await.operation;
+    assert_eq!(
+        (o.status, o.remote_id.as_deref()),
+        (Status::Succeeded, Some("ch_1"))
+    );
+    assert!(o.terminal_at.is_some());
+    let s = h
+        .store
+        .operation_reconcile_resolve(resolve(ids[1], Resolution::NotApplied))
+        .await
+        .unwrap();
+    assert_eq!(s, Status::Pending);
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![ids[1]]
+    );
+    let later = h.clock.now() + Duration::minutes(5);
+    let s = h
+        .store
+        .operation_reconcile_resolve(resolve(
+            ids[2],
+            Resolution::StillUnknown { retry_at: later },
+        ))
+        .await
+        .unwrap();
+    assert_eq!(s, Status::Reconciling);
+    h.advance_secs(299);
+    assert!(due(&h).await.unwrap().is_empty());
+    h.advance_secs(1);
+    assert_eq!(due(&h).await.unwrap().len(), 1);
+    let again = h
+        .store
+        .operation_reconcile_resolve(resolve(ids[0], Resolution::NotApplied))
+        .await;
+    assert!(matches!(again, Err(Error::InvalidInput(m)) if m.contains("not reconciling")));
+    let missing = h
+        .store
+        .operation_reconcile_resolve(resolve(OperationId::new(), Resolution::NotApplied))
+        .await;
+    assert!(matches!(missing, Err(Error::NotFound(_))));
+}
+
+/// The stats figures match a population built by hand.
+pub async fn stats_answer_the_retry_questions<S: OperatorStore>(h: Harness<S>) {
+    // Two succeeded (one after a retry), two dead of kind "x" with code version test-1, one
+    // pending after a transient failure, one fresh pending, one reconciling.
+    let s1 = enqueue(&h, "x", EnqueueOptions::default()).await;
+    finish(&h, s1, Transition::succeeded(None)).await;
+    let s2 = enqueue(
+        &h,
+        "x",
+        EnqueueOptions {
+            dependency: Some("smtp".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    finish(
+        &h,
+        s2,
+        Transition::retry(h.clock.now(), Failure::transient("503")),
+    )
+    .await;
+    finish(&h, s2, Transition::succeeded(None)).await;
+    dead_ops(&h, "x", 2, FailureClass::Permanent, "bad").await;
+    let retrying = enqueue(&h, "y", EnqueueOptions::default()).await;
+    finish(
+        &h,
+        retrying,
+        Transition::retry(
+            h.clock.now() - Duration::seconds(30),
+            Failure::transient("503"),
+        ),
+    )
+    .await;
+    h.advance_secs(10);
+    enqueue(
+        &h,
+        "y",
+        EnqueueOptions {
+            delay: Some(Duration::hours(1)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let rec = enqueue(&h, "z", EnqueueOptions::default()).await;
+    finish(&h, rec, Transition::reconcile(Failure::unknown("?"))).await;
+    let r = h.store.stats().await.unwrap();
+    assert_eq!(r.by_status.get("succeeded"), Some(&2));
+    assert_eq!(r.by_status.get("dead"), Some(&2));
+    assert_eq!(r.by_status.get("pending"), Some(&2));
+    assert_eq!(r.reconciling, 1);
+    assert_eq!(r.pending_by_class.get("transient"), Some(&1));
+    assert_eq!(r.pending_by_class.get("none"), Some(&1));
+    assert_eq!(r.attempts_per_success, Some(1.5));
+    let oldest = r.oldest_eligible.expect("an overdue operation");
+    assert_eq!(oldest.id, retrying);
+    assert_eq!(r.dead_by_kind.get("x"), Some(&2));
+    assert_eq!(r.dead_last_hour_by_kind.get("x"), Some(&2));
+    assert_eq!(r.dead_last_day_by_code_version.get("test-1"), Some(&2));
+    assert_eq!(r.attempts_last_hour_by_dependency.get("smtp"), Some(&2));
+    assert_eq!(r.attempts_last_hour_by_dependency.get("none"), Some(&5));
+    assert_eq!(r.backlog_age_seconds, Some(10));
+    assert_eq!(r.backlog_by_age.get("<1h"), Some(&3));
+}
+
+/// Audit entries read back newest first.
+pub async fn audit_log_keeps_every_action<S: OperatorStore>(h: Harness<S>) {
+    for (i, action) in ["pause", "redrive"].iter().enumerate() {
+        h.store
+            .audit_insert(AuditEntry {
+                actor: "carol".into(),
+                action: (*action).into(),
+                filter: json!({"kinds": ["k"]}),
+                affected: i as u64 * 10,
+                reason: Some("outage over".into()),
+                details: json!({"rate": "500/s"}),
+            })
+            .await
+            .unwrap();
+    }
+    let log = h.store.audit_list(10).await.unwrap();
+    assert_eq!(log.len(), 2);
+    assert_eq!(log[0].entry.action, "redrive");
+    assert_eq!(log[0].entry.affected, 10);
+    assert_eq!(log[0].entry.details, json!({"rate": "500/s"}));
+    assert_eq!(log[1].entry.filter, json!({"kinds": ["k"]}));
+    assert_eq!(log[0].at, h.clock.now());
+}
+
+/// Every promotion to dead is announced once.
+pub async fn dead_promotions_are_announced_once<S: OperatorStore>(h: Harness<S>) {
+    let ids = dead_ops(&h, "k", 3, FailureClass::Permanent, "bad").await;
+    let pending = h.store.operation_dead_unalerted(10).await.unwrap();
+    assert_eq!(pending.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+    h.store
+        .operation_mark_alerted(ids[..2].to_vec())
+        .await
+        .unwrap();
+    let left = h.store.operation_dead_unalerted(10).await.unwrap();
+    assert_eq!(left.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[2]]);
+}
+
+/// Expands into one `#[tokio::test]` per operator case.
+#[macro_export]
+macro_rules! operator_conformance_tests {
+    ($setup:path) => {
+        $crate::operator_conformance_tests!(@cases $setup;
+            pauses_stop_only_what_they_name,
+            pause_by_class_holds_back_that_class,
+            redrive_in_place_resets_spreads_and_is_idempotent,
+            redrive_as_new_links_and_leaves_the_original,
+            redrive_filters_select_exactly,
+            quarantine_and_release,
+            reconcile_due_and_resolve,
+            stats_answer_the_retry_questions,
+            audit_log_keeps_every_action,
+            dead_promotions_are_announced_once,
+        );
+    };
+    (@cases $setup:path; $($case:ident),+ $(,)?) => {
+        mod operator {
+            use super::*;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $case() {
+                    let harness = $setup().await;
+                    $crate::operator_cases::$case(harness).await;
+                }
+            )+
+        }
+    };
+}
