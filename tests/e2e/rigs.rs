@@ -27,6 +27,11 @@ pub async fn sqlite() -> Arc<dyn Store> {
 
 /// A migrated PostgreSQL store in a new schema.
 pub async fn postgres() -> Arc<dyn Store> {
+    Arc::new(postgres_store().await)
+}
+
+/// A migrated PostgreSQL store in a new schema, as its own type.
+pub async fn postgres_store() -> PgStore {
     let url = env(
         "OPREC_TEST_DATABASE_URL",
         "postgres://postgres@127.0.0.1:5432/test",
@@ -45,7 +50,7 @@ pub async fn postgres() -> Arc<dyn Store> {
         .await
         .expect("connect");
     store.migrate().await.expect("migrate");
-    Arc::new(store)
+    store
 }
 
 /// SQLite with the in-memory transport: the embedded default.

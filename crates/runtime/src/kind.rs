@@ -55,6 +55,7 @@ pub struct Kind {
     classifier: Option<Arc<ClassifierFn>>,
     reconcile: Option<Arc<ReconcileFn>>,
     still_needed: Option<Arc<StillNeededFn>>,
+    dead_letter_sinks: Vec<Arc<dyn crate::DeadLetterSink>>,
 }
 
 impl std::fmt::Debug for Kind {
@@ -117,6 +118,7 @@ impl Kind {
             classifier: None,
             reconcile: None,
             still_needed: None,
+            dead_letter_sinks: Vec::new(),
         }
     }
 
@@ -181,6 +183,18 @@ impl Kind {
             })
         }));
         self
+    }
+
+    /// Announces this kind's promotions to dead through `sink` (instead of the worker's default
+    /// sinks); call again to add more.
+    pub fn dead_letter_sink(mut self, sink: Arc<dyn crate::DeadLetterSink>) -> Self {
+        self.dead_letter_sinks.push(sink);
+        self
+    }
+
+    /// The kind's own dead-letter sinks (empty: the worker's defaults apply).
+    pub fn dead_letter_sinks(&self) -> &[Arc<dyn crate::DeadLetterSink>] {
+        &self.dead_letter_sinks
     }
 
     /// The kind's name.

@@ -11,9 +11,11 @@
 mod client;
 mod completer;
 mod context;
+mod dead_letter;
 mod executor;
 mod kind;
 mod memory;
+mod reconciler;
 mod rescuer;
 mod scheduler;
 mod stats;
@@ -21,8 +23,12 @@ mod worker;
 
 pub use client::Client;
 pub use context::Context;
+pub use dead_letter::{
+    AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, WebhookSink, alert_once,
+};
 pub use kind::{Kind, PayloadMode, Reconciled, Registry};
 pub use memory::MemoryTransport;
+pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescuerConfig, rescue_once};
 pub use scheduler::{SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
