@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec_core::store::ListParams;
-use oprec_core::{Operation, OperationId, Status, Store, Transport};
+use oprec_core::{Operation, OperationId, OperatorStore, Status, Transport};
 use oprec_runtime::{Client, Registry, RunReport, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +24,7 @@ pub type Injector = Arc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = ()> + Sen
 /// A store and (maybe) a transport, fresh for one test.
 #[derive(Clone)]
 pub struct Rig {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn OperatorStore>,
     pub transport: Option<Arc<dyn Transport>>,
     pub inject: Option<Injector>,
 }

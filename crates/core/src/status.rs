@@ -48,7 +48,7 @@ macro_rules! named_enum {
                     _ => Err(crate::status::ParseEnumError {
                         what: $what,
                         value: s.chars().take(64).collect(),
-                        expected: concat!($($text, " "),+),
+                        expected: crate::status::join!($($text),+),
                     }),
                 }
             }
@@ -69,6 +69,12 @@ macro_rules! named_enum {
     };
 }
 pub(crate) use named_enum;
+
+/// `"a, b, c"` from string literals, at compile time.
+macro_rules! join {
+    ($first:literal $(, $rest:literal)*) => { concat!($first $(, ", ", $rest)*) };
+}
+pub(crate) use join;
 
 named_enum! {
     /// Where an operation stands. Succeeded, dead and cancelled are terminal: no claim ever takes
@@ -175,7 +181,9 @@ mod tests {
         let err = "Pending; DROP TABLE operations"
             .parse::<Status>()
             .unwrap_err();
-        assert!(err.to_string().contains("expected one of: pending running"));
+        assert!(err.to_string().ends_with(
+            "expected one of: pending, running, reconciling, held, succeeded, dead, cancelled"
+        ));
     }
 
     #[test]

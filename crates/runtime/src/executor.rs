@@ -49,6 +49,7 @@ impl Executor {
             .unwrap_or(Duration::from_secs(30));
         let handler = kind.run(ctx, op.payload.clone());
         let heartbeat = self.heartbeat(&op, token);
+        let started = std::time::Instant::now();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, handler) => r,
             lost = heartbeat => {
@@ -58,6 +59,8 @@ impl Executor {
                 return;
             }
         };
+        metrics::histogram!("oprec_handler_duration_seconds", "kind" => op.kind.clone())
+            .record(started.elapsed().as_secs_f64());
         let outcome = match result {
             Ok(Ok(())) => {
                 Stats::add(&self.stats.succeeded, 1);

@@ -7,14 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
-use oprec_core::{Clock, Operation, OperationId, Store, SystemClock, Transition, Transport};
+use oprec_core::{
+    Clock, Operation, OperationId, OperatorStore, Store, SystemClock, Transition, Transport,
+};
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::executor::Executor;
 use crate::{
-    Registry, RescuerConfig, SchedulerConfig, Stats, StatsSnapshot, completer, rescuer, scheduler,
+    AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
+    StatsSnapshot, completer, dead_letter, reconciler, rescuer, scheduler,
 };
 
 /// How a worker runs.
@@ -38,7 +41,11 @@ pub struct WorkerConfig {
     pub scheduler: SchedulerConfig,
     /// Rescuer settings.
     pub rescuer: RescuerConfig,
-    /// Whether this process runs the scheduler and rescuer too.
+    /// Reconciler settings (kinds with a reconcile hook).
+    pub reconciler: ReconcilerConfig,
+    /// Dead-letter alert settings.
+    pub alerter: AlerterConfig,
+    /// Whether this process runs the scheduler, rescuer, reconciler and dead-letter alerter too.
     pub run_maintenance: bool,
 }
 
@@ -58,6 +65,8 @@ impl Default for WorkerConfig {
             code_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
             scheduler: SchedulerConfig::default(),
             rescuer: RescuerConfig::default(),
+            reconciler: ReconcilerConfig::default(),
+            alerter: AlerterConfig::default(),
             run_maintenance: true,
         }
     }
@@ -65,6 +74,7 @@ impl Default for WorkerConfig {
 
 /// Takes wake-ups and runs operations until told to stop.
 pub struct Worker {
+    operator: Arc<dyn OperatorStore>,
     store: Arc<dyn Store>,
     transport: Option<Arc<dyn Transport>>,
     registry: Arc<Registry>,
@@ -97,13 +107,14 @@ type InFlight = Arc<Mutex<HashMap<OperationId, uuid::Uuid>>>;
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn OperatorStore>,
         transport: Option<Arc<dyn Transport>>,
         registry: Arc<Registry>,
         config: WorkerConfig,
     ) -> Self {
         Worker {
-            store,
+            store: store.clone(),
+            operator: store,
             transport,
             registry,
             clock: Arc::new(SystemClock),
@@ -143,6 +154,19 @@ impl Worker {
                 self.store.clone(),
                 self.config.rescuer.clone(),
                 self.stats.clone(),
+                maintenance_stop.clone(),
+            ));
+            maintenance.spawn(reconciler::run(
+                self.operator.clone(),
+                self.registry.clone(),
+                self.clock.clone(),
+                self.config.reconciler.clone(),
+                maintenance_stop.clone(),
+            ));
+            maintenance.spawn(dead_letter::run(
+                self.operator.clone(),
+                self.registry.clone(),
+                self.config.alerter.clone(),
                 maintenance_stop.clone(),
             ));
             if let Some(t) = &self.transport {

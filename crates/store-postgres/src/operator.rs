@@ -196,8 +196,10 @@ impl OperatorStore for PgStore {
                 count: n as u64,
             });
         }
-        let mut q = QueryBuilder::new("SELECT count(*) FROM operations o WHERE o.status <> ALL(");
-        q.push_bind(terminal_statuses(include_cancelled)).push(")");
+        let mut q = QueryBuilder::new(
+            "SELECT count(*) FROM operations o
+             WHERE o.status IN ('pending', 'running', 'reconciling', 'held')",
+        );
         push_filter(&mut q, filter);
         let n: i64 = q
             .build_query_scalar()
@@ -252,7 +254,7 @@ impl OperatorStore for PgStore {
                      claim_token = NULL, lease_until = NULL,
                      redrive_count = o.redrive_count + 1, updated_at = $3,
                      give_up_at = CASE
-                         WHEN $4::int8 IS NOT NULL THEN $3 + $4::int8 * interval '1 millisecond'
+                         WHEN $4::int8 IS NOT NULL THEN i.at + $4::int8 * interval '1 millisecond'
                          WHEN o.give_up_at < i.at THEN NULL
                          ELSE o.give_up_at END
                  FROM UNNEST($1::uuid[], $2::timestamptz[]) AS i(id, at)
@@ -396,7 +398,10 @@ impl OperatorStore for PgStore {
                 last_error = coalesce(o.last_error, '{}'::jsonb) || jsonb_build_object(
                     'decision', 'reconciled by ' || $6 || ': ' || CASE $3
                         WHEN 'applied' THEN 'the effect was applied'
-                        WHEN 'not_applied' THEN 'the effect was not applied; safe to retry'
+                        WHEN 'not_applied' THEN CASE WHEN o.max_attempts IS NOT NULL
+                            AND o.attempt >= o.max_attempts
+                            THEN 'the effect was not applied, and the attempts are used up'
+                            ELSE 'the effect was not applied; safe to retry' END
                         ELSE 'still unknown' END),
                 updated_at = $2
              WHERE o.id = $1 AND o.status = 'reconciling'

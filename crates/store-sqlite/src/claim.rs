@@ -1,5 +1,6 @@
-//! Claims: pending, eligible operations within their deadline become running, with attempt + 1,
-//! a fresh token (UUID v7, made here) and a lease; and heartbeats that extend a claim's lease.
+//! Claims: pending, eligible operations within their deadline, and held back by no pause or
+//! postponement, become running, with attempt + 1, a fresh token (UUID v7, made here) and a lease;
+//! and heartbeats that extend a claim's lease.
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
@@ -9,6 +10,7 @@ use oprec_core::{Error, Result};
 use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
 use uuid::Uuid;
 
+use crate::controls::push_not_paused;
 use crate::row::{self, distinct_texts, operation_columns, uuid_text};
 use crate::{ROWS_PER_STATEMENT, SqliteStore, backend_error, time};
 
@@ -52,6 +54,8 @@ impl SqliteStore {
             }
             q.push(")");
         }
+        // Paused rows are left out of the pick, so they do not take up the limit.
+        push_not_paused(&mut q, &now_text);
         q.push(" ORDER BY next_eligible_at, id LIMIT ")
             .push_bind(i64::from(params.limit));
 
@@ -92,9 +96,9 @@ impl SqliteStore {
     }
 }
 
-/// Claims those of `ids` (distinct, as stored text) that are still pending, eligible at `now` and
-/// within their deadline (and of one of `kinds`, unless empty), on the caller's write
-/// transaction; returns them as claimed.
+/// Claims those of `ids` (distinct, as stored text) that are still pending, eligible at `now`,
+/// within their deadline and not paused (and of one of `kinds`, unless empty), on the caller's
+/// write transaction; returns them as claimed.
 async fn claim(
     conn: &mut SqliteConnection,
     ids: &[String],
@@ -139,6 +143,7 @@ async fn claim(
             }
             q.push(")");
         }
+        push_not_paused(&mut q, &now_text);
         q.push(concat!(" RETURNING ", operation_columns!()));
         let rows = q
             .build()

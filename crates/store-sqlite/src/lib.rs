@@ -10,18 +10,32 @@
 //! [`Clock`], never from SQLite, and times are stored as fixed-width UTC text
 //! (`2026-01-05T09:00:00.000000Z`) so that comparing the strings compares the times.
 //!
+//! It is also the [`OperatorStore`](oprec_core::OperatorStore): pauses and postponements (which
+//! hold back claims and wake-ups), re-drive, quarantine, reconciliation, stats, the audit log and
+//! dead-letter alerts, with the PostgreSQL store's behaviour. Operator filters bind each list as
+//! one JSON array (read with `json_each`), so an id list of any length stays one parameter.
+//!
 //! Not for: many worker hosts sharing one database (SQLite on a network file system is not safe;
 //! use oprec-postgres), nor wake-ups, workers or policies (see oprec-runtime): this crate only
 //! reads and writes rows.
 
+mod alerts;
 mod attempts;
+mod audit;
 mod claim;
 mod complete;
+mod controls;
 mod enqueue;
 mod error;
+mod filter;
+mod operator;
+mod quarantine;
 mod read;
+mod reconcile;
+mod redrive;
 mod rescue;
 mod row;
+mod stats;
 mod steps;
 mod store;
 mod time;

@@ -26,19 +26,19 @@ fn unreadable(what: &str, e: impl std::fmt::Display) -> Error {
 }
 
 /// Typed access to one row's columns, each stored as SQLite keeps it.
-struct Columns<'r>(&'r SqliteRow);
+pub(crate) struct Columns<'r>(pub(crate) &'r SqliteRow);
 
 impl Columns<'_> {
-    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+    pub(crate) fn opt_text(&self, column: &str) -> Result<Option<String>> {
         self.0.try_get(column).map_err(backend_error)
     }
 
-    fn text(&self, column: &str) -> Result<String> {
+    pub(crate) fn text(&self, column: &str) -> Result<String> {
         self.opt_text(column)?
             .ok_or_else(|| unreadable(column, "NULL in a NOT NULL column"))
     }
 
-    fn opt_parsed<T: std::str::FromStr>(&self, column: &str) -> Result<Option<T>>
+    pub(crate) fn opt_parsed<T: std::str::FromStr>(&self, column: &str) -> Result<Option<T>>
     where
         T::Err: std::fmt::Display,
     {
@@ -47,7 +47,7 @@ impl Columns<'_> {
             .transpose()
     }
 
-    fn parsed<T: std::str::FromStr>(&self, column: &str) -> Result<T>
+    pub(crate) fn parsed<T: std::str::FromStr>(&self, column: &str) -> Result<T>
     where
         T::Err: std::fmt::Display,
     {
@@ -56,29 +56,39 @@ impl Columns<'_> {
             .map_err(|e| unreadable(column, e))
     }
 
-    fn opt_uuid(&self, column: &str) -> Result<Option<Uuid>> {
+    pub(crate) fn opt_uuid(&self, column: &str) -> Result<Option<Uuid>> {
         self.opt_parsed(column)
     }
 
-    fn opt_json<T: serde::de::DeserializeOwned>(&self, column: &str) -> Result<Option<T>> {
+    pub(crate) fn opt_json<T: serde::de::DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<Option<T>> {
         self.opt_text(column)?
             .map(|s| serde_json::from_str(&s).map_err(|e| unreadable(column, e)))
             .transpose()
     }
 
-    fn json<T: serde::de::DeserializeOwned>(&self, column: &str) -> Result<T> {
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(&self, column: &str) -> Result<T> {
         serde_json::from_str(&self.text(column)?).map_err(|e| unreadable(column, e))
     }
 
-    fn opt_time(&self, column: &str) -> Result<Option<DateTime<Utc>>> {
+    pub(crate) fn opt_time(&self, column: &str) -> Result<Option<DateTime<Utc>>> {
         self.opt_text(column)?.map(|s| time::parse(&s)).transpose()
     }
 
-    fn time(&self, column: &str) -> Result<DateTime<Utc>> {
+    pub(crate) fn time(&self, column: &str) -> Result<DateTime<Utc>> {
         time::parse(&self.text(column)?)
     }
 
-    fn opt_count(&self, column: &str) -> Result<Option<u32>> {
+    pub(crate) fn int(&self, column: &str) -> Result<i64> {
+        self.0
+            .try_get::<Option<i64>, _>(column)
+            .map_err(backend_error)?
+            .ok_or_else(|| unreadable(column, "NULL in a NOT NULL column"))
+    }
+
+    pub(crate) fn opt_count(&self, column: &str) -> Result<Option<u32>> {
         self.0
             .try_get::<Option<i64>, _>(column)
             .map_err(backend_error)?
@@ -86,7 +96,7 @@ impl Columns<'_> {
             .transpose()
     }
 
-    fn count(&self, column: &str) -> Result<u32> {
+    pub(crate) fn count(&self, column: &str) -> Result<u32> {
         self.opt_count(column)?
             .ok_or_else(|| unreadable(column, "NULL in a NOT NULL column"))
     }

@@ -1,5 +1,5 @@
-//! The Store conformance suite and the seed fixture against SQLite: each test runs on a fresh
-//! database file in its own temporary directory, so tests run in parallel.
+//! The Store and OperatorStore conformance suites and the seed fixture against SQLite: each test
+//! runs on a fresh database file in its own temporary directory, so tests run in parallel.
 
 use std::sync::Arc;
 
@@ -24,3 +24,5 @@ async fn setup() -> Harness<SqliteStore> {
 }
 
 oprec_testkit::store_conformance_tests!(setup);
+
+oprec_testkit::operator_conformance_tests!(setup);

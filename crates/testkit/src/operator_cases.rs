@@ -216,13 +216,18 @@ pub async fn pause_by_class_holds_back_that_class<S: OperatorStore>(h: Harness<S
 pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 5, FailureClass::Transient, "provider answered 503").await;
     let pending = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let done = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(&h, done, Transition::succeeded(None)).await;
     let filter = OperationFilter {
         kinds: vec!["k".into()],
         ..Default::default()
     };
     let preview = h.store.redrive_preview(&filter, false, 3).await.unwrap();
     assert_eq!(preview.matched, 5);
-    assert_eq!(preview.not_terminal, 1);
+    assert_eq!(
+        preview.not_terminal, 1,
+        "the pending one; a succeeded one is neither"
+    );
     assert_eq!(preview.groups.len(), 1);
     assert_eq!(preview.groups[0].class, Some(FailureClass::Transient));
     assert_eq!(
@@ -280,11 +285,20 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>
             (Status::Pending, 0, 1)
         );
         assert!(o.terminal_reason.is_none() && o.terminal_at.is_none());
-        assert_eq!(o.give_up_at, Some(h.clock.now() + Duration::hours(1)));
+        assert_eq!(
+            o.give_up_at,
+            Some(o.next_eligible_at + Duration::hours(1)),
+            "the deadline counts from the operation's own start"
+        );
     }
     assert_eq!(h.get(pending).await.operation.redrive_count, 0);
-    assert!(
-        h.claim_all("w").await.iter().all(|o| o.id == pending),
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![pending],
         "spread into the future"
     );
 }

@@ -1,0 +1,267 @@
+//! The command line as clap types. Command names and flags are an interface that scripts and
+//! tests rely on: keep them. Values that need checking (durations, ids, statuses, JSON) arrive as
+//! text and are checked by the commands, so that a bad one is a one-line message and exit 2.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
+
+/// The store used when neither `--database-url` nor `OPREC_DATABASE_URL` says otherwise.
+pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://oprec.db?mode=rwc";
+
+/// Durable operation records for background work: the database row is the intent, the broker
+/// only a doorbell.
+#[derive(Debug, Parser)]
+#[command(name = "oprec", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
+pub(crate) struct Global {
+    /// The store: `sqlite://PATH?mode=rwc` (embedded; the file is created) or
+    /// `postgres://USER@HOST/DB`. Passwords are never printed.
+    #[arg(
+        long,
+        global = true,
+        env = "OPREC_DATABASE_URL",
+        hide_env_values = true,
+        default_value = DEFAULT_DATABASE_URL,
+        value_name = "URL"
+    )]
+    pub database_url: String,
+
+    /// Where wake-ups go: `poll` (no broker: workers claim from the store), `redis://HOST`,
+    /// `amqp://HOST`, or `memory://`, which only connects producers and workers inside one process
+    /// (as `oprec demo` does).
+    #[arg(
+        long,
+        global = true,
+        env = "OPREC_TRANSPORT_URL",
+        hide_env_values = true,
+        default_value = "poll",
+        value_name = "URL"
+    )]
+    pub transport: String,
+
+    /// Log to stderr (`-vv` for more detail); RUST_LOG, when set, decides instead.
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create or upgrade the schema (tables, indexes, constraints).
+    Migrate(MigrateArgs),
+    /// Enqueue operations of a demo kind (the row commits first, then a wake-up is published).
+    Enqueue(EnqueueArgs),
+    /// Show and list operations with their attempt history.
+    #[command(subcommand)]
+    Ops(OpsCommand),
+    /// Purge or measure the broker's wake-ups (the store keeps every operation).
+    #[command(subcommand)]
+    Transport(TransportCommand),
+    /// Run a worker with its scheduler and rescuer until SIGTERM or ctrl-c, then drain.
+    Worker(WorkerArgs),
+    /// Run the seed fixture's scenarios on a virtual clock with no services, and print them.
+    Demo(DemoArgs),
+}
+
+impl Command {
+    /// The log level without `-v`: the demo's expected warnings (vanished attempts, the hung
+    /// handler's stale claims) are part of its story, not news.
+    pub(crate) fn default_log_level(&self) -> &'static str {
+        match self {
+            Command::Demo(_) => "error",
+            _ => "warn",
+        }
+    }
+}
+
+/// `oprec migrate`.
+#[derive(Debug, Args)]
+pub(crate) struct MigrateArgs {
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec enqueue`.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Enqueue operations of a demo kind (the row commits first, then a wake-up is \
+published unless the transport is `poll`).\n\nThe demo kinds are enqueued under their default \
+policy: the ladder 0,1,2,4 s, so at most 4 attempts. A worker's --demo-* flags decide the ladder \
+it climbs and may lower that bound, not raise it: the bound is stored with each operation."
+)]
+#[command(group(ArgGroup::new("input").required(true).args(["payload", "payload_file"])))]
+pub(crate) struct EnqueueArgs {
+    /// The operation kind (one of the demo kinds: demo.noop, demo.flaky, demo.crash, demo.slow,
+    /// demo.effect).
+    #[arg(long, value_name = "KIND")]
+    pub kind: String,
+
+    /// The payload, as JSON (at most 256 KiB).
+    #[arg(long, value_name = "JSON")]
+    pub payload: Option<String>,
+
+    /// Read the payload (JSON) from a file, or from standard input with `-`.
+    #[arg(long, value_name = "PATH|-")]
+    pub payload_file: Option<PathBuf>,
+
+    /// Idempotency key: enqueueing the same key for the kind again returns the existing
+    /// operation. With --count, the keys are KEY-1 .. KEY-N.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// Not eligible before this much time has passed (`90s`, `5m`, `48h`).
+    #[arg(long, value_name = "DURATION")]
+    pub delay: Option<String>,
+
+    /// No attempt after this time: a duration from now (`48h`) or an RFC 3339 time.
+    #[arg(long, value_name = "DURATION|RFC3339")]
+    pub deadline: Option<String>,
+
+    /// Enqueue N copies, in batches of 1,000.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec ops ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum OpsCommand {
+    /// One operation: the record and its attempt history.
+    Show(ShowArgs),
+    /// Operations matching filters, oldest first.
+    List(ListArgs),
+}
+
+/// `oprec ops show`.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    /// The operation's id (a UUID).
+    pub id: String,
+    /// Print the record and its attempts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec ops list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Only this status: pending, running, reconciling, held, succeeded, dead, cancelled.
+    #[arg(long, value_name = "STATUS")]
+    pub status: Option<String>,
+    /// Only this kind.
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+    /// Only this last failure class: transient, rate_limited, backpressure, permanent,
+    /// configuration, unknown.
+    #[arg(long, value_name = "CLASS")]
+    pub class: Option<String>,
+    /// The most operations to show (at most 10,000).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: u32,
+    /// Only operations after this id (the last id of the previous page).
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
+    /// Print the operations as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec transport ...`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TransportCommand {
+    /// Drop every waiting wake-up. The operations stay in the store and the scheduler re-wakes
+    /// the eligible ones: no intent is lost.
+    Purge(PurgeArgs),
+    /// How many wake-ups wait on the broker.
+    Depth(DepthArgs),
+}
+
+/// `oprec transport purge`.
+#[derive(Debug, Args)]
+pub(crate) struct PurgeArgs {
+    /// Really purge (without it, the command says what would happen and exits 2).
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec transport depth`.
+#[derive(Debug, Args)]
+pub(crate) struct DepthArgs {
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `oprec worker`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkerArgs {
+    /// Handlers running at once.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub concurrency: usize,
+    /// The claim's lease; heartbeats renew it every third.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub lease: String,
+    /// On shutdown, how long in-flight attempts may finish before they are released.
+    #[arg(long, value_name = "DURATION", default_value = "20s")]
+    pub drain_timeout: String,
+    /// How long a published wake-up is trusted before the scheduler wakes the operation again.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub rewake_after: String,
+    /// Vanished attempts in a row (lease expired, no outcome) before an operation is dead
+    /// (crash_loop).
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    pub vanish_limit: u32,
+    /// The code version recorded with each attempt (default: this binary's version).
+    #[arg(long, value_name = "V")]
+    pub code_version: Option<String>,
+    /// Register the demo kinds (demo.noop, demo.flaky, demo.crash, demo.slow, demo.effect).
+    #[arg(long)]
+    pub demo: bool,
+    /// The demo kinds' ladder in seconds: the n-th number is the delay before attempt n, so the
+    /// first is 0 [default: 0,1,2,4].
+    #[arg(long, value_name = "SECONDS,...", requires = "demo")]
+    pub demo_ladder: Option<String>,
+    /// The demo kinds' attempt bound [default: the ladder's length].
+    #[arg(long, value_name = "N", requires = "demo")]
+    pub demo_max_attempts: Option<u32>,
+    /// The demo kinds' execution timeout per attempt [default: 30s].
+    #[arg(long, value_name = "DURATION", requires = "demo")]
+    pub demo_timeout: Option<String>,
+    /// Exit 0 once no operation of a registered kind has been pending-and-eligible or running
+    /// for 2 seconds in a row (for tests and scripts).
+    #[arg(long)]
+    pub exit_when_idle: bool,
+}
+
+/// `oprec demo`.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Run the seed fixture's scenarios (malformed input, transient outage, long outage, \
+unknown remote result, deadline before the next rung, crash loop) with a real worker, scheduler \
+and rescuer against a simulated provider, on a virtual clock, and print each scenario's attempts \
+and end state.\n\nNo services are needed: the store is SQLite in a temporary folder (unless \
+--database-url is given on the command line; OPREC_DATABASE_URL is ignored here, so the demo never \
+writes into a configured database) and wake-ups use the in-memory transport."
+)]
+pub(crate) struct DemoArgs {
+    /// Print the scenarios and their attempts as JSON.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,155 @@
+//! `oprec enqueue`: one operation, or `--count` copies in batches of 1,000, of a demo kind,
+//! through `oprec::Client` (the row commits, then a wake-up is published unless the transport is
+//! `poll`).
+
+use std::io::{IsTerminal, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::Utc;
+use indicatif::{ProgressBar, ProgressStyle};
+use oprec::{Client, EnqueueOptions};
+use serde_json::{Value, json};
+
+use crate::backend::{self, Backend, store_error};
+use crate::cli::{EnqueueArgs, Global};
+use crate::demo_kinds::{self, DemoPolicy, EffectTable};
+use crate::exit::bad;
+use crate::{duration, output};
+
+/// Operations per enqueue call (one transaction, one publish).
+const BATCH: u64 = 1000;
+
+/// Reads and parses the payload from `--payload` or `--payload-file` (`-` is standard input).
+fn payload(args: &EnqueueArgs) -> anyhow::Result<Value> {
+    let (text, source) = match (&args.payload, &args.payload_file) {
+        (Some(text), _) => (text.clone(), "--payload".to_owned()),
+        (None, Some(path)) if path == Path::new("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| bad(format!("cannot read the payload from standard input: {e}")))?;
+            (text, "the payload on standard input".to_owned())
+        }
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                bad(format!(
+                    "cannot read --payload-file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            (text, format!("--payload-file {}", path.display()))
+        }
+        (None, None) => return Err(bad("give --payload JSON or --payload-file PATH")),
+    };
+    serde_json::from_str(&text).map_err(|e| bad(format!("{source} is not valid JSON: {e}")))
+}
+
+/// A progress bar on standard error when it is a terminal; hidden otherwise.
+fn progress(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:40} {human_pos}/{human_len} enqueued ({per_sec}, {eta})")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// Enqueues as asked and prints the id(s).
+pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()> {
+    if !demo_kinds::NAMES.contains(&args.kind.as_str()) {
+        return Err(bad(format!(
+            "unknown kind {:?}; this CLI knows the demo kinds: {}",
+            args.kind,
+            demo_kinds::NAMES.join(", ")
+        )));
+    }
+    if args.count == Some(0) {
+        return Err(bad("--count must be at least 1"));
+    }
+    let payload = payload(&args)?;
+    let options = EnqueueOptions {
+        idempotency_key: args.key.clone(),
+        delay: args
+            .delay
+            .as_deref()
+            .map(|d| duration::parse("--delay", d))
+            .transpose()?,
+        deadline: args
+            .deadline
+            .as_deref()
+            .map(|d| duration::deadline("--deadline", d, Utc::now()))
+            .transpose()?,
+        ..EnqueueOptions::default()
+    };
+
+    let backend = Backend::connect(&global.database_url).await?;
+    let policy = DemoPolicy::default().retry_policy()?;
+    let registry = demo_kinds::registry(&policy, EffectTable::new(backend.concrete.clone()));
+    let transport = backend::transport(&global.transport)?;
+    let client = Client::new(backend.store.clone(), transport, Arc::new(registry));
+
+    let Some(count) = args.count else {
+        let e = client
+            .enqueue(&args.kind, payload, options)
+            .await
+            .map_err(store_error)?;
+        return if args.json {
+            output::json(&json!({"id": e.id, "created": e.created}))
+        } else {
+            output::line!("{}{}", e.id, if e.created { "" } else { " (existing)" })?;
+            Ok(())
+        };
+    };
+
+    let bar = progress(count);
+    let mut created = 0u64;
+    if let Some(key) = &args.key {
+        // Each copy has its own key, so each is its own call.
+        for i in 1..=count {
+            let options = EnqueueOptions {
+                idempotency_key: Some(format!("{key}-{i}")),
+                ..options.clone()
+            };
+            let e = client
+                .enqueue(&args.kind, payload.clone(), options)
+                .await
+                .map_err(store_error)?;
+            created += u64::from(e.created);
+            bar.inc(1);
+        }
+    } else {
+        let mut done = 0;
+        while done < count {
+            let n = BATCH.min(count - done);
+            let batch = vec![payload.clone(); n as usize];
+            let enqueued = client
+                .enqueue_many(&args.kind, batch, options.clone())
+                .await
+                .map_err(store_error)?;
+            created += enqueued.iter().filter(|e| e.created).count() as u64;
+            done += n;
+            bar.inc(n);
+        }
+    }
+    bar.finish_and_clear();
+    if args.json {
+        return output::json(&json!({"count": count, "created": created}));
+    }
+    let existing = count - created;
+    if existing == 0 {
+        output::line!("enqueued {} operations", output::count(count))?;
+    } else {
+        output::line!(
+            "enqueued {} operations ({} new, {} existing)",
+            output::count(count),
+            output::count(created),
+            output::count(existing)
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! `oprec transport purge` and `oprec transport depth`: the broker's wake-ups, which are only a
+//! doorbell. Purging drops them; the operations stay in the store and the scheduler re-wakes the
+//! eligible ones, so the purge report says how many operations are still pending.
+
+use std::sync::Arc;
+
+use oprec::{Status, Transport};
+use serde_json::json;
+
+use crate::backend::{self, Backend, store_error};
+use crate::cli::{DepthArgs, Global, PurgeArgs};
+use crate::exit::bad;
+use crate::output::{self, count};
+
+/// The broker `--transport` names, or why there is none to act on (exit 2).
+fn broker(global: &Global, action: &str) -> anyhow::Result<(Arc<dyn Transport>, String)> {
+    let shown = oprec::redact_url(&global.transport);
+    if global.transport.starts_with("memory:") {
+        return Err(bad(format!(
+            "--transport {shown} is a queue inside one process; there is no broker to {action} from \
+             here (give a redis:// or amqp:// URL)"
+        )));
+    }
+    match backend::transport(&global.transport)? {
+        Some(t) => Ok((t, shown)),
+        None => Err(bad(format!(
+            "--transport is {shown}: there is no broker to {action}; workers poll the store, and \
+             every operation is there (give a redis:// or amqp:// URL)"
+        ))),
+    }
+}
+
+/// Drops every waiting wake-up, then counts what is still pending in the store.
+pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()> {
+    let (transport, shown) = broker(global, "purge")?;
+    if !args.yes {
+        return Err(bad(format!(
+            "refusing to purge without --yes: this would drop every wake-up waiting on {shown}; \
+             the operations stay pending in the store and the scheduler wakes them again"
+        )));
+    }
+    // The store first: the report that no intent was lost needs it, so check it before purging.
+    let backend = Backend::connect(&global.database_url).await?;
+    backend.ensure_schema().await?;
+    let purged = transport
+        .purge()
+        .await
+        .map_err(|e| anyhow::Error::new(e).context(format!("purging {shown} failed")))?;
+    let pending: u64 = backend
+        .store
+        .operation_count()
+        .await
+        .map_err(store_error)?
+        .iter()
+        .filter(|r| r.status == Status::Pending)
+        .map(|r| r.count)
+        .sum();
+    if args.json {
+        return output::json(&json!({
+            "transport": shown,
+            "purged": purged,
+            "pending": pending,
+        }));
+    }
+    let (ops, are) = if pending == 1 {
+        ("operation", "is")
+    } else {
+        ("operations", "are")
+    };
+    output::line!(
+        "purged {} wake-ups; {} {ops} {are} still pending in the store: no intent was lost",
+        count(purged),
+        count(pending)
+    )?;
+    Ok(())
+}
+
+/// Prints how many wake-ups wait on the broker.
+pub(crate) async fn depth(global: &Global, args: DepthArgs) -> anyhow::Result<()> {
+    let (transport, shown) = broker(global, "measure")?;
+    let depth = transport.depth().await.map_err(|e| {
+        anyhow::Error::new(e).context(format!("reading the depth of {shown} failed"))
+    })?;
+    if args.json {
+        output::json(&json!({"transport": shown, "depth": depth}))
+    } else {
+        output::line!("{} wake-ups waiting on {shown}", count(depth))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,165 @@
+//! `oprec worker`: runs `oprec::Worker` (worker, scheduler and rescuer) with the demo kinds until
+//! SIGTERM or ctrl-c, then drains and prints a summary of the run. A second signal stops at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oprec::runtime::{RescuerConfig, SchedulerConfig};
+use oprec::{Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{self, Backend};
+use crate::cli::{Global, WorkerArgs};
+use crate::demo_kinds::{self, DemoPolicy, EffectTable};
+use crate::exit::bad;
+use crate::{duration, idle, output};
+
+/// How long `--exit-when-idle` waits with nothing to do.
+const IDLE_FOR: Duration = Duration::from_secs(2);
+
+/// The worker's settings from the flags; every bad value is bad input.
+fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
+    if args.concurrency == 0 {
+        return Err(bad("--concurrency must be at least 1"));
+    }
+    if args.vanish_limit == 0 {
+        return Err(bad("--vanish-limit must be at least 1"));
+    }
+    let lease = duration::parse_positive("--lease", &args.lease)?;
+    let drain_timeout = duration::parse("--drain-timeout", &args.drain_timeout)?;
+    let rewake_after = duration::parse("--rewake-after", &args.rewake_after)?;
+    let mut policy = DemoPolicy::default();
+    if let Some(ladder) = &args.demo_ladder {
+        policy.ladder = duration::ladder("--demo-ladder", ladder)?;
+    }
+    if let Some(n) = args.demo_max_attempts {
+        if n == 0 {
+            return Err(bad("--demo-max-attempts must be at least 1"));
+        }
+        policy.max_attempts = Some(n);
+    }
+    if let Some(t) = &args.demo_timeout {
+        policy.timeout = duration::parse_positive("--demo-timeout", t)?;
+    }
+    let defaults = WorkerConfig::default();
+    // Look for expired leases a few times per lease, so a crashed attempt is retried promptly.
+    let rescue_every = (lease / 3)
+        .to_std()
+        .unwrap_or(Duration::from_secs(5))
+        .clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let config = WorkerConfig {
+        concurrency: args.concurrency,
+        lease,
+        drain_timeout: drain_timeout.to_std().unwrap_or_default(),
+        code_version: Some(
+            args.code_version
+                .clone()
+                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        ),
+        scheduler: SchedulerConfig {
+            rewake_after,
+            ..SchedulerConfig::default()
+        },
+        rescuer: RescuerConfig {
+            interval: rescue_every,
+            vanish_limit: args.vanish_limit,
+            ..RescuerConfig::default()
+        },
+        ..defaults
+    };
+    Ok((config, policy))
+}
+
+/// Cancels `stop` on the first SIGTERM or ctrl-c; exits at once on the second.
+async fn on_signals(stop: CancellationToken) {
+    #[cfg(unix)]
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    for n in 0.. {
+        #[cfg(unix)]
+        let terminated = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminated = std::future::pending::<()>();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminated => {}
+        }
+        if n == 0 {
+            eprintln!("oprec worker: draining (a second signal stops at once)");
+            stop.cancel();
+        } else {
+            eprintln!("oprec worker: second signal, stopping without waiting for the drain");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Runs the worker until a signal (or, with `--exit-when-idle`, until idle).
+pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()> {
+    let (config, policy) = config(&args)?;
+    if !args.demo {
+        return Err(bad(
+            "nothing to run; pass --demo (this binary's worker runs the demo kinds)",
+        ));
+    }
+    let policy = policy.retry_policy()?;
+    let backend = Backend::connect(&global.database_url).await?;
+    backend.ensure_schema().await?;
+    let effects = EffectTable::new(backend.concrete.clone());
+    effects.create().await?;
+    let registry = Arc::new(demo_kinds::registry(&policy, effects));
+    let transport = backend::transport(&global.transport)?;
+    let worker_id = config.worker_id.clone();
+    let worker = Worker::new(backend.store.clone(), transport, registry.clone(), config);
+
+    let stop = CancellationToken::new();
+    tokio::spawn(on_signals(stop.clone()));
+    let idle_stop = CancellationToken::new();
+    if args.exit_when_idle {
+        let (store, kinds, stop, idle_stop) = (
+            backend.store.clone(),
+            registry.names(),
+            stop.clone(),
+            idle_stop.clone(),
+        );
+        tokio::spawn(async move {
+            idle::wait_until_idle(store, kinds, IDLE_FOR).await;
+            idle_stop.cancel();
+            stop.cancel();
+        });
+    }
+    eprintln!(
+        "oprec worker {worker_id}: running {} on {} with transport {}; SIGTERM or ctrl-c drains and stops",
+        registry.names().join(", "),
+        backend.url,
+        oprec::redact_url(&global.transport),
+    );
+    let report = worker.run(stop).await;
+    let why = if idle_stop.is_cancelled() {
+        "idle"
+    } else {
+        "signal"
+    };
+    let s = report.stats;
+    output::line!(
+        "worker stopped ({why}): claimed {}, succeeded {}, failed {}, vanished {}, released {}, \
+         stale claims {}, wake-ups received {} (ignored {}, garbage {}), published {}",
+        s.claimed,
+        s.succeeded,
+        s.failed,
+        s.vanished,
+        report.released,
+        s.stale_claims,
+        s.wakeups_received,
+        s.wakeups_ignored,
+        s.garbage_frames,
+        s.published,
+    )?;
+    Ok(())
+}

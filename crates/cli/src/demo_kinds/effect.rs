@@ -1,0 +1,91 @@
+//! `demo.effect`: serves the exactly-once tests, which compare effects with executions. Every
+//! execution counts a call in `demo_effects` (on the store's own database); the row's existence
+//! is the effect, inserted once per effect key. Then the attempt succeeds with the effect key as
+//! the remote id.
+
+use chrono::Utc;
+use oprec::{Context, Failure, Kind, RetryPolicy};
+
+use super::DEPENDENCY;
+use crate::backend::ConcreteStore;
+
+/// The table's schema; the same text on SQLite and PostgreSQL.
+const CREATE: &str = "CREATE TABLE IF NOT EXISTS demo_effects (
+    effect_key TEXT PRIMARY KEY,
+    calls INTEGER NOT NULL DEFAULT 0,
+    applied_at TEXT
+)";
+
+/// The `demo_effects` table, reached through the concrete store's pool.
+#[derive(Clone, Debug)]
+pub(crate) struct EffectTable {
+    store: ConcreteStore,
+}
+
+impl EffectTable {
+    /// The table on `store`'s database.
+    pub(crate) fn new(store: ConcreteStore) -> Self {
+        EffectTable { store }
+    }
+
+    /// Creates the table if it is missing.
+    pub(crate) async fn create(&self) -> anyhow::Result<()> {
+        match &self.store {
+            ConcreteStore::Sqlite(s) => sqlx::query(CREATE).execute(s.pool()).await?,
+            ConcreteStore::Postgres(s) => {
+                sqlx::query(CREATE).execute(s.pool()).await?;
+                return Ok(());
+            }
+        };
+        Ok(())
+    }
+
+    /// Counts one call for `key`, creating the effect on the first.
+    async fn record(&self, key: &str) -> Result<(), sqlx::Error> {
+        let now = Utc::now().to_rfc3339();
+        match &self.store {
+            ConcreteStore::Sqlite(s) => {
+                sqlx::query(
+                    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES (?1, 1, ?2)
+                     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1",
+                )
+                .bind(key)
+                .bind(now)
+                .execute(s.pool())
+                .await?;
+            }
+            ConcreteStore::Postgres(s) => {
+                sqlx::query(
+                    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES ($1, 1, $2)
+                     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1",
+                )
+                .bind(key)
+                .bind(now)
+                .execute(s.pool())
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The kind; its payload is not read.
+pub(super) fn kind(policy: &RetryPolicy, table: EffectTable) -> Kind {
+    Kind::new(
+        "demo.effect",
+        policy.clone(),
+        move |ctx: Context, _payload: serde_json::Value| {
+            let table = table.clone();
+            async move {
+                // The insert is atomic: when it fails, no effect happened, so a retry is safe.
+                table
+                    .record(ctx.effect_key())
+                    .await
+                    .map_err(|e| Failure::transient(format!("could not record the effect: {e}")))?;
+                ctx.set_remote_id(ctx.effect_key()).await?;
+                Ok(())
+            }
+        },
+    )
+    .dependency(DEPENDENCY)
+}

@@ -1,0 +1,56 @@
+//! `oprec`: the operator's command line for oprec. It migrates the schema, enqueues operations of
+//! the demo kinds, shows and lists operations with their attempt history, purges or measures the
+//! transport, runs a worker (with scheduler and rescuer), and runs the seed fixture as a demo.
+//!
+//! Not a library: commands call the `oprec` facade and print; the behaviour lives in the crates.
+//! Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (see [`exit`]).
+
+mod backend;
+mod cli;
+mod commands;
+mod demo;
+mod demo_kinds;
+mod duration;
+mod exit;
+mod idle;
+mod logging;
+mod output;
+mod redaction;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
+
+fn main() -> ExitCode {
+    // clap prints its own usage errors and exits 2 (0 for --help and --version).
+    let matches = cli::Cli::command().get_matches();
+    let explicit_database = matches.value_source("database_url") == Some(ValueSource::CommandLine);
+    let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    logging::init(cli.global.verbose, cli.command.default_log_level());
+    let redactor = redaction::Redactor::new([&cli.global.database_url, &cli.global.transport]);
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("oprec: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(commands::run(cli, explicit_database));
+    // Background tasks (a hung demo handler, a signal listener) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`oprec ops list | head`): nothing left to say to anyone.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("oprec: {}", redactor.redact(&exit::one_line(&e)));
+            exit::code(&e)
+        }
+    }
+}

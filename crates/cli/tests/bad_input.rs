@@ -1,0 +1,168 @@
+//! Bad input exits 2 with one clear line on stderr, never a panic; a missing schema exits 1 and
+//! says to run `oprec migrate`.
+
+mod common;
+
+use common::Oprec;
+
+fn enqueue(o: &Oprec, extra: &[&str]) -> common::Run {
+    o.run(&[&["enqueue", "--kind", "demo.noop"][..], extra].concat())
+}
+
+#[test]
+fn malformed_json_payload() {
+    let o = Oprec::migrated();
+    enqueue(&o, &["--payload", "{\"a\":"]).bad_input("--payload is not valid JSON");
+}
+
+#[test]
+fn bad_durations() {
+    let o = Oprec::migrated();
+    enqueue(&o, &["--payload", "{}", "--delay", "5 parsecs"]).bad_input("--delay");
+    enqueue(&o, &["--payload", "{}", "--deadline", "next tuesday"]).bad_input("--deadline");
+    o.run(&["worker", "--demo", "--lease", "soon"])
+        .bad_input("--lease");
+}
+
+#[test]
+fn a_deadline_in_the_past_is_refused() {
+    let o = Oprec::migrated();
+    enqueue(
+        &o,
+        &["--payload", "{}", "--deadline", "2001-01-01T00:00:00Z"],
+    )
+    .bad_input("not in the future");
+}
+
+#[test]
+fn bad_ids() {
+    let o = Oprec::migrated();
+    o.run(&["ops", "show", "42"])
+        .bad_input("not an operation id");
+    o.run(&["ops", "list", "--after", "yesterday"])
+        .bad_input("not an operation id");
+}
+
+#[test]
+fn unknown_kind_lists_the_known_ones() {
+    let o = Oprec::migrated();
+    o.run(&["enqueue", "--kind", "email.send", "--payload", "{}"])
+        .bad_input("unknown kind \"email.send\"; this CLI knows the demo kinds: demo.crash, demo.effect, demo.flaky, demo.noop, demo.slow");
+}
+
+#[test]
+fn unknown_status_and_class() {
+    let o = Oprec::migrated();
+    o.run(&["ops", "list", "--status", "done"])
+        .bad_input("unknown status \"done\"; expected one of: pending");
+    o.run(&["ops", "list", "--class", "flaky"])
+        .bad_input("unknown failure class \"flaky\"");
+    o.run(&["ops", "list", "--limit", "0"]).bad_input("--limit");
+}
+
+#[test]
+fn oversized_payload_from_a_file() {
+    let o = Oprec::migrated();
+    let file = o.path("big.json");
+    let big = format!("{{\"blob\": \"{}\"}}", "x".repeat(300 * 1024));
+    std::fs::write(&file, big).unwrap();
+    enqueue(&o, &["--payload-file", file.to_str().unwrap()])
+        .bad_input("over the limit of 262144 bytes");
+    let missing = o.path("missing.json");
+    enqueue(&o, &["--payload-file", missing.to_str().unwrap()]).bad_input("cannot read");
+    let listed = o.run(&["ops", "list", "--json"]).json();
+    assert_eq!(listed.as_array().unwrap().len(), 0, "nothing was stored");
+}
+
+#[test]
+fn count_zero() {
+    let o = Oprec::migrated();
+    enqueue(&o, &["--payload", "{}", "--count", "0"]).bad_input("--count must be at least 1");
+}
+
+#[test]
+fn purge_needs_yes_and_a_broker() {
+    let o = Oprec::migrated();
+    // A broker URL nobody listens on: refused before anything connects.
+    let run = o.run(&[
+        "--transport",
+        "redis://app:hunter2secret@127.0.0.1:9/0",
+        "transport",
+        "purge",
+    ]);
+    run.bad_input("refusing to purge without --yes");
+    assert!(
+        run.stderr.contains("stay pending in the store"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+    o.run(&["transport", "purge", "--yes"])
+        .bad_input("no broker to purge");
+    o.run(&["--transport", "poll", "transport", "depth"])
+        .bad_input("no broker");
+    o.run(&["--transport", "memory://", "transport", "purge", "--yes"])
+        .bad_input("inside one process");
+}
+
+#[test]
+fn worker_without_kinds() {
+    let o = Oprec::migrated();
+    o.run(&["worker"]).bad_input("nothing to run; pass --demo");
+    o.run(&["worker", "--demo", "--demo-ladder", "0,x"])
+        .bad_input("--demo-ladder");
+    o.run(&["worker", "--demo", "--concurrency", "0"])
+        .bad_input("--concurrency");
+}
+
+#[test]
+fn unsupported_database_url() {
+    let o = Oprec::new();
+    let run = o.run(&[
+        "--database-url",
+        "mysql://root:pa55word@db/x",
+        "ops",
+        "list",
+    ]);
+    run.bad_input("unsupported database URL mysql://root:***@db/x");
+    assert!(!run.stderr.contains("pa55word"));
+}
+
+#[test]
+fn a_missing_schema_says_to_migrate() {
+    let o = Oprec::new();
+    for args in [
+        &["ops", "list"][..],
+        &["enqueue", "--kind", "demo.noop", "--payload", "{}"][..],
+        &["worker", "--demo", "--exit-when-idle"][..],
+    ] {
+        let run = o.run(args);
+        assert_eq!(run.code, Some(1), "{args:?}: {run:#?}");
+        assert!(
+            run.stderr.contains("run `oprec migrate` first"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.trim_end().lines().count(), 1, "{}", run.stderr);
+    }
+}
+
+#[test]
+fn not_found_is_a_failure_not_bad_input() {
+    let o = Oprec::migrated();
+    let run = o.run(&["ops", "show", "01a22b29-1362-75a7-b7fc-103e65295087"]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(run.stderr.contains("not found"));
+}
+
+#[test]
+fn clap_usage_errors_exit_2() {
+    let o = Oprec::migrated();
+    assert_eq!(o.run(&["enqueue", "--kind", "demo.noop"]).code, Some(2));
+    assert_eq!(o.run(&["frobnicate"]).code, Some(2));
+    assert_eq!(
+        o.run(&["worker", "--demo-ladder", "0,1"]).code,
+        Some(2),
+        "--demo-* needs --demo"
+    );
+}

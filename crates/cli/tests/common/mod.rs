@@ -1,0 +1,138 @@
+//! Running the `oprec` binary against a fresh SQLite file per test.
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// A temporary folder with its own database, and the binary pointed at it.
+pub struct Oprec {
+    dir: tempfile::TempDir,
+    pub url: String,
+}
+
+/// What one run printed and how it exited.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts exit 0 and returns standard output.
+    pub fn ok(&self) -> &str {
+        assert_eq!(self.code, Some(0), "expected success: {self:#?}");
+        &self.stdout
+    }
+
+    /// Standard output as JSON, after asserting exit 0.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.ok())
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.stdout))
+    }
+
+    /// Asserts exit 2 with a one-line message on stderr containing `needle`, and no panic.
+    pub fn bad_input(&self, needle: &str) {
+        assert_eq!(self.code, Some(2), "expected exit 2: {self:#?}");
+        let err = self.stderr.trim_end();
+        assert!(err.contains(needle), "stderr lacks {needle:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "not one line: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{err}"
+        );
+    }
+}
+
+/// The binary with a clean environment: no inherited oprec settings or log filter.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_oprec"));
+    c.env_remove("OPREC_DATABASE_URL")
+        .env_remove("OPREC_TRANSPORT_URL")
+        .env_remove("RUST_LOG")
+        .env("RUST_BACKTRACE", "1");
+    c
+}
+
+impl Oprec {
+    /// A fresh folder and database URL (not migrated).
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!(
+            "sqlite://{}?mode=rwc",
+            dir.path().join("oprec.db").display()
+        );
+        Oprec { dir, url }
+    }
+
+    /// A fresh, migrated database.
+    pub fn migrated() -> Self {
+        let o = Self::new();
+        o.run(&["migrate"]).ok();
+        o
+    }
+
+    /// The folder, for files a test writes.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The binary, working in the folder, with the database in the environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = bin();
+        c.current_dir(self.dir.path())
+            .env("OPREC_DATABASE_URL", &self.url)
+            .args(args);
+        c
+    }
+
+    /// Runs with no standard input.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self
+            .command(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run oprec");
+        Run::from(out)
+    }
+
+    /// Runs with `input` on standard input.
+    pub fn run_with_stdin(&self, args: &[&str], input: &str) -> Run {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn oprec");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+        Run::from(child.wait_with_output().expect("wait"))
+    }
+
+    /// Enqueues one operation and returns its id.
+    pub fn enqueue(&self, kind: &str, payload: &str) -> String {
+        let v = self
+            .run(&["enqueue", "--kind", kind, "--payload", payload, "--json"])
+            .json();
+        v["id"].as_str().expect("id").to_owned()
+    }
+
+    /// `ops show ID --json`.
+    pub fn show(&self, id: &str) -> serde_json::Value {
+        self.run(&["ops", "show", id, "--json"]).json()
+    }
+}

@@ -1,0 +1,63 @@
+//! Every command's `--help` works and never shows a password, even with one in the environment.
+
+mod common;
+
+const SECRET: &str = "s3cretpw";
+
+#[test]
+fn help_exits_0_and_hides_passwords() {
+    let commands: &[&[&str]] = &[
+        &[],
+        &["migrate"],
+        &["enqueue"],
+        &["ops"],
+        &["ops", "show"],
+        &["ops", "list"],
+        &["transport"],
+        &["transport", "purge"],
+        &["transport", "depth"],
+        &["worker"],
+        &["demo"],
+    ];
+    for args in commands {
+        let out = common::bin()
+            .args(*args)
+            .arg("--help")
+            .env("OPREC_DATABASE_URL", format!("postgres://u:{SECRET}@h/x"))
+            .env(
+                "OPREC_TRANSPORT_URL",
+                format!("amqp://guest:{SECRET}@rabbit/%2f"),
+            )
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
+        assert!(text.contains("Usage: oprec"), "{args:?}: {text}");
+        assert!(!text.contains(SECRET), "{args:?} shows a password: {text}");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains(SECRET));
+    }
+}
+
+#[test]
+fn help_documents_the_interface() {
+    let out = common::bin().args(["worker", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--concurrency",
+        "--lease",
+        "--drain-timeout",
+        "--rewake-after",
+        "--vanish-limit",
+        "--code-version",
+        "--demo",
+        "--demo-ladder",
+        "--demo-max-attempts",
+        "--demo-timeout",
+        "--exit-when-idle",
+        "--database-url",
+        "--transport",
+        "memory://",
+    ] {
+        assert!(text.contains(flag), "worker --help lacks {flag}: {text}");
+    }
+}

@@ -1,0 +1,78 @@
+//! The `OperatorStore` implementation: each call in the module named after its concept
+//! (controls, redrive, quarantine, reconcile, stats, audit, alerts), with the behaviour of the
+//! PostgreSQL store.
+
+use async_trait::async_trait;
+use oprec_core::operator::{
+    AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OperationFilter,
+    QuarantineParams, ReconcileDueParams, RedriveParams, RedrivePreview, Redriven, ReleaseParams,
+    ResolveParams, StatsReport,
+};
+use oprec_core::{Operation, OperationId, OperatorStore, Result, Status};
+
+use crate::SqliteStore;
+
+#[async_trait]
+impl OperatorStore for SqliteStore {
+    async fn control_set(&self, params: ControlSetParams) -> Result<Control> {
+        self.set_control(params).await
+    }
+
+    async fn control_remove(&self, scope: ControlScope, value: &str) -> Result<bool> {
+        self.remove_control(scope, value).await
+    }
+
+    async fn control_list(&self) -> Result<Vec<Control>> {
+        self.controls_in_force().await
+    }
+
+    async fn redrive_preview(
+        &self,
+        filter: &OperationFilter,
+        include_cancelled: bool,
+        samples: u32,
+    ) -> Result<RedrivePreview> {
+        self.preview_redrive(filter, include_cancelled, samples)
+            .await
+    }
+
+    async fn operation_redrive(&self, params: RedriveParams) -> Result<Vec<Redriven>> {
+        self.redrive(params).await
+    }
+
+    async fn operation_quarantine(&self, params: QuarantineParams) -> Result<u64> {
+        self.quarantine(params).await
+    }
+
+    async fn operation_release(&self, params: ReleaseParams) -> Result<u64> {
+        self.release(params).await
+    }
+
+    async fn operation_reconcile_due(&self, params: ReconcileDueParams) -> Result<Vec<Operation>> {
+        self.reconcile_due(params).await
+    }
+
+    async fn operation_reconcile_resolve(&self, params: ResolveParams) -> Result<Status> {
+        self.reconcile_resolve(params).await
+    }
+
+    async fn stats(&self) -> Result<StatsReport> {
+        self.figures().await
+    }
+
+    async fn audit_insert(&self, entry: AuditEntry) -> Result<()> {
+        self.audit_append(entry).await
+    }
+
+    async fn audit_list(&self, limit: u32) -> Result<Vec<AuditRecord>> {
+        self.audit_newest(limit).await
+    }
+
+    async fn operation_dead_unalerted(&self, limit: u32) -> Result<Vec<Operation>> {
+        self.dead_unalerted(limit).await
+    }
+
+    async fn operation_mark_alerted(&self, ids: Vec<OperationId>) -> Result<()> {
+        self.mark_alerted(ids).await
+    }
+}
