@@ -36,5 +36,5 @@ pub use policy::{
 };
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::Store;
-pub use transition::{ClaimContext, Transition};
+pub use transition::{ClaimContext, RetryDecision, Transition};
 pub use transport::{AckToken, Delivery, Transport};

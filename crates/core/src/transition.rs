@@ -280,36 +280,29 @@ impl RetryPolicy {
                 Transition::snooze(until, failure)
             }
             FailureClass::Transient | FailureClass::RateLimited => {
-                let exhausted = |mut failure: Failure| {
-                    let of = bound.map(|b| format!(" of {b}")).unwrap_or_default();
-                    default_text(
-                        &mut failure,
-                        format!(
-                            "dead: attempts exhausted after attempt {}{of}",
-                            claim.attempt
-                        ),
-                        "re-drive once the cause is fixed",
-                    );
-                    Transition::dead(TerminalReason::AttemptsExhausted, Some(failure))
-                };
-                if bound.is_some_and(|b| claim.attempt >= b) {
-                    return exhausted(failure);
-                }
-                let Some(rung) = self.ladder().delay_before(claim.attempt + 1, failure.class)
-                else {
-                    return exhausted(failure);
-                };
-                let (planned, drawn) = match (failure.class, failure.retry_after) {
-                    (FailureClass::RateLimited, Some(declared)) => {
-                        let d = declared.clamp(chrono::Duration::zero(), self.rate_limit_max());
-                        (d, d)
+                match self.retry_at(claim, failure.class, failure.retry_after, now, rng) {
+                    RetryDecision::At(at) => {
+                        default_text(
+                            &mut failure,
+                            format!("retry at {at} (attempt {})", claim.attempt + 1),
+                            "none: retried automatically",
+                        );
+                        Transition::retry(at, failure)
                     }
-                    _ => (rung, self.ladder().jitter().apply(rung, rng)),
-                };
-                let planned_at = now + planned;
-                let mut at = now + drawn;
-                if let Some(deadline) = claim.give_up_at {
-                    if planned_at > deadline {
+                    RetryDecision::Exhausted => {
+                        let of = bound.map(|b| format!(" of {b}")).unwrap_or_default();
+                        default_text(
+                            &mut failure,
+                            format!(
+                                "dead: attempts exhausted after attempt {}{of}",
+                                claim.attempt
+                            ),
+                            "re-drive once the cause is fixed",
+                        );
+                        Transition::dead(TerminalReason::AttemptsExhausted, Some(failure))
+                    }
+                    RetryDecision::DeadlinePassed { planned_at } => {
+                        let deadline = claim.give_up_at.unwrap_or(planned_at);
                         default_text(
                             &mut failure,
                             format!(
@@ -317,19 +310,63 @@ impl RetryPolicy {
                             ),
                             "re-drive with a later deadline if the result is still useful",
                         );
-                        return Transition::dead(TerminalReason::DeadlinePassed, Some(failure));
+                        Transition::dead(TerminalReason::DeadlinePassed, Some(failure))
                     }
-                    at = at.min(deadline);
                 }
-                default_text(
-                    &mut failure,
-                    format!("retry at {at} (attempt {})", claim.attempt + 1),
-                    "none: retried automatically",
-                );
-                Transition::retry(at, failure)
             }
         }
     }
+
+    /// When a retryable (transient or rate-limited) failure runs again, or why it does not: the
+    /// ladder and bounds of [`RetryPolicy::transition_for`] without the error text, cheap enough to
+    /// drive a simulation of millions of attempts.
+    pub fn retry_at(
+        &self,
+        claim: &ClaimContext,
+        class: FailureClass,
+        retry_after: Option<chrono::Duration>,
+        now: DateTime<Utc>,
+        rng: &mut impl Rng,
+    ) -> RetryDecision {
+        let bound = match (claim.max_attempts, self.max_attempts()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if bound.is_some_and(|b| claim.attempt >= b) {
+            return RetryDecision::Exhausted;
+        }
+        let Some(rung) = self.ladder().delay_before(claim.attempt + 1, class) else {
+            return RetryDecision::Exhausted;
+        };
+        let (planned, drawn) = match (class, retry_after) {
+            (FailureClass::RateLimited, Some(declared)) => {
+                let d = declared.clamp(chrono::Duration::zero(), self.rate_limit_max());
+                (d, d)
+            }
+            _ => (rung, self.ladder().jitter().apply(rung, rng)),
+        };
+        let planned_at = now + planned;
+        let at = now + drawn;
+        match claim.give_up_at {
+            Some(deadline) if planned_at > deadline => RetryDecision::DeadlinePassed { planned_at },
+            Some(deadline) => RetryDecision::At(at.min(deadline)),
+            None => RetryDecision::At(at),
+        }
+    }
+}
+
+/// Whether a retryable failure runs again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryDecision {
+    /// Again, not before this time.
+    At(DateTime<Utc>),
+    /// The attempt bound or the ladder ran out.
+    Exhausted,
+    /// The next rung would come after the deadline.
+    DeadlinePassed {
+        /// When the next attempt would have been.
+        planned_at: DateTime<Utc>,
+    },
 }
 
 #[cfg(test)]
