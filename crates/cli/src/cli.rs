@@ -1,10 +1,20 @@
 //! The command line as clap types. Command names and flags are an interface that scripts and
 //! tests rely on: keep them. Values that need checking (durations, ids, statuses, JSON) arrive as
 //! text and are checked by the commands, so that a bad one is a one-line message and exit 2.
+//! The operator commands (re-drive, controls, quarantine, cancel, reconcile, stats, audit) keep
+//! their flags beside their code in `commands/`, and share the filter flags of `filter.rs`.
 
 use std::path::PathBuf;
 
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
+
+use crate::commands::audit::AuditArgs;
+use crate::commands::cancel::CancelArgs;
+use crate::commands::controls::{ControlsArgs, PauseArgs, PostponeArgs, ResumeArgs};
+use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
+use crate::commands::reconcile::ReconcileCommand;
+use crate::commands::redrive::RedriveArgs;
+use crate::commands::stats::StatsArgs;
 
 /// The store used when neither `--database-url` nor `OPREC_DATABASE_URL` says otherwise.
 pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://oprec.db?mode=rwc";
@@ -67,10 +77,35 @@ pub(crate) enum Command {
     /// Purge or measure the broker's wake-ups (the store keeps every operation).
     #[command(subcommand)]
     Transport(TransportCommand),
-    /// Run a worker with its scheduler and rescuer until SIGTERM or ctrl-c, then drain.
+    /// Run a worker with its scheduler, rescuer, reconciler and dead-letter alerts until SIGTERM
+    /// or ctrl-c, then drain.
     Worker(WorkerArgs),
     /// Run the seed fixture's scenarios on a virtual clock with no services, and print them.
     Demo(DemoArgs),
+    /// Re-drive dead operations by filter, after a dry run, at a bounded pace.
+    Redrive(RedriveArgs),
+    /// Stop claims and wake-ups of a kind, failure class or dependency (nothing else stops).
+    Pause(PauseArgs),
+    /// Lift a pause or postponement; for a dependency, also release the operations held for its
+    /// configuration failure.
+    Resume(ResumeArgs),
+    /// Hold back a dependency's operations until a stated time.
+    Postpone(PostponeArgs),
+    /// The pauses and postponements in force.
+    Controls(ControlsArgs),
+    /// Move pending operations matching filters to held, with a reason.
+    Quarantine(QuarantineArgs),
+    /// Return held operations matching filters to pending.
+    Release(ReleaseArgs),
+    /// Cancel operations that have not finished and are not running.
+    Cancel(CancelArgs),
+    /// Unknown outcomes: list them, or record a person's decision.
+    #[command(subcommand)]
+    Reconcile(ReconcileCommand),
+    /// What is failing, why, and whether it is safe: the figures at a glance.
+    Stats(StatsArgs),
+    /// The audit log of operator actions, newest first.
+    Audit(AuditArgs),
 }
 
 impl Command {
@@ -248,6 +283,17 @@ pub(crate) struct WorkerArgs {
     /// for 2 seconds in a row (for tests and scripts).
     #[arg(long)]
     pub exit_when_idle: bool,
+    /// Serve Prometheus metrics over HTTP on this address (`127.0.0.1:9464`): the `oprec stats`
+    /// figures, the worker's counters and the handler latency.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Also announce every operation promoted to dead by POSTing it as JSON to this URL
+    /// (retried until it answers 2xx); the structured log event stays.
+    #[arg(long, value_name = "URL")]
+    pub dead_letter_webhook: Option<String>,
+    /// How often unknown outcomes are handed to their kind's reconcile hook.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub reconcile_interval: String,
 }
 
 /// `oprec demo`.

@@ -41,6 +41,50 @@ pub(crate) fn deadline(
     })
 }
 
+/// A time in the past, as a filter bound: an RFC 3339 time, or a duration meaning "that long
+/// before `now`" (`--since 2h`).
+pub(crate) fn ago(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, BadInput> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    parse(flag, text)
+        .ok()
+        .and_then(|d| now.checked_sub_signed(d))
+        .ok_or_else(|| {
+            BadInput(format!(
+                "{flag} {text:?} is neither a duration meaning \"that long ago\" (90s, 5m, 48h) \
+                 nor an RFC 3339 time (2026-01-05T09:00:00Z)"
+            ))
+        })
+}
+
+/// A time in the future: an RFC 3339 time or a duration from `now`; refused when not ahead.
+pub(crate) fn future(
+    flag: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, BadInput> {
+    let t = deadline(flag, text, now)?;
+    if t <= now {
+        return Err(BadInput(format!(
+            "{flag} {text:?} is not in the future (now is {})",
+            now.format("%Y-%m-%dT%H:%M:%SZ")
+        )));
+    }
+    Ok(t)
+}
+
+/// A duration for people: `2ms`, `9s 998ms`, `3h 12m`, cut to milliseconds.
+pub(crate) fn human(d: Duration) -> String {
+    let ms = d.num_milliseconds().max(0) as u64;
+    if ms == 0 && d > Duration::zero() {
+        return format!("{}µs", d.num_microseconds().unwrap_or(0));
+    }
+    // Above a minute, seconds are enough.
+    let ms = if ms >= 60_000 { ms / 1000 * 1000 } else { ms };
+    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
+}
+
 /// A ladder: comma-separated whole seconds, the n-th being the delay before attempt n.
 pub(crate) fn ladder(flag: &str, text: &str) -> Result<Vec<i64>, BadInput> {
     let rungs = text
@@ -94,6 +138,23 @@ mod tests {
             Utc.with_ymd_and_hms(2026, 1, 5, 23, 0, 0).unwrap()
         );
         assert!(deadline("--deadline", "tomorrow", now).is_err());
+    }
+
+    #[test]
+    fn past_and_future_times() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        assert_eq!(ago("--since", "2h", now).unwrap(), now - Duration::hours(2));
+        assert_eq!(
+            ago("--since", "2026-01-01T00:00:00Z", now).unwrap(),
+            Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap()
+        );
+        assert!(ago("--since", "yesterday", now).is_err());
+        assert!(future("--until", "1h", now).is_ok());
+        assert!(future("--until", "2020-01-01T00:00:00Z", now).is_err());
+        assert_eq!(human(Duration::milliseconds(2)), "2ms");
+        assert_eq!(human(Duration::milliseconds(9_998)), "9s 998ms");
+        assert_eq!(human(Duration::seconds(3723)), "1h 2m 3s");
+        assert_eq!(human(Duration::microseconds(5)), "5µs");
     }
 
     #[test]

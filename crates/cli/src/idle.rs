@@ -1,18 +1,29 @@
 //! `oprec worker --exit-when-idle`: the worker stops once nothing of its kinds has been
 //! pending-and-eligible or running for a while. Judged from the store (counts first, then the
-//! pending rows' eligibility), so it sees work enqueued by other processes too.
+//! pending rows' eligibility), so it sees work enqueued by other processes too. An operation that
+//! a pause or postponement holds back is not work this worker could do, so it does not count.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use oprec::operator::{Control, ControlScope};
 use oprec::store::ListParams;
-use oprec::{Status, Store};
+use oprec::{Operation, OperatorStore, Status};
 
 /// How often the store is asked.
 const EVERY: Duration = Duration::from_millis(200);
 
-/// Whether any operation of `kinds` is running, or pending and eligible now.
-async fn busy(store: &dyn Store, kinds: &[String]) -> oprec::Result<bool> {
+/// Whether a control in force holds `op` back.
+fn held_back(op: &Operation, controls: &[Control]) -> bool {
+    controls.iter().any(|c| match c.scope {
+        ControlScope::Kind => c.value == op.kind,
+        ControlScope::FailureClass => op.last_failure_class.is_some_and(|f| f.as_str() == c.value),
+        ControlScope::Dependency => op.dependency.as_deref() == Some(c.value.as_str()),
+    })
+}
+
+/// Whether any operation of `kinds` is running, or pending, eligible now and not paused.
+async fn busy(store: &dyn OperatorStore, kinds: &[String]) -> oprec::Result<bool> {
     let counts = store.operation_count().await?;
     let mine = |status: Status| {
         counts
@@ -26,6 +37,7 @@ async fn busy(store: &dyn Store, kinds: &[String]) -> oprec::Result<bool> {
         return Ok(false);
     }
     let now = store.now().await?;
+    let controls = store.control_list().await?;
     for kind in kinds {
         let mut after = None;
         loop {
@@ -38,7 +50,10 @@ async fn busy(store: &dyn Store, kinds: &[String]) -> oprec::Result<bool> {
                     ..Default::default()
                 })
                 .await?;
-            if page.iter().any(|o| o.next_eligible_at <= now) {
+            if page
+                .iter()
+                .any(|o| o.next_eligible_at <= now && !held_back(o, &controls))
+            {
                 return Ok(true);
             }
             if page.len() < 1000 {
@@ -53,7 +68,7 @@ async fn busy(store: &dyn Store, kinds: &[String]) -> oprec::Result<bool> {
 /// Returns once the store has shown no work for `kinds` for `quiet_for` in a row. A store error
 /// counts as work (the worker keeps running; it will report the error itself).
 pub(crate) async fn wait_until_idle(
-    store: Arc<dyn Store>,
+    store: Arc<dyn OperatorStore>,
     kinds: Vec<String>,
     quiet_for: Duration,
 ) {

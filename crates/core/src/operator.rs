@@ -347,6 +347,13 @@ pub trait OperatorStore: Store {
     /// Controls in force now (lapsed ones are left out).
     async fn control_list(&self) -> Result<Vec<Control>>;
 
+    /// How many operations match `filter`, per status (statuses with none are left out): what a
+    /// quarantine, release or pause would touch, counted before it runs.
+    async fn operation_count_matching(
+        &self,
+        filter: &OperationFilter,
+    ) -> Result<BTreeMap<Status, u64>>;
+
     /// The dry run of a re-drive.
     async fn redrive_preview(
         &self,

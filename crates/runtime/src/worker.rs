@@ -321,9 +321,13 @@ impl Worker {
             {
                 Ok(c) => c,
                 Err(e) => {
-                    // Leave the deliveries unacknowledged: the broker (or the scheduler) wakes
-                    // them again.
-                    tracing::warn!(error = %e, "claiming failed");
+                    // Acknowledge anyway: the rows are the intent, and the scheduler wakes them
+                    // again after the re-wake interval. Holding the deliveries unacknowledged
+                    // would only pin the broker's prefetch window while the database is away.
+                    tracing::warn!(error = %e, "claiming failed; the scheduler will wake these again");
+                    if let Err(e) = t.ack(deliveries.into_iter().map(|d| d.ack).collect()).await {
+                        tracing::warn!(error = %e, "acknowledging wake-ups failed");
+                    }
                     self.pause(shutdown).await;
                     return Vec::new();
                 }

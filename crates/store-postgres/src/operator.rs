@@ -170,6 +170,23 @@ impl OperatorStore for PgStore {
             .collect()
     }
 
+    async fn operation_count_matching(
+        &self,
+        filter: &OperationFilter,
+    ) -> Result<BTreeMap<Status, u64>> {
+        let mut q = QueryBuilder::new("SELECT o.status, count(*) FROM operations o WHERE TRUE");
+        push_filter(&mut q, filter);
+        q.push(" GROUP BY 1");
+        let rows: Vec<(String, i64)> = q
+            .build_query_as()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend_error)?;
+        rows.into_iter()
+            .map(|(status, n)| Ok((parse(&status)?, n as u64)))
+            .collect()
+    }
+
     async fn redrive_preview(
         &self,
         filter: &OperationFilter,

@@ -5,13 +5,15 @@
 //! back by `json_each`, so that no list, however long, meets SQLite's limit on bind parameters,
 //! and ordering and limits still apply to the whole selection (chunking the list would not).
 
-use oprec_core::Result;
+use std::collections::BTreeMap;
+
 use oprec_core::operator::OperationFilter;
+use oprec_core::{Result, Status};
 use serde::Serialize;
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::row::{json_text, uuid_text};
-use crate::time;
+use crate::row::{Columns, json_text, uuid_text};
+use crate::{SqliteStore, backend_error, time};
 
 /// Appends ` AND ...` for every narrowing field of `f`, on the table aliased `o`.
 pub(crate) fn push_filter(q: &mut QueryBuilder<Sqlite>, f: &OperationFilter) -> Result<()> {
@@ -87,4 +89,28 @@ pub(crate) fn push_redrivable(
              WHERE c.redrive_of IS NOT NULL)",
         );
     push_filter(q, f)
+}
+
+impl SqliteStore {
+    /// See [`OperatorStore::operation_count_matching`](oprec_core::OperatorStore::operation_count_matching).
+    pub(crate) async fn count_matching(
+        &self,
+        filter: &OperationFilter,
+    ) -> Result<BTreeMap<Status, u64>> {
+        let mut q: QueryBuilder<Sqlite> =
+            QueryBuilder::new("SELECT o.status, count(*) AS n FROM operations o WHERE 1 = 1");
+        push_filter(&mut q, filter)?;
+        q.push(" GROUP BY o.status");
+        let rows = q
+            .build()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(backend_error)?;
+        rows.iter()
+            .map(|r| {
+                let c = Columns(r);
+                Ok((c.parsed("status")?, u64::try_from(c.int("n")?).unwrap_or(0)))
+            })
+            .collect()
+    }
 }

@@ -2,6 +2,8 @@
 //! (controls, redrive, quarantine, reconcile, stats, audit, alerts), with the behaviour of the
 //! PostgreSQL store.
 
+use std::collections::BTreeMap;
+
 use async_trait::async_trait;
 use oprec_core::operator::{
     AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OperationFilter,
@@ -24,6 +26,13 @@ impl OperatorStore for SqliteStore {
 
     async fn control_list(&self) -> Result<Vec<Control>> {
         self.controls_in_force().await
+    }
+
+    async fn operation_count_matching(
+        &self,
+        filter: &OperationFilter,
+    ) -> Result<BTreeMap<Status, u64>> {
+        self.count_matching(filter).await
     }
 
     async fn redrive_preview(

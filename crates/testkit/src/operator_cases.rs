@@ -695,6 +695,55 @@ pub async fn dead_promotions_are_announced_once<S: OperatorStore>(h: Harness<S>)
     assert_eq!(left.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[2]]);
 }
 
+/// Counting matches per status: what an operator action would touch, every value bound (a
+/// hostile search text is only text).
+pub async fn count_matching_counts_by_status<S: OperatorStore>(h: Harness<S>) {
+    dead_ops(&h, "k", 2, FailureClass::Transient, "provider answered 503").await;
+    dead_ops(&h, "k", 1, FailureClass::Permanent, "bad field").await;
+    enqueue(&h, "k", EnqueueOptions::default()).await;
+    enqueue(&h, "other", EnqueueOptions::default()).await;
+    let count = |filter: OperationFilter| {
+        let store = &h.store;
+        async move { store.operation_count_matching(&filter).await.unwrap() }
+    };
+    let by_kind = count(OperationFilter {
+        kinds: vec!["k".into()],
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(
+        by_kind.into_iter().collect::<Vec<_>>(),
+        vec![(Status::Pending, 1), (Status::Dead, 3)]
+    );
+    let transient = count(OperationFilter {
+        classes: vec![FailureClass::Transient],
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(
+        transient.into_iter().collect::<Vec<_>>(),
+        vec![(Status::Dead, 2)]
+    );
+    let all: u64 = count(OperationFilter::default()).await.values().sum();
+    assert_eq!(all, 5);
+    let hostile = count(OperationFilter {
+        error_contains: Some("503' OR 1=1; DROP TABLE operations; --".into()),
+        ..Default::default()
+    })
+    .await;
+    assert!(hostile.is_empty(), "{hostile:?}");
+    let literal = count(OperationFilter {
+        error_contains: Some("PROVIDER answered".into()),
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(
+        literal.values().sum::<u64>(),
+        2,
+        "case-insensitive, literal"
+    );
+}
+
 /// Expands into one `#[tokio::test]` per operator case.
 #[macro_export]
 macro_rules! operator_conformance_tests {
@@ -705,6 +754,7 @@ macro_rules! operator_conformance_tests {
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
             redrive_filters_select_exactly,
+            count_matching_counts_by_status,
             quarantine_and_release,
             reconcile_due_and_resolve,
             stats_answer_the_retry_questions,

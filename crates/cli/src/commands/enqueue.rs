@@ -2,12 +2,11 @@
 //! through `oprec::Client` (the row commits, then a wake-up is published unless the transport is
 //! `poll`).
 
-use std::io::{IsTerminal, Read};
+use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
-use indicatif::{ProgressBar, ProgressStyle};
 use oprec::{Client, EnqueueOptions};
 use serde_json::{Value, json};
 
@@ -15,7 +14,7 @@ use crate::backend::{self, Backend, store_error};
 use crate::cli::{EnqueueArgs, Global};
 use crate::demo_kinds::{self, DemoPolicy, EffectTable};
 use crate::exit::bad;
-use crate::{duration, output};
+use crate::{duration, output, progress};
 
 /// Operations per enqueue call (one transaction, one publish).
 const BATCH: u64 = 1000;
@@ -43,20 +42,6 @@ fn payload(args: &EnqueueArgs) -> anyhow::Result<Value> {
         (None, None) => return Err(bad("give --payload JSON or --payload-file PATH")),
     };
     serde_json::from_str(&text).map_err(|e| bad(format!("{source} is not valid JSON: {e}")))
-}
-
-/// A progress bar on standard error when it is a terminal; hidden otherwise.
-fn progress(total: u64) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new(total);
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:40} {human_pos}/{human_len} enqueued ({per_sec}, {eta})")
-    {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// Enqueues as asked and prints the id(s).
@@ -106,7 +91,7 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
         };
     };
 
-    let bar = progress(count);
+    let bar = progress::bar(count, "enqueued");
     let mut created = 0u64;
     if let Some(key) = &args.key {
         // Each copy has its own key, so each is its own call.

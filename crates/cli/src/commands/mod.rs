@@ -1,13 +1,21 @@
 //! One module per command; each parses what it was given, calls the facade, and prints.
 
+pub(crate) mod audit;
+pub(crate) mod cancel;
+pub(crate) mod controls;
 mod demo;
 mod enqueue;
 mod migrate;
 mod ops;
+pub(crate) mod quarantine;
+pub(crate) mod reconcile;
+pub(crate) mod redrive;
+pub(crate) mod stats;
 mod transport;
 mod worker;
 
 use crate::cli::{Cli, Command, OpsCommand, TransportCommand};
+use reconcile::ReconcileCommand;
 
 /// Runs the command. `explicit_database` says whether `--database-url` was on the command line
 /// (the demo ignores the environment's).
@@ -22,5 +30,17 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Transport(TransportCommand::Depth(a)) => transport::depth(g, a).await,
         Command::Worker(a) => worker::run(g, a).await,
         Command::Demo(a) => demo::run(g, a, explicit_database).await,
+        Command::Redrive(a) => redrive::run(g, a).await,
+        Command::Pause(a) => controls::pause(g, a).await,
+        Command::Resume(a) => controls::resume(g, a).await,
+        Command::Postpone(a) => controls::postpone(g, a).await,
+        Command::Controls(a) => controls::list(g, a).await,
+        Command::Quarantine(a) => quarantine::quarantine(g, a).await,
+        Command::Release(a) => quarantine::release(g, a).await,
+        Command::Cancel(a) => cancel::run(g, a).await,
+        Command::Reconcile(ReconcileCommand::List(a)) => reconcile::list(g, a).await,
+        Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
+        Command::Stats(a) => stats::run(g, a).await,
+        Command::Audit(a) => audit::run(g, a).await,
     }
 }

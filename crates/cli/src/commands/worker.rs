@@ -1,10 +1,13 @@
-//! `oprec worker`: runs `oprec::Worker` (worker, scheduler and rescuer) with the demo kinds until
-//! SIGTERM or ctrl-c, then drains and prints a summary of the run. A second signal stops at once.
+//! `oprec worker`: runs `oprec::Worker` (worker, scheduler, rescuer, reconciler and dead-letter
+//! alerter) with the demo kinds until SIGTERM or ctrl-c, then drains and prints a summary of the
+//! run. A second signal stops at once. `--metrics-listen` serves Prometheus metrics meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec::runtime::{RescuerConfig, SchedulerConfig};
+use oprec::runtime::{
+    AlerterConfig, DeadLetterSink, ReconcilerConfig, RescuerConfig, SchedulerConfig, WebhookSink,
+};
 use oprec::{Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -12,7 +15,7 @@ use crate::backend::{self, Backend};
 use crate::cli::{Global, WorkerArgs};
 use crate::demo_kinds::{self, DemoPolicy, EffectTable};
 use crate::exit::bad;
-use crate::{duration, idle, output};
+use crate::{duration, idle, metrics, output};
 
 /// How long `--exit-when-idle` waits with nothing to do.
 const IDLE_FOR: Duration = Duration::from_secs(2);
@@ -41,6 +44,18 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
     if let Some(t) = &args.demo_timeout {
         policy.timeout = duration::parse_positive("--demo-timeout", t)?;
     }
+    let reconcile_every =
+        duration::parse_positive("--reconcile-interval", &args.reconcile_interval)?
+            .to_std()
+            .unwrap_or(Duration::from_secs(5));
+    let mut alerter = AlerterConfig::default();
+    if let Some(url) = &args.dead_letter_webhook {
+        let sink = WebhookSink::new(url).map_err(|e| bad(format!("--dead-letter-webhook: {e}")))?;
+        // Beside the tracing event, not instead of it.
+        alerter
+            .default_sinks
+            .push(Arc::new(sink) as Arc<dyn DeadLetterSink>);
+    }
     let defaults = WorkerConfig::default();
     // Look for expired leases a few times per lease, so a crashed attempt is retried promptly.
     let rescue_every = (lease / 3)
@@ -65,6 +80,11 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
             vanish_limit: args.vanish_limit,
             ..RescuerConfig::default()
         },
+        reconciler: ReconcilerConfig {
+            interval: reconcile_every,
+            ..ReconcilerConfig::default()
+        },
+        alerter,
         ..defaults
     };
     Ok((config, policy))
@@ -103,6 +123,11 @@ async fn on_signals(stop: CancellationToken) {
 /// Runs the worker until a signal (or, with `--exit-when-idle`, until idle).
 pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()> {
     let (config, policy) = config(&args)?;
+    let metrics_at = args
+        .metrics_listen
+        .as_deref()
+        .map(metrics::address)
+        .transpose()?;
     if !args.demo {
         return Err(bad(
             "nothing to run; pass --demo (this binary's worker runs the demo kinds)",
@@ -120,6 +145,21 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
 
     let stop = CancellationToken::new();
     tokio::spawn(on_signals(stop.clone()));
+    if let Some(addr) = metrics_at {
+        metrics::install(addr)?;
+        tokio::spawn(metrics::publish(
+            backend.store.clone(),
+            worker.stats(),
+            stop.clone(),
+        ));
+        eprintln!("oprec worker {worker_id}: serving Prometheus metrics on http://{addr}/metrics");
+    }
+    if let Some(url) = &args.dead_letter_webhook {
+        eprintln!(
+            "oprec worker {worker_id}: announcing dead operations to {}",
+            oprec::redact_url(url)
+        );
+    }
     let idle_stop = CancellationToken::new();
     if args.exit_when_idle {
         let (store, kinds, stop, idle_stop) = (

@@ -74,6 +74,15 @@ impl Oprec {
         Oprec { dir, url }
     }
 
+    /// A fresh folder, with the binary pointed at `url` (another database, e.g. PostgreSQL).
+    pub fn with_url(url: impl Into<String>) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        Oprec {
+            dir,
+            url: url.into(),
+        }
+    }
+
     /// A fresh, migrated database.
     pub fn migrated() -> Self {
         let o = Self::new();

@@ -1,0 +1,167 @@
+//! How fast a re-drive lets work back at a recovered dependency: `--rate N/s` (one operation
+//! every 1/N seconds) or `--spread D` (the batch spread evenly over D), turned into the gap
+//! between consecutive operations' `next_eligible_at`. Nothing sleeps: the times are stored and
+//! workers find the operations as they become eligible.
+
+use chrono::Duration;
+
+use crate::duration;
+use crate::exit::BadInput;
+
+/// The fastest rate accepted: a microsecond apart, the precision the stores keep.
+const MAX_PER_SECOND: f64 = 1_000_000.0;
+
+/// The pace of a re-drive.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Pace {
+    /// Everything eligible at once.
+    AllAtOnce,
+    /// At most `per_second` operations per second, as given (`500/s`).
+    Rate {
+        /// Operations per second.
+        per_second: f64,
+        /// The flag's text.
+        text: String,
+    },
+    /// Evenly over this duration.
+    Spread(Duration),
+}
+
+impl Pace {
+    /// The pace from `--rate` or `--spread` (clap refuses both at once).
+    pub(crate) fn from_flags(rate: Option<&str>, spread: Option<&str>) -> Result<Self, BadInput> {
+        match (rate, spread) {
+            (Some(_), Some(_)) => Err(BadInput(
+                "give --rate or --spread, not both: one says how fast, the other how long".into(),
+            )),
+            (Some(r), None) => Ok(Pace::Rate {
+                per_second: per_second(r)?,
+                text: r.trim().to_owned(),
+            }),
+            (None, Some(s)) => Ok(Pace::Spread(duration::parse_positive("--spread", s)?)),
+            (None, None) => Ok(Pace::AllAtOnce),
+        }
+    }
+
+    /// The gap between consecutive operations when `total` are re-driven, to the microsecond.
+    pub(crate) fn spacing(&self, total: u64) -> Duration {
+        match self {
+            Pace::AllAtOnce => Duration::zero(),
+            Pace::Rate { per_second, .. } => {
+                Duration::microseconds(((1e6 / per_second).round() as i64).max(1))
+            }
+            Pace::Spread(d) if total > 1 => {
+                let micros = d.num_microseconds().unwrap_or(i64::MAX);
+                Duration::microseconds(micros / (total as i64 - 1))
+            }
+            Pace::Spread(_) => Duration::zero(),
+        }
+    }
+
+    /// How the pace reads in the plan: `one every 2ms; the last 9s 998ms after the first`.
+    pub(crate) fn describe(&self, total: u64) -> String {
+        let spacing = self.spacing(total);
+        if spacing.is_zero() || total < 2 {
+            return "all eligible at once".to_owned();
+        }
+        let last = spacing * (total - 1) as i32;
+        let how = match self {
+            Pace::Rate { text, .. } => format!("at {text}"),
+            Pace::Spread(d) => format!("spread over {}", duration::human(*d)),
+            Pace::AllAtOnce => String::new(),
+        };
+        format!(
+            "{how}: one every {}, the last {} after the first",
+            duration::human(spacing),
+            duration::human(last)
+        )
+    }
+
+    /// The pace for JSON and the audit log.
+    pub(crate) fn to_json(&self, total: u64) -> serde_json::Value {
+        let spacing = self.spacing(total);
+        serde_json::json!({
+            "rate": match self { Pace::Rate { text, .. } => Some(text.clone()), _ => None },
+            "spread_s": match self { Pace::Spread(d) => Some(d.num_milliseconds() as f64 / 1000.0), _ => None },
+            "spacing_ms": spacing.num_microseconds().unwrap_or(0) as f64 / 1000.0,
+        })
+    }
+}
+
+/// `--rate`: `N/s`, `N/m` (or `N/min`) or `N/h`, N a positive number.
+fn per_second(text: &str) -> Result<f64, BadInput> {
+    let shape = || {
+        BadInput(format!(
+            "--rate {:?} is not a rate; write it like 500/s, 30/m or 1000/h",
+            crate::output::cut(text, 64)
+        ))
+    };
+    let (n, unit) = text.trim().split_once('/').ok_or_else(shape)?;
+    let n: f64 = n.trim().parse().map_err(|_| shape())?;
+    let per = match unit.trim() {
+        "s" | "sec" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => return Err(shape()),
+    };
+    if !n.is_finite() || n <= 0.0 {
+        return Err(BadInput(format!(
+            "--rate {text:?} lets nothing through; give a rate above zero, like 500/s"
+        )));
+    }
+    let per_second = n / per;
+    if per_second > MAX_PER_SECOND {
+        return Err(BadInput(format!(
+            "--rate {text:?} is faster than the stores can space (one per microsecond); leave \
+             --rate out to make everything eligible at once"
+        )));
+    }
+    Ok(per_second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_500_per_second_over_5000_is_2ms_apart_for_10s() {
+        let p = Pace::from_flags(Some("500/s"), None).unwrap();
+        assert_eq!(p.spacing(5_000), Duration::milliseconds(2));
+        assert_eq!(p.spacing(5_000) * 5_000, Duration::seconds(10));
+        assert_eq!(
+            p.describe(5_000),
+            "at 500/s: one every 2ms, the last 9s 998ms after the first"
+        );
+        let m = Pace::from_flags(Some("30/m"), None).unwrap();
+        assert_eq!(m.spacing(10), Duration::seconds(2));
+    }
+
+    #[test]
+    fn spread_puts_the_last_at_the_end() {
+        let p = Pace::from_flags(None, Some("10s")).unwrap();
+        assert_eq!(p.spacing(11), Duration::seconds(1));
+        assert_eq!(p.spacing(1), Duration::zero());
+        assert_eq!(
+            Pace::from_flags(None, None).unwrap().spacing(100),
+            Duration::zero()
+        );
+    }
+
+    #[test]
+    fn bad_rates_are_refused() {
+        for bad in [
+            "0/s",
+            "-5/s",
+            "fast",
+            "500",
+            "500/fortnight",
+            "NaN/s",
+            "inf/s",
+            "1e9/s",
+        ] {
+            assert!(Pace::from_flags(Some(bad), None).is_err(), "{bad}");
+        }
+        assert!(Pace::from_flags(None, Some("0s")).is_err());
+        assert!(Pace::from_flags(Some("1/s"), Some("1s")).is_err());
+    }
+}

@@ -1,0 +1,19 @@
+//! Progress bars for long work (enqueueing thousands, re-driving a dead-letter pile): drawn on
+//! standard error when it is a terminal, hidden otherwise, so scripts and logs see only results.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// A bar of `total` steps labelled `what` ("enqueued", "re-driven"); hidden off a terminal.
+pub(crate) fn bar(total: u64, what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    let template = format!("{{bar:40}} {{human_pos}}/{{human_len}} {what} ({{per_sec}}, {{eta}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}

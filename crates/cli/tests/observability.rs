@@ -1,0 +1,223 @@
+//! What a worker tells the outside world, on SQLite: Prometheus metrics on `--metrics-listen`
+//! (the stats figures, the worker's counters, the handler latency), and each promotion to dead
+//! posted to `--dead-letter-webhook`, retried until the webhook accepts it.
+
+mod background;
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use background::Background;
+use common::Oprec;
+use serde_json::Value;
+
+/// A port nobody listens on right now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET /metrics` over a plain TCP connection; `None` while nothing answers.
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.starts_with("HTTP/1.1 200").then_some(text)
+}
+
+/// The value of the first sample line starting with `series` (name and labels).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn the_worker_serves_prometheus_metrics() {
+    let o = Oprec::migrated();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.noop",
+        "--payload",
+        "{}",
+        "--count",
+        "5",
+    ])
+    .ok();
+    o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
+
+    let began = Instant::now();
+    let text = loop {
+        if let Some(t) = scrape(port)
+            && sample(&t, "oprec_claims_total") == Some(6.0)
+            && sample(&t, r#"oprec_operations{status="succeeded"}"#) == Some(5.0)
+        {
+            break t;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "no metrics with the work done: {:?}",
+            scrape(port)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    for (series, want) in [
+        (r#"oprec_operations{status="dead"}"#, 1.0),
+        (r#"oprec_dead_operations{kind="demo.flaky"}"#, 1.0),
+        (r#"oprec_dead_last_hour{kind="demo.flaky"}"#, 1.0),
+        (
+            r#"oprec_attempts_last_hour{dependency="demo-provider"}"#,
+            6.0,
+        ),
+        ("oprec_attempts_per_success", 1.0),
+        ("oprec_reconciling_operations", 0.0),
+        ("oprec_oldest_eligible_overdue_seconds", 0.0),
+        ("oprec_backlog_age_seconds", 0.0),
+        ("oprec_attempts_succeeded_total", 5.0),
+        ("oprec_attempts_failed_total", 1.0),
+        ("oprec_stale_claims_total", 0.0),
+        ("oprec_wakeups_ignored_total", 0.0),
+        ("oprec_garbage_frames_total", 0.0),
+        ("oprec_vanished_attempts_total", 0.0),
+        (
+            r#"oprec_handler_duration_seconds_count{kind="demo.noop"}"#,
+            5.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}: {text}");
+    }
+    assert!(
+        text.contains(r#"oprec_handler_duration_seconds_bucket{kind="demo.noop",le="0.005"}"#),
+        "a histogram with buckets: {text}"
+    );
+    assert!(text.contains("# HELP oprec_claims_total"), "{text}");
+}
+
+/// What the webhook received, and how many posts it refuses before accepting.
+#[derive(Default)]
+struct Hook {
+    posts: Mutex<Vec<Value>>,
+    refuse_first: Mutex<u32>,
+}
+
+async fn receive(
+    axum::extract::State(hook): axum::extract::State<Arc<Hook>>,
+    Json(body): Json<Value>,
+) -> StatusCode {
+    hook.posts.lock().unwrap().push(body);
+    let mut refuse = hook.refuse_first.lock().unwrap();
+    if *refuse > 0 {
+        *refuse -= 1;
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::OK
+    }
+}
+
+#[test]
+fn a_promotion_to_dead_is_posted_to_the_webhook_and_retried() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hook = Arc::new(Hook {
+        refuse_first: Mutex::new(1),
+        ..Hook::default()
+    });
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/hook", post(receive))
+        .with_state(hook.clone());
+    rt.spawn(async move { axum::serve(listener, app).await });
+
+    let o = Oprec::migrated();
+    let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
+    let fine = o.enqueue("demo.noop", "{}");
+    let worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--dead-letter-webhook",
+            &url,
+        ],
+    );
+    let began = Instant::now();
+    while hook.posts.lock().unwrap().len() < 2 {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "posts: {:?}",
+            hook.posts.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One more pass of the alerter: an accepted announcement is not repeated.
+    std::thread::sleep(Duration::from_secs(3));
+    worker.stop();
+
+    let posts = hook.posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 2, "refused once, then accepted: {posts:?}");
+    assert_eq!(
+        posts[0], posts[1],
+        "the retry carries the same announcement"
+    );
+    let p = &posts[0];
+    assert_eq!(p["id"], dead.as_str());
+    assert_eq!(p["kind"], "demo.flaky");
+    assert_eq!(p["reason"], "permanent");
+    assert_eq!(p["class"], "permanent");
+    assert_eq!(p["attempts"], 1);
+    assert!(
+        p["error"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("simulated permanent failure"),
+        "{p}"
+    );
+    assert!(!posts.iter().any(|p| p["id"] == fine.as_str()));
+}
+
+#[test]
+fn worker_flags_are_checked() {
+    let o = Oprec::migrated();
+    let w =
+        |extra: &[&str]| o.run(&[&["--transport", "poll", "worker", "--demo"][..], extra].concat());
+    w(&["--metrics-listen", "everywhere"]).bad_input("--metrics-listen");
+    w(&["--dead-letter-webhook", "ftp://example.invalid/x"]).bad_input("--dead-letter-webhook");
+    w(&["--dead-letter-webhook", "not a url"]).bad_input("--dead-letter-webhook");
+    w(&["--reconcile-interval", "0s"]).bad_input("--reconcile-interval");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let busy = w(&["--metrics-listen", &addr, "--exit-when-idle"]);
+    assert_eq!(busy.code, Some(1), "{busy:?}");
+    assert!(busy.stderr.contains("cannot serve metrics"), "{busy:?}");
+}

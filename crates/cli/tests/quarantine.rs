@@ -1,0 +1,224 @@
+//! `oprec quarantine`, `oprec release` and `oprec cancel` on SQLite: pending work moved to held
+//! with a reason (and only with `--yes`), released after the fix, or cancelled; what cannot be
+//! cancelled is named with its status.
+
+mod common;
+
+use common::Oprec;
+
+fn work(o: &Oprec) {
+    o.run(&[
+        "--transport",
+        "poll",
+        "worker",
+        "--demo",
+        "--exit-when-idle",
+    ])
+    .ok();
+}
+
+#[test]
+fn malformed_input_is_quarantined_then_released() {
+    let o = Oprec::migrated();
+    let bad: Vec<String> = (0..3)
+        .map(|i| {
+            o.enqueue(
+                "demo.slow",
+                &format!(r#"{{"ms": 1, "importer": "v2", "n": {i}}}"#),
+            )
+        })
+        .collect();
+    let good = o.enqueue("demo.noop", "{}");
+
+    let counted = o
+        .run(&[
+            "quarantine",
+            "--kind",
+            "demo.slow",
+            "--reason",
+            "importer v2 writes bad rows",
+        ])
+        .ok()
+        .to_owned();
+    assert!(
+        counted.contains("3 pending operations match")
+            && counted.contains("nothing was changed: add --yes"),
+        "{counted}"
+    );
+    assert_eq!(o.show(&bad[0])["operation"]["status"], "pending");
+
+    let moved = o
+        .run(&[
+            "quarantine",
+            "--kind",
+            "demo.slow",
+            "--reason",
+            "importer v2 writes bad rows",
+            "--actor",
+            "carol",
+            "--yes",
+            "--json",
+        ])
+        .json();
+    assert_eq!(moved["moved"], 3);
+    let op = o.show(&bad[0]);
+    assert_eq!(op["operation"]["status"], "held");
+    let decision = op["operation"]["last_error"]["decision"].as_str().unwrap();
+    assert!(
+        decision.contains("carol") && decision.contains("importer v2 writes bad rows"),
+        "{decision}"
+    );
+    work(&o);
+    assert_eq!(o.show(&good)["operation"]["status"], "succeeded");
+    assert_eq!(
+        o.show(&bad[1])["operation"]["status"],
+        "held",
+        "not claimed"
+    );
+
+    // Release one by id, then the rest by kind.
+    let one = o
+        .run(&["release", "--id", &bad[0], "--yes", "--json"])
+        .json();
+    assert_eq!(one["moved"], 1);
+    let dry = o.run(&["release", "--kind", "demo.slow", "--json"]).json();
+    assert_eq!(
+        (dry["matched"].as_u64(), dry["changed"].as_bool()),
+        (Some(2), Some(false))
+    );
+    let text = o
+        .run(&[
+            "release",
+            "--kind",
+            "demo.slow",
+            "--reason",
+            "importer fixed",
+            "--yes",
+        ])
+        .ok()
+        .to_owned();
+    assert!(text.contains("released 2 held operations"), "{text}");
+    work(&o);
+    for id in &bad {
+        assert_eq!(o.show(id)["operation"]["status"], "succeeded");
+    }
+    let audit = o.run(&["audit", "--json"]).json();
+    let actions: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["release", "release", "quarantine"]);
+    assert_eq!(audit[2]["affected"], 3);
+    assert_eq!(audit[2]["filter"]["kinds"][0], "demo.slow");
+    let listing = o.run(&["audit"]).ok().to_owned();
+    assert!(
+        listing.contains("carol")
+            && listing.contains("quarantine")
+            && listing.contains("importer fixed"),
+        "{listing}"
+    );
+}
+
+#[test]
+fn quarantine_respects_the_limit_and_needs_a_filter_and_a_reason() {
+    let o = Oprec::migrated();
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.slow",
+        "--payload",
+        r#"{"ms": 1}"#,
+        "--count",
+        "1200",
+    ])
+    .ok();
+    let moved = o
+        .run(&[
+            "quarantine",
+            "--kind",
+            "demo.slow",
+            "--limit",
+            "1100",
+            "--reason",
+            "r",
+            "--yes",
+            "--json",
+        ])
+        .json();
+    assert_eq!(
+        moved["moved"], 1100,
+        "three batches, the last cut to the limit"
+    );
+    o.run(&["quarantine", "--reason", "everything", "--yes"])
+        .bad_input("quarantine needs a filter");
+    let no_reason = o.run(&["quarantine", "--kind", "demo.slow", "--yes"]);
+    assert_eq!(no_reason.code, Some(2), "{no_reason:?}");
+    o.run(&["quarantine", "--kind", "demo.slow", "--reason", "  "])
+        .bad_input("--reason must not be empty");
+}
+
+#[test]
+fn cancel_says_what_was_cancelled_and_what_was_not() {
+    let o = Oprec::migrated();
+    let done = o.enqueue("demo.noop", "{}");
+    work(&o);
+    let waiting = o.enqueue("demo.noop", "{}");
+    let held = o.enqueue("demo.noop", "{}");
+    o.run(&["quarantine", "--id", &held, "--reason", "hold", "--yes"])
+        .ok();
+    let missing = "0194c2a1-7b3e-7c4d-9a2b-3f1e5d6c7b8a";
+
+    let run = o.run(&[
+        "cancel",
+        &waiting,
+        &held,
+        &done,
+        missing,
+        "--reason",
+        "customer left",
+    ]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stdout.contains("cancelled 2:"), "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("{done}  succeeded"))
+            && run.stdout.contains(&format!("{missing}  not found")),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains("2 of 4 operations were not cancelled"),
+        "{run:?}"
+    );
+    for id in [&waiting, &held] {
+        assert_eq!(o.show(id)["operation"]["status"], "cancelled");
+    }
+    assert_eq!(o.show(&done)["operation"]["status"], "succeeded");
+
+    let again = o.run(&["cancel", &waiting, "--json"]);
+    assert_eq!(again.code, Some(1));
+    let v: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(v["cancelled"], serde_json::json!([]));
+    assert_eq!(v["not_cancelled"][0]["status"], "cancelled");
+
+    let fresh = o.enqueue("demo.noop", "{}");
+    let ok = o.run(&["cancel", &fresh, "--json"]).json();
+    assert_eq!(ok["cancelled"][0], fresh.as_str());
+
+    o.run(&["cancel", "not-an-id"])
+        .bad_input("not an operation id");
+    assert_eq!(o.run(&["cancel"]).code, Some(2));
+    let audit = o.run(&["audit", "--json"]).json();
+    let cancels: Vec<u64> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "cancel")
+        .map(|e| e["affected"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        cancels,
+        [1, 2],
+        "a cancel that cancelled nothing changed nothing"
+    );
+}

@@ -1,0 +1,246 @@
+//! `oprec redrive` on SQLite: the dry run (and no `--yes`) changes nothing; in place and as new;
+//! pacing by rate and by spread; a new deadline; and a re-drive interrupted half way, run again,
+//! re-drives the rest and nothing twice.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::Oprec;
+use serde_json::Value;
+
+/// Every operation, as `ops list --json` prints them.
+fn all(o: &Oprec) -> Vec<Value> {
+    o.run(&["ops", "list", "--limit", "10000", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn count(o: &Oprec, status: &str) -> usize {
+    all(o).iter().filter(|op| op["status"] == status).count()
+}
+
+/// `n` dead demo.flaky operations (transient, one attempt allowed).
+fn dead(o: &Oprec, n: u32) {
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.flaky",
+        "--payload",
+        r#"{"fail_times": 99, "class": "transient"}"#,
+        "--count",
+        &n.to_string(),
+    ])
+    .ok();
+    o.run(&[
+        "--transport",
+        "poll",
+        "worker",
+        "--demo",
+        "--demo-max-attempts",
+        "1",
+        "--concurrency",
+        "64",
+        "--exit-when-idle",
+    ])
+    .ok();
+    assert_eq!(count(o, "dead"), n as usize);
+}
+
+fn time(v: &Value) -> chrono::DateTime<chrono::Utc> {
+    v.as_str().unwrap().parse().unwrap()
+}
+
+#[test]
+fn without_yes_nothing_changes_and_with_it_the_dead_come_back_in_place() {
+    let o = Oprec::migrated();
+    dead(&o, 4);
+    let pending = o.enqueue("demo.noop", "{}");
+
+    let plain = o.run(&["redrive"]);
+    let text = plain.ok();
+    assert!(text.contains("4 dead operations match"), "{text}");
+    assert!(text.contains("nothing was changed: add --yes"), "{text}");
+    assert!(text.contains("not terminal, so refused: 1"), "{text}");
+    let dry = o.run(&["redrive", "--dry-run"]).ok().to_owned();
+    assert!(dry.contains("nothing was changed (dry run)"), "{dry}");
+    assert_eq!(count(&o, "dead"), 4);
+    assert_eq!(
+        o.run(&["audit", "--json"]).json(),
+        Value::Array(vec![]),
+        "a dry run is no action"
+    );
+
+    let done = o.run(&["redrive", "--yes", "--json"]).json();
+    assert_eq!(done["redriven"], 4);
+    assert_eq!(done["not_terminal"], 1);
+    let ops = all(&o);
+    for op in ops.iter().filter(|op| op["kind"] == "demo.flaky") {
+        assert_eq!(op["status"], "pending");
+        assert_eq!(op["attempt"], 0);
+        assert_eq!(op["redrive_count"], 1);
+        assert!(op["terminal_reason"].is_null() && op["terminal_at"].is_null());
+    }
+    let untouched = ops.iter().find(|op| op["id"] == pending.as_str()).unwrap();
+    assert_eq!(untouched["redrive_count"], 0, "a pending one is refused");
+    assert_eq!(o.run(&["redrive", "--yes", "--json"]).json()["redriven"], 0);
+    let audit = o.run(&["audit", "--json"]).json();
+    assert_eq!(audit.as_array().unwrap().len(), 1, "{audit}");
+    assert_eq!(audit[0]["affected"], 4);
+}
+
+#[test]
+fn as_new_links_copies_and_leaves_the_dead_as_they_were() {
+    let o = Oprec::migrated();
+    dead(&o, 3);
+    let done = o
+        .run(&[
+            "redrive",
+            "--as-new",
+            "--extend-deadline",
+            "2h",
+            "--yes",
+            "--json",
+        ])
+        .json();
+    assert_eq!(done["redriven"], 3);
+    assert_eq!(done["mode"], "as_new");
+    let ops = all(&o);
+    let dead: Vec<&Value> = ops.iter().filter(|op| op["status"] == "dead").collect();
+    let new: Vec<&Value> = ops.iter().filter(|op| op["status"] == "pending").collect();
+    assert_eq!((dead.len(), new.len()), (3, 3));
+    for n in &new {
+        assert!(dead.iter().any(|d| d["id"] == n["redrive_of"]), "{n}");
+        let deadline = time(&n["give_up_at"]) - time(&n["created_at"]);
+        assert_eq!(deadline.num_minutes(), 120, "{n}");
+    }
+    assert_eq!(
+        o.run(&["redrive", "--as-new", "--yes", "--json"]).json()["redriven"],
+        0,
+        "a dead operation already re-driven as new is not taken again"
+    );
+}
+
+#[test]
+fn rate_and_spread_stagger_the_eligible_times() {
+    let o = Oprec::migrated();
+    dead(&o, 11);
+    o.run(&["redrive", "--spread", "10s", "--limit", "6", "--yes"])
+        .ok();
+    let mut times: Vec<_> = all(&o)
+        .iter()
+        .filter(|op| op["status"] == "pending")
+        .map(|op| time(&op["next_eligible_at"]))
+        .collect();
+    times.sort();
+    assert_eq!(times.len(), 6, "--limit caps the total");
+    let gaps: Vec<i64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).num_milliseconds())
+        .collect();
+    assert_eq!(
+        gaps,
+        vec![2_000; 5],
+        "6 over 10 s: 2 s apart, the last at 10 s"
+    );
+
+    let first: Vec<Value> = all(&o)
+        .into_iter()
+        .filter(|op| op["status"] == "pending")
+        .map(|op| op["id"].clone())
+        .collect();
+    let text = o
+        .run(&["redrive", "--rate", "120/m", "--yes"])
+        .ok()
+        .to_owned();
+    assert!(
+        text.contains("re-drove 5 operations") && text.contains("one every 500ms"),
+        "{text}"
+    );
+    let mut second: Vec<_> = all(&o)
+        .iter()
+        .filter(|op| op["status"] == "pending" && !first.contains(&op["id"]))
+        .map(|op| time(&op["next_eligible_at"]))
+        .collect();
+    second.sort();
+    let gaps: Vec<i64> = second
+        .windows(2)
+        .map(|w| (w[1] - w[0]).num_milliseconds())
+        .collect();
+    assert_eq!(gaps, vec![500; 4], "120/m: 500 ms apart");
+}
+
+#[test]
+fn an_interrupted_redrive_run_again_redrives_the_rest_and_nothing_twice() {
+    let o = Oprec::migrated();
+    dead(&o, 1_600);
+    // The first run stops after 700 (two batches and part of a third), as if interrupted.
+    assert_eq!(
+        o.run(&["redrive", "--yes", "--limit", "700", "--json"])
+            .json()["redriven"],
+        700
+    );
+    // The second is interrupted for real: ctrl-c a moment after it starts, in small batches so
+    // that the interrupt most likely lands between two of them (it may also land before the
+    // first, or after the last; every case must end the same).
+    let child = o
+        .command(&["redrive", "--yes", "--batch", "3", "--rate", "1000/s"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let between = count(&o, "pending");
+    assert!((700..=1_600).contains(&between), "{between}");
+    match out.status.code() {
+        Some(0) => eprintln!("the run finished before the interrupt"),
+        Some(1) => {
+            assert!(
+                stderr.contains("interrupted after re-driving")
+                    && stderr.contains("run the same command again"),
+                "{stderr}"
+            );
+            eprintln!("interrupted after re-driving {} of 900", between - 700);
+        }
+        other => {
+            assert!(other.is_none(), "{other:?} {stderr}");
+            eprintln!("killed before its handler was in place: {}", out.status);
+        }
+    }
+
+    // Run again: the rest, once.
+    let rest = o.run(&["redrive", "--yes", "--json"]).json();
+    assert_eq!(rest["redriven"].as_u64().unwrap() as usize, 1_600 - between);
+    let ops = all(&o);
+    assert_eq!(ops.len(), 1_600);
+    let mut by_count: HashMap<u64, usize> = HashMap::new();
+    for op in &ops {
+        assert_eq!(op["status"], "pending");
+        *by_count
+            .entry(op["redrive_count"].as_u64().unwrap())
+            .or_default() += 1;
+    }
+    assert_eq!(
+        by_count,
+        HashMap::from([(1, 1_600)]),
+        "every one exactly once"
+    );
+    let audit = o.run(&["audit", "--json"]).json();
+    let total: u64 = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["affected"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 1_600, "the audit log accounts for each: {audit}");
+}
