@@ -32,6 +32,8 @@ pub use oprec_redis as redis;
 #[cfg(feature = "sqlite")]
 pub use oprec_sqlite as sqlite;
 
+#[cfg(any(feature = "redis", feature = "amqp", test))]
+mod transport_url;
 mod url;
 
 pub use url::redact_url;
@@ -74,20 +76,40 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 /// (feature `redis`), `amqp://` / `amqps://` (feature `amqp`), or `poll` / `none` for no broker
 /// (workers poll the store; `Ok(None)`). Broker transports connect lazily, so an enqueue still
 /// commits while the broker is down.
+///
+/// A few query parameters choose where the wake-ups go, so that several deployments (or tests)
+/// can share one broker; they are removed before the URL reaches the driver, and every other
+/// parameter is passed on untouched:
+///
+/// | parameter | URL | meaning (default) |
+/// | --- | --- | --- |
+/// | `stream=NAME` | `redis://` | the stream key (`oprec:wakeups`) |
+/// | `group=NAME` | `redis://` | the consumer group (`oprec-workers`) |
+/// | `queue=NAME` | `amqp://` | the durable queue (`oprec.wakeups`) |
+/// | `queue_expires=SECONDS` | `amqp://` | the broker deletes the queue after it has had no consumer for this long (never) |
+///
+/// For example `redis://127.0.0.1:6379/0?stream=billing:wakeups&group=billing` or
+/// `amqp://guest:guest@127.0.0.1:5672/%2f?queue=billing.wakeups`. Values are percent-decoded.
+/// Every process sharing a stream or queue must name it alike. A parameter meant for the other
+/// broker, an empty value or a repeated parameter is refused as invalid input.
 pub fn connect_transport(url: &str) -> Result<Option<Arc<dyn Transport>>> {
     match scheme(url) {
         "poll" | "none" | "" => Ok(None),
         "memory" => Ok(Some(Arc::new(MemoryTransport::new()))),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => Ok(Some(Arc::new(redis::RedisTransport::connect_lazy(
-            url,
-            redis::RedisTransportConfig::default(),
-        )?))),
+        "redis" | "rediss" => {
+            let (url, config) = redis_config(url)?;
+            Ok(Some(Arc::new(redis::RedisTransport::connect_lazy(
+                &url, config,
+            )?)))
+        }
         #[cfg(feature = "amqp")]
-        "amqp" | "amqps" => Ok(Some(Arc::new(amqp::AmqpTransport::connect_lazy(
-            url,
-            amqp::AmqpTransportConfig::default(),
-        )?))),
+        "amqp" | "amqps" => {
+            let (url, config) = amqp_config(url)?;
+            Ok(Some(Arc::new(amqp::AmqpTransport::connect_lazy(
+                &url, config,
+            )?)))
+        }
         other => Err(Error::InvalidInput(format!(
             "unsupported transport URL scheme {other:?} in {}; this build supports: {}",
             redact_url(url),
@@ -106,4 +128,69 @@ pub fn supported_transport_schemes() -> Vec<&'static str> {
         v.push("amqp://");
     }
     v
+}
+
+/// The driver's URL and the Redis transport's settings from a `redis://` URL's parameters.
+#[cfg(feature = "redis")]
+fn redis_config(url: &str) -> Result<(String, redis::RedisTransportConfig)> {
+    let (url, mut p) = transport_url::take(url, "redis")?;
+    let mut config = redis::RedisTransportConfig::default();
+    if let Some(stream) = p.remove("stream") {
+        config.stream = stream;
+    }
+    if let Some(group) = p.remove("group") {
+        config.group = group;
+    }
+    Ok((url, config))
+}
+
+/// The driver's URL and the AMQP transport's settings from an `amqp://` URL's parameters.
+#[cfg(feature = "amqp")]
+fn amqp_config(url: &str) -> Result<(String, amqp::AmqpTransportConfig)> {
+    let (url, mut p) = transport_url::take(url, "amqp")?;
+    let mut config = amqp::AmqpTransportConfig::default();
+    if let Some(queue) = p.remove("queue") {
+        config.queue = queue;
+    }
+    if let Some(secs) = p.remove("queue_expires") {
+        let secs: u64 = secs.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "queue_expires={secs:?} in {} is not a whole number of seconds above 0",
+                redact_url(&url)
+            ))
+        })?;
+        config.queue_expires = Some(std::time::Duration::from_secs(secs));
+    }
+    Ok((url, config))
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(feature = "redis")]
+    #[test]
+    fn redis_urls_name_the_stream_and_group() {
+        let (url, c) =
+            super::redis_config("redis://:pw@127.0.0.1:6379/9?stream=a%3Ab&group=g").unwrap();
+        assert_eq!(url, "redis://:pw@127.0.0.1:6379/9");
+        assert_eq!((c.stream.as_str(), c.group.as_str()), ("a:b", "g"));
+        let (url, c) = super::redis_config("redis://127.0.0.1").unwrap();
+        assert_eq!(url, "redis://127.0.0.1");
+        assert_eq!(c.stream, super::redis::RedisTransportConfig::DEFAULT_STREAM);
+        assert!(super::redis_config("redis://h?queue=q").is_err());
+    }
+
+    #[cfg(feature = "amqp")]
+    #[test]
+    fn amqp_urls_name_the_queue() {
+        let (url, c) = super::amqp_config(
+            "amqp://guest:guest@127.0.0.1:5672/%2f?heartbeat=10&queue=jobs.x&queue_expires=60",
+        )
+        .unwrap();
+        assert_eq!(url, "amqp://guest:guest@127.0.0.1:5672/%2f?heartbeat=10");
+        assert_eq!(c.queue, "jobs.x");
+        assert_eq!(c.queue_expires, Some(std::time::Duration::from_secs(60)));
+        let e = super::amqp_config("amqp://guest:s3cret@h/%2f?queue_expires=soon").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        assert!(super::amqp_config("amqp://h?stream=s").is_err());
+    }
 }
