@@ -86,6 +86,7 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 /// | `stream=NAME` | `redis://` | the stream key (`oprec:wakeups`) |
 /// | `group=NAME` | `redis://` | the consumer group (`oprec-workers`) |
 /// | `queue=NAME` | `amqp://` | the durable queue (`oprec.wakeups`) |
+/// | `prefetch=N` | `amqp://` | unacknowledged deliveries the broker hands one worker (128) |
 /// | `queue_expires=SECONDS` | `amqp://` | the broker deletes the queue after it has had no consumer for this long (never) |
 ///
 /// For example `redis://127.0.0.1:6379/0?stream=billing:wakeups&group=billing` or
@@ -161,6 +162,14 @@ fn amqp_config(url: &str) -> Result<(String, amqp::AmqpTransportConfig)> {
         })?;
         config.queue_expires = Some(std::time::Duration::from_secs(secs));
     }
+    if let Some(n) = p.remove("prefetch") {
+        config.prefetch = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+            Error::InvalidInput(format!(
+                "prefetch={n:?} in {} is not a whole number from 1 to 65535",
+                redact_url(&url)
+            ))
+        })?;
+    }
     Ok((url, config))
 }
 
@@ -189,6 +198,10 @@ mod tests {
         assert_eq!(url, "amqp://guest:guest@127.0.0.1:5672/%2f?heartbeat=10");
         assert_eq!(c.queue, "jobs.x");
         assert_eq!(c.queue_expires, Some(std::time::Duration::from_secs(60)));
+        let (_, c) = super::amqp_config("amqp://h/%2f?prefetch=32").unwrap();
+        assert_eq!(c.prefetch, 32);
+        assert!(super::amqp_config("amqp://h/%2f?prefetch=0").is_err());
+        assert!(super::amqp_config("amqp://h/%2f?prefetch=70000").is_err());
         let e = super::amqp_config("amqp://guest:s3cret@h/%2f?queue_expires=soon").unwrap_err();
         assert!(!e.to_string().contains("s3cret"), "{e}");
         assert!(super::amqp_config("amqp://h?stream=s").is_err());

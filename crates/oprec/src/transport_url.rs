@@ -13,6 +13,7 @@ const OURS: &[(&str, &str)] = &[
     ("group", "redis"),
     ("queue", "amqp"),
     ("queue_expires", "amqp"),
+    ("prefetch", "amqp"),
 ];
 
 /// Splits `url` into the URL for the driver (without oprec's parameters; every other parameter

@@ -14,7 +14,8 @@ pub struct AmqpTransportConfig {
     /// the default exchange, so the queue name is the routing key.
     pub queue: String,
     /// How many deliveries the broker may hand this transport before it acknowledges any
-    /// (`basic.qos`, per consumer; default 1000). 0 means unlimited.
+    /// (`basic.qos`, per consumer; default 128, so a second worker gets a share of a backlog). 0
+    /// means unlimited.
     pub prefetch: u16,
     /// `x-queue-type` for the declaration (`"classic"`, `"quorum"`), or `None` for the broker's
     /// default. Quorum queues are what a RabbitMQ cluster wants.
@@ -37,7 +38,9 @@ impl Default for AmqpTransportConfig {
     fn default() -> Self {
         AmqpTransportConfig {
             queue: "oprec.wakeups".to_owned(),
-            prefetch: 1000,
+            // Small enough that a second worker gets a share of a backlog; the worker acknowledges
+            // right after claiming, so the window only covers receive → claim.
+            prefetch: 128,
             queue_type: None,
             queue_expires: None,
             connection_name: "oprec-amqp".to_owned(),

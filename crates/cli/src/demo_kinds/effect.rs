@@ -33,7 +33,16 @@ impl EffectTable {
         match &self.store {
             ConcreteStore::Sqlite(s) => sqlx::query(CREATE).execute(s.pool()).await?,
             ConcreteStore::Postgres(s) => {
-                sqlx::query(CREATE).execute(s.pool()).await?;
+                // Two workers starting together may both try to create it: one wins, and the
+                // other's error ("already exists" / a duplicate catalog row) means the same.
+                if let Err(e) = sqlx::query(CREATE).execute(s.pool()).await {
+                    let exists = e.as_database_error().is_some_and(|d| {
+                        matches!(d.code().as_deref(), Some("23505" | "42P07"))
+                    });
+                    if !exists {
+                        return Err(e.into());
+                    }
+                }
                 return Ok(());
             }
         };

@@ -26,6 +26,8 @@ pub fn fresh_config() -> AmqpTransportConfig {
         connection_name: format!("oprec-test {queue}"),
         queue,
         queue_expires: Some(Duration::from_secs(60)),
+        // The suite holds a batch of 1,000 unacknowledged at once.
+        prefetch: 1000,
         ..AmqpTransportConfig::default()
     }
 }
