@@ -9,11 +9,14 @@ use std::path::PathBuf;
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
 
 use crate::commands::audit::AuditArgs;
+use crate::commands::bench::BenchArgs;
 use crate::commands::cancel::CancelArgs;
 use crate::commands::controls::{ControlsArgs, PauseArgs, PostponeArgs, ResumeArgs};
+use crate::commands::import::ImportArgs;
 use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
 use crate::commands::reconcile::ReconcileCommand;
 use crate::commands::redrive::RedriveArgs;
+use crate::commands::simulate::SimulateCommand;
 use crate::commands::stats::StatsArgs;
 
 /// The store used when neither `--database-url` nor `OPREC_DATABASE_URL` says otherwise.
@@ -106,6 +109,13 @@ pub(crate) enum Command {
     Stats(StatsArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
+    /// Import a legacy queue (a Redis list or an AMQP queue of JSON jobs) as operations.
+    Import(ImportArgs),
+    /// Benchmark oprec against PostgreSQL's own ceiling (PostgreSQL, and the brokers named).
+    Bench(BenchArgs),
+    /// What a retry policy does to a dependency during an outage, on a virtual clock.
+    #[command(subcommand)]
+    Simulate(SimulateCommand),
 }
 
 impl Command {

@@ -24,16 +24,27 @@ fn held_back(op: &Operation, controls: &[Control]) -> bool {
 
 /// Whether any operation of `kinds` is running, or pending, eligible now and not paused.
 async fn busy(store: &dyn OperatorStore, kinds: &[String]) -> oprec::Result<bool> {
-    let counts = store.operation_count().await?;
-    let mine = |status: Status| {
-        counts
-            .iter()
-            .any(|r| r.status == status && r.count > 0 && kinds.contains(&r.kind))
+    // One row per status and kind, found on the (status, kind, id) index: cheap however many
+    // finished operations the table holds (a count by status would read them all, five times a
+    // second, and slow the very worker it watches).
+    let mine = async |status: Status| {
+        for kind in kinds {
+            let one = ListParams {
+                status: Some(status),
+                kind: Some(kind.clone()),
+                limit: 1,
+                ..Default::default()
+            };
+            if !store.operation_list(one).await?.is_empty() {
+                return Ok::<_, oprec::Error>(true);
+            }
+        }
+        Ok(false)
     };
-    if mine(Status::Running) {
+    if mine(Status::Running).await? {
         return Ok(true);
     }
-    if !mine(Status::Pending) {
+    if !mine(Status::Pending).await? {
         return Ok(false);
     }
     let now = store.now().await?;

@@ -17,6 +17,7 @@ mod duration;
 mod exit;
 mod filter;
 mod idle;
+mod import;
 mod logging;
 mod metrics;
 mod output;

@@ -158,6 +158,11 @@ pub struct NewOperation {
     pub enqueue_params: Value,
     /// Enqueue time.
     pub created_at: DateTime<Utc>,
+    /// When the enqueuer publishes the wake-up itself right after the insert commits, the time
+    /// to record it as published, written with the row: the scheduler then leaves the operation
+    /// alone until the wake-up is due again, and a worker claiming it at once never finds the
+    /// row locked by a later write. `None` (the default) leaves waking it to the scheduler.
+    pub last_woken_at: Option<DateTime<Utc>>,
 }
 
 impl NewOperation {
@@ -246,6 +251,7 @@ impl NewOperation {
             dependency: options.dependency,
             enqueue_params,
             created_at: now,
+            last_woken_at: None,
         })
     }
 }

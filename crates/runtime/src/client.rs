@@ -1,9 +1,14 @@
 //! Enqueueing: the row commits first, then a wake-up is published. A broker that is down does not
 //! fail the enqueue; the scheduler wakes the operation once the broker is back.
+//!
+//! With a transport, an operation due at once is inserted already marked woken (`last_woken_at`),
+//! in the insert's own transaction: no second write per enqueue, and no window in which the
+//! worker that takes the wake-up finds the row locked by that write and skips it. Should the
+//! publish fail, the scheduler publishes the wake-up again once the re-wake interval has passed.
 
 use std::sync::Arc;
 
-use oprec_core::store::{Enqueued, MarkWokenParams};
+use oprec_core::store::Enqueued;
 use oprec_core::{
     Clock, EnqueueOptions, Error, NewOperation, OperationId, Result, Store, SystemClock, Transport,
 };
@@ -68,7 +73,8 @@ impl Client {
     }
 
     /// Enqueues one operation per payload, in one transaction, then publishes their wake-ups as
-    /// one batch. A publish failure is logged, not returned: the rows are committed.
+    /// one batch. A publish failure is logged, not returned: the rows are committed, and the
+    /// scheduler wakes them after its re-wake interval.
     pub async fn enqueue_many(
         &self,
         kind: &str,
@@ -86,10 +92,15 @@ impl Client {
         if options.dependency.is_none() {
             options.dependency = k.dependency_name().map(str::to_owned);
         }
-        let ops = payloads
+        let mut ops = payloads
             .into_iter()
             .map(|p| NewOperation::new(kind, p, k.policy(), options.clone(), now))
             .collect::<Result<Vec<_>>>()?;
+        if self.transport.is_some() {
+            for op in ops.iter_mut().filter(|o| o.next_eligible_at <= now) {
+                op.last_woken_at = Some(now);
+            }
+        }
         let due: std::collections::HashSet<OperationId> = ops
             .iter()
             .filter(|o| o.next_eligible_at <= now)
@@ -105,7 +116,8 @@ impl Client {
         Ok(enqueued)
     }
 
-    /// Publishes wake-ups and records them; failures are logged and left to the scheduler.
+    /// Publishes the wake-ups of operations inserted already marked woken; failures are logged
+    /// and left to the scheduler.
     pub(crate) async fn wake(&self, ids: Vec<OperationId>) {
         let Some(t) = &self.transport else { return };
         if ids.is_empty() {
@@ -114,13 +126,6 @@ impl Client {
         match t.publish(&ids).await {
             Ok(()) => {
                 Stats::add(&self.stats.published, ids.len() as u64);
-                if let Err(e) = self
-                    .store
-                    .operation_mark_woken(MarkWokenParams { ids })
-                    .await
-                {
-                    tracing::warn!(error = %e, "could not record wake-ups; the scheduler may wake them again");
-                }
             }
             Err(e) => {
                 Stats::add(&self.stats.publish_errors, 1);

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::Stats;
 
 /// The most outcomes written by one store call.
-const BATCH: usize = 256;
+const BATCH: usize = 1000;
 
 /// Sends outcomes to the completer task.
 pub(crate) type CompletionSender = mpsc::UnboundedSender<CompleteParams>;

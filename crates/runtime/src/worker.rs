@@ -54,7 +54,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             concurrency: 32,
             lease: chrono::Duration::seconds(30),
-            claim_batch: 100,
+            claim_batch: 2000,
             idle_wait: Duration::from_millis(500),
             drain_timeout: Duration::from_secs(20),
             worker_id: format!(
@@ -278,6 +278,15 @@ impl Worker {
             _ = shutdown.cancelled() => return Vec::new(),
             r = t.receive(max, self.config.idle_wait) => r,
         };
+        if std::env::var_os("OPREC_DBG").is_some() {
+            if let Ok(d) = &deliveries {
+                eprintln!(
+                    "{} received {} (max {max})",
+                    chrono::Utc::now().format("%H:%M:%S%.3f"),
+                    d.len()
+                );
+            }
+        }
         let deliveries = match deliveries {
             Ok(d) => d,
             Err(e) => {

@@ -19,16 +19,35 @@ use uuid::Uuid;
 use crate::row::{self, operation_columns};
 use crate::{MIGRATOR, PgStore, backend_error};
 
-/// The claim and wake-up condition that no pause or postponement in force matches the row
-/// (table `operations`, with `now.t` in scope).
+/// The claim and wake-up condition that no pause or postponement in force matches the row named
+/// `$row` (with `$1` the bound "now"). With no controls at all (the usual case) the first arm
+/// decides once per statement, not once per row.
 macro_rules! not_paused {
-    () => {
-        " AND NOT EXISTS (SELECT 1 FROM controls c WHERE (c.until IS NULL OR c.until > now.t)
-              AND ((c.scope = 'kind' AND c.value = operations.kind)
-                OR (c.scope = 'failure_class' AND c.value = operations.last_failure_class)
-                OR (c.scope = 'dependency' AND c.value = operations.dependency))) "
+    ($row:literal) => {
+        concat!(
+            " AND (NOT EXISTS (SELECT 1 FROM controls)
+                OR NOT EXISTS (SELECT 1 FROM controls c
+                    WHERE (c.until IS NULL OR c.until > coalesce($1::timestamptz, now()))
+                      AND ((c.scope = 'kind' AND c.value = ",
+            $row,
+            ".kind)
+                        OR (c.scope = 'failure_class' AND c.value = ",
+            $row,
+            ".last_failure_class)
+                        OR (c.scope = 'dependency' AND c.value = ",
+            $row,
+            ".dependency)))) "
+        )
     };
 }
+
+/// Opens the transaction of a statement that must walk the partial index of pending rows in its
+/// order (`ORDER BY next_eligible_at, id LIMIT n`). Without this, a missing or stale estimate —
+/// a new table, or a burst of pending rows in a table whose statistics say there are almost none
+/// (the aftermath of an outage) — makes the planner fetch and sort every pending row on each
+/// call, so draining a backlog costs O(n²). Pricing sorts out leaves the ordered index scan,
+/// which stops after `n` rows.
+const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = off";
 
 fn uuids(ids: &[OperationId]) -> Vec<Uuid> {
     ids.iter().map(|id| *id.as_uuid()).collect()
@@ -96,21 +115,24 @@ impl Store for PgStore {
             .map(|&i| ops[i].enqueue_params.clone())
             .collect();
         let created: Vec<DateTime<Utc>> = unique.iter().map(|&i| ops[i].created_at).collect();
+        let woken: Vec<Option<DateTime<Utc>>> =
+            unique.iter().map(|&i| ops[i].last_woken_at).collect();
 
         let rows = sqlx::query(
             "WITH input AS (
                 SELECT * FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int4[],
                                      $6::timestamptz[], $7::timestamptz[], $8::text[], $9::jsonb[],
-                                     $10::timestamptz[])
+                                     $10::timestamptz[], $11::timestamptz[])
                     WITH ORDINALITY AS t(id, kind, idempotency_key, payload, max_attempts,
                                          next_eligible_at, give_up_at, dependency, enqueue_params,
-                                         created_at, ord)
+                                         created_at, last_woken_at, ord)
             ), ins AS (
                 INSERT INTO operations (id, kind, idempotency_key, payload, max_attempts,
                                         next_eligible_at, give_up_at, dependency, enqueue_params,
-                                        created_at, updated_at)
+                                        created_at, updated_at, last_woken_at)
                 SELECT id, kind, idempotency_key, payload, max_attempts, next_eligible_at,
-                       give_up_at, dependency, enqueue_params, created_at, created_at
+                       give_up_at, dependency, enqueue_params, created_at, created_at,
+                       last_woken_at
                 FROM input ORDER BY ord
                 ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
                 RETURNING id
@@ -133,6 +155,7 @@ impl Store for PgStore {
         .bind(&deps)
         .bind(&params)
         .bind(&created)
+        .bind(&woken)
         .fetch_all(&self.pool)
         .await
         .map_err(backend_error)?;
@@ -188,17 +211,24 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let c = &params.claimant;
+        // The rows are found by id alone (the primary key, whatever the statistics say), locked,
+        // and only then checked: a condition on status beside the ids would let a planner with a
+        // stale estimate scan every pending row instead.
         let rows = sqlx::query(concat!(
             "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
+            locked AS MATERIALIZED (
+                SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class,
+                       dependency
+                FROM operations WHERE id = ANY($2)
+                FOR UPDATE SKIP LOCKED
+            ),
             picked AS (
-                SELECT id AS pid FROM operations, now
-                WHERE id = ANY($2) AND status = 'pending' AND next_eligible_at <= now.t
+                SELECT id AS pid FROM locked, now
+                WHERE status = 'pending' AND next_eligible_at <= now.t
                   AND (give_up_at IS NULL OR give_up_at >= now.t)
                   AND (cardinality($6::text[]) = 0 OR kind = ANY($6))",
-            not_paused!(),
-            "ORDER BY id
-                FOR UPDATE OF operations SKIP LOCKED
-            )
+            not_paused!("locked"),
+            ")
             UPDATE operations o
             SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
                 lease_until = now.t + $3::int8 * interval '1 millisecond', claimed_at = now.t,
@@ -225,14 +255,19 @@ impl Store for PgStore {
             return Ok(Vec::new());
         }
         let c = &params.claimant;
+        let mut tx = self
+            .pool
+            .begin_with(WALK_PENDING_IN_ORDER)
+            .await
+            .map_err(backend_error)?;
         let rows = sqlx::query(concat!(
             "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
             picked AS (
-                SELECT id AS pid FROM operations, now
-                WHERE status = 'pending' AND next_eligible_at <= now.t
-                  AND (give_up_at IS NULL OR give_up_at >= now.t)
+                SELECT id AS pid FROM operations
+                WHERE status = 'pending' AND next_eligible_at <= coalesce($1::timestamptz, now())
+                  AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
                   AND (cardinality($6::text[]) = 0 OR kind = ANY($6))",
-            not_paused!(),
+            not_paused!("operations"),
             "ORDER BY next_eligible_at, id
                 LIMIT $2
                 FOR UPDATE OF operations SKIP LOCKED
@@ -252,9 +287,10 @@ impl Store for PgStore {
         .bind(&c.worker_id)
         .bind(&c.code_version)
         .bind(&params.kinds)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;
+        tx.commit().await.map_err(backend_error)?;
         let mut claimed: Vec<Operation> = rows.iter().map(row::operation).collect::<Result<_>>()?;
         claimed.sort_by_key(|o| (o.next_eligible_at, o.id));
         Ok(claimed)
@@ -574,7 +610,11 @@ impl Store for PgStore {
     }
 
     async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>> {
-        let mut tx = self.pool.begin().await.map_err(backend_error)?;
+        let mut tx = self
+            .pool
+            .begin_with(WALK_PENDING_IN_ORDER)
+            .await
+            .map_err(backend_error)?;
         // One scheduler at a time per schema: the others find the lock taken and publish nothing
         // this round, so several scheduler processes do not multiply wake-ups.
         let leader: bool = sqlx::query_scalar(
@@ -589,12 +629,13 @@ impl Store for PgStore {
         let ids: Vec<Uuid> = sqlx::query_scalar(concat!(
             "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
             due AS (
-                SELECT id AS pid FROM operations, now
-                WHERE status = 'pending' AND next_eligible_at <= now.t
-                  AND (give_up_at IS NULL OR give_up_at >= now.t)
+                SELECT id AS pid FROM operations
+                WHERE status = 'pending' AND next_eligible_at <= coalesce($1::timestamptz, now())
+                  AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
                   AND (last_woken_at IS NULL OR last_woken_at < next_eligible_at
-                       OR last_woken_at < now.t - $2::int8 * interval '1 millisecond')",
-            not_paused!(),
+                       OR last_woken_at < coalesce($1::timestamptz, now())
+                                          - $2::int8 * interval '1 millisecond')",
+            not_paused!("operations"),
             "ORDER BY next_eligible_at, id
                 LIMIT $3
                 FOR UPDATE OF operations SKIP LOCKED

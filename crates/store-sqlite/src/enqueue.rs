@@ -23,6 +23,7 @@ struct InsertRow<'a> {
     dependency: Option<&'a str>,
     enqueue_params: String,
     created_at: String,
+    last_woken_at: Option<String>,
 }
 
 impl<'a> InsertRow<'a> {
@@ -38,6 +39,7 @@ impl<'a> InsertRow<'a> {
             dependency: op.dependency.as_deref(),
             enqueue_params: json_text(&op.enqueue_params)?,
             created_at: time::text(op.created_at)?,
+            last_woken_at: time::opt_text(op.last_woken_at)?,
         })
     }
 }
@@ -74,7 +76,8 @@ impl SqliteStore {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
                 "INSERT INTO operations (id, kind, idempotency_key, payload, max_attempts, \
-                 next_eligible_at, give_up_at, dependency, enqueue_params, created_at, updated_at) ",
+                 next_eligible_at, give_up_at, dependency, enqueue_params, created_at, updated_at, \
+                 last_woken_at) ",
             );
             q.push_values(chunk, |mut v, r| {
                 v.push_bind(&r.id)
@@ -87,7 +90,8 @@ impl SqliteStore {
                     .push_bind(r.dependency)
                     .push_bind(&r.enqueue_params)
                     .push_bind(&r.created_at)
-                    .push_bind(&r.created_at);
+                    .push_bind(&r.created_at)
+                    .push_bind(&r.last_woken_at);
             });
             q.push(
                 " ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL \

@@ -101,6 +101,7 @@ macro_rules! store_conformance_tests {
             store_cases::claim_by_ids_honours_kinds,
             store_cases::remote_id_and_steps_are_fenced,
             store_cases::wake_due_picks_each_due_operation_once_per_interval,
+            store_cases::enqueued_as_woken_waits_for_the_rewake_interval,
             fixture::malformed_input_is_dead_after_one_attempt,
             fixture::transient_outage_retries_at_0_60_360_then_succeeds,
             fixture::long_outage_ends_after_six_attempts_at_the_ladder_times,

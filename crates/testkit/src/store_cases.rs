@@ -1006,3 +1006,38 @@ pub async fn wake_due_picks_each_due_operation_once_per_interval<S: Store>(h: Ha
     assert_eq!(due(&h).await.unwrap(), vec![a]);
     assert!(!due(&h).await.unwrap().contains(&running));
 }
+
+/// An operation inserted already marked woken (its enqueuer publishes the wake-up) keeps that
+/// time, and the scheduler leaves it alone until the re-wake interval has passed.
+pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: Store>(h: Harness<S>) {
+    use oprec_core::store::WakeDueParams;
+    let mut op = NewOperation::new(
+        "k",
+        json!({"n": 1}),
+        &plain_policy(),
+        EnqueueOptions::default(),
+        h.clock.now(),
+    )
+    .unwrap();
+    op.last_woken_at = Some(h.clock.now());
+    let woken = h.store.operation_insert(op).await.unwrap().id;
+    let plain = enqueue(&h, "k", EnqueueOptions::default()).await;
+    assert_eq!(
+        h.get(woken).await.operation.last_woken_at,
+        Some(h.clock.now())
+    );
+    assert_eq!(h.get(plain).await.operation.last_woken_at, None);
+    let due = || {
+        h.store.operation_wake_due(WakeDueParams {
+            rewake_after: Duration::seconds(30),
+            limit: 100,
+        })
+    };
+    assert_eq!(due().await.unwrap(), vec![plain]);
+    h.advance_secs(31);
+    let mut both = due().await.unwrap();
+    both.sort();
+    let mut expected = vec![woken, plain];
+    expected.sort();
+    assert_eq!(both, expected, "woken more than 30 s ago and still pending");
+}

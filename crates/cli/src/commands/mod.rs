@@ -1,15 +1,18 @@
 //! One module per command; each parses what it was given, calls the facade, and prints.
 
 pub(crate) mod audit;
+pub(crate) mod bench;
 pub(crate) mod cancel;
 pub(crate) mod controls;
 mod demo;
 mod enqueue;
+pub(crate) mod import;
 mod migrate;
 mod ops;
 pub(crate) mod quarantine;
 pub(crate) mod reconcile;
 pub(crate) mod redrive;
+pub(crate) mod simulate;
 pub(crate) mod stats;
 mod transport;
 mod worker;
@@ -42,5 +45,8 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
         Command::Stats(a) => stats::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
+        Command::Import(a) => import::run(g, a).await,
+        Command::Bench(a) => bench::run(g, a).await,
+        Command::Simulate(c) => simulate::run(g, c).await,
     }
 }

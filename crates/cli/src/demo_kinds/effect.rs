@@ -36,9 +36,9 @@ impl EffectTable {
                 // Two workers starting together may both try to create it: one wins, and the
                 // other's error ("already exists" / a duplicate catalog row) means the same.
                 if let Err(e) = sqlx::query(CREATE).execute(s.pool()).await {
-                    let exists = e.as_database_error().is_some_and(|d| {
-                        matches!(d.code().as_deref(), Some("23505" | "42P07"))
-                    });
+                    let exists = e
+                        .as_database_error()
+                        .is_some_and(|d| matches!(d.code().as_deref(), Some("23505" | "42P07")));
                     if !exists {
                         return Err(e.into());
                     }

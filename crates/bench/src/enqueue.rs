@@ -1,0 +1,132 @@
+//! Enqueue throughput: batches through `Client::enqueue_many`, and one operation per transaction
+//! from several producers at once. No broker: this is the store's cost of recording intent.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use oprec::EnqueueOptions;
+use serde::Serialize;
+
+use crate::schema::{Database, with_schema};
+use crate::{Result, noop};
+
+/// Operations per `enqueue_many` call in the batched phase.
+pub(crate) const BATCH: u64 = 1000;
+/// Producers sending batches at once in the batched phase.
+pub(crate) const BATCH_PRODUCERS: usize = 2;
+
+/// One enqueue phase's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnqueueRate {
+    /// Operations enqueued.
+    pub ops: u64,
+    /// Operations per transaction.
+    pub batch: u64,
+    /// Producers enqueueing at once.
+    pub producers: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// `ops / seconds`.
+    pub ops_per_sec: f64,
+}
+
+/// Enqueues `ops` operations of `demo.noop` in batches of [`BATCH`], from [`BATCH_PRODUCERS`]
+/// producers, into `store`; returns the seconds taken.
+pub(crate) async fn fill(client: &oprec::Client, ops: u64, producers: usize) -> Result<f64> {
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..producers)
+        .map(|_| {
+            let (client, next) = (client.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let from = next.fetch_add(BATCH, Ordering::Relaxed);
+                    if from >= ops {
+                        return Ok::<_, crate::Error>(());
+                    }
+                    let payloads = (from..(from + BATCH).min(ops)).map(noop::payload).collect();
+                    client
+                        .enqueue_many(noop::KIND, payloads, EnqueueOptions::default())
+                        .await?;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await
+            .map_err(|e| crate::Error::Check(format!("an enqueue task failed: {e}")))??;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+pub(crate) async fn batched(
+    db: &Database,
+    ops: u64,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<EnqueueRate> {
+    let seconds = with_schema(db, BATCH_PRODUCERS as u32, true, async |s| {
+        let client = noop::client(Arc::new(s.store.clone()), None)?;
+        fill(&client, ops, BATCH_PRODUCERS).await
+    })
+    .await?;
+    let rate = EnqueueRate {
+        ops,
+        batch: BATCH,
+        producers: BATCH_PRODUCERS,
+        seconds,
+        ops_per_sec: ops as f64 / seconds,
+    };
+    progress(&format!(
+        "enqueue: {ops} operations in batches of {BATCH} from {BATCH_PRODUCERS} producers: {:.0} ops/s",
+        rate.ops_per_sec
+    ));
+    Ok(rate)
+}
+
+pub(crate) async fn single(
+    db: &Database,
+    ops: u64,
+    producers: usize,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<EnqueueRate> {
+    let seconds = with_schema(db, producers as u32, true, async |s| {
+        let client = noop::client(Arc::new(s.store.clone()), None)?;
+        let next = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..producers)
+            .map(|_| {
+                let (client, next) = (client.clone(), next.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= ops {
+                            return Ok::<_, crate::Error>(());
+                        }
+                        client
+                            .enqueue(noop::KIND, noop::payload(i), EnqueueOptions::default())
+                            .await?;
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await
+                .map_err(|e| crate::Error::Check(format!("an enqueue task failed: {e}")))??;
+        }
+        Ok(started.elapsed().as_secs_f64())
+    })
+    .await?;
+    let rate = EnqueueRate {
+        ops,
+        batch: 1,
+        producers,
+        seconds,
+        ops_per_sec: ops as f64 / seconds,
+    };
+    progress(&format!(
+        "enqueue: {ops} operations one per transaction from {producers} producers: {:.0} ops/s",
+        rate.ops_per_sec
+    ));
+    Ok(rate)
+}

@@ -1,0 +1,178 @@
+//! oprec-bench: the benchmark behind `oprec bench`. It measures oprec on real services against the
+//! same PostgreSQL doing the bare work with no oprec in the way (the ceiling), so that every figure
+//! can be read as a fraction of what the database itself can do on this machine:
+//!
+//! - enqueue: batched through [`Client::enqueue_many`](oprec::Client::enqueue_many), and one
+//!   operation per transaction from several producers;
+//! - drain: pre-enqueued `demo.noop` operations worked to completion by a real worker *process*
+//!   (`oprec worker --demo --exit-when-idle`), per transport, with throughput, transactions
+//!   committed per operation and the worker's peak memory;
+//! - latency: enqueue → claim at a light steady rate, per transport;
+//! - claim cost: the eligible claim with many finished rows in the table against a small table.
+//!
+//! Every phase runs in a fresh schema (`oprec_bench_<uuid>`) of the given database, dropped
+//! afterwards; Redis and AMQP phases use a fresh stream or queue.
+//!
+//! Not here: argument parsing and printing to a terminal (the `oprec bench` command), or any
+//! benchmark of SQLite.
+
+mod ceiling;
+mod claim_cost;
+mod drain;
+mod enqueue;
+mod error;
+mod latency;
+mod machine;
+mod noop;
+mod report;
+mod schema;
+mod transport;
+mod worker_process;
+
+use std::path::PathBuf;
+
+pub use ceiling::{Ceiling, CeilingRun};
+pub use claim_cost::ClaimCost;
+pub use drain::Drain;
+pub use enqueue::EnqueueRate;
+pub use error::{Error, Result};
+pub use latency::Latency;
+pub use machine::Machine;
+pub use report::{BenchReport, Settings, Verdict};
+
+use crate::schema::Database;
+use crate::transport::TransportSpec;
+
+/// The program that works the drain and latency phases: usually the running `oprec` binary. The
+/// benchmark appends `--database-url URL --transport URL worker --demo --exit-when-idle
+/// --concurrency C`.
+#[derive(Clone, Debug)]
+pub struct WorkerCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before the benchmark's own (none for `oprec`).
+    pub args: Vec<String>,
+}
+
+/// What to measure, and how much.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// The PostgreSQL database (`postgres://...`); each phase gets a fresh schema in it.
+    pub database_url: String,
+    /// Operations per enqueue and drain phase.
+    pub ops: u64,
+    /// The worker's concurrency (`--concurrency`) in the drain and latency phases.
+    pub concurrency: usize,
+    /// The transports to drain and measure latency with: `poll`, `redis://...`, `amqp://...`.
+    pub transports: Vec<String>,
+    /// Producers for the single-operation enqueues (one operation per transaction each).
+    pub producers: usize,
+    /// Operations enqueued one per transaction in that phase (0: `ops / 10`).
+    pub single_ops: u64,
+    /// Enqueues per second in the latency phase.
+    pub latency_rate: u32,
+    /// How long the latency phase enqueues, after a one-second warm-up.
+    pub latency_secs: u64,
+    /// Finished rows in the table for the claim-cost phase (0 skips the phase).
+    pub finished_rows: u64,
+    /// How long each ceiling run lasts, in seconds.
+    pub ceiling_secs: u64,
+    /// The worker process.
+    pub worker: WorkerCommand,
+}
+
+impl BenchConfig {
+    /// The defaults for `database_url`, working with `worker`.
+    pub fn new(database_url: impl Into<String>, worker: WorkerCommand) -> Self {
+        BenchConfig {
+            database_url: database_url.into(),
+            ops: 100_000,
+            concurrency: 200,
+            transports: vec!["poll".into()],
+            producers: 8,
+            single_ops: 0,
+            latency_rate: 200,
+            latency_secs: 5,
+            finished_rows: 1_000_000,
+            ceiling_secs: 3,
+            worker,
+        }
+    }
+
+    fn check(&self) -> Result<Vec<TransportSpec>> {
+        let bad = |m: &str| Err(Error::Invalid(m.to_owned()));
+        if !matches!(
+            self.database_url.split_once(':').map(|(s, _)| s),
+            Some("postgres" | "postgresql")
+        ) {
+            return bad("the benchmark runs on PostgreSQL: pass a postgres:// database URL");
+        }
+        if self.ops == 0 {
+            return bad("--ops must be at least 1");
+        }
+        if self.concurrency == 0 || self.producers == 0 {
+            return bad("--concurrency and --producers must be at least 1");
+        }
+        if self.latency_rate == 0 || self.latency_secs == 0 {
+            return bad("--latency-rate and --latency-secs must be at least 1");
+        }
+        if self.ceiling_secs == 0 {
+            return bad("the ceiling needs at least one second");
+        }
+        if self.transports.is_empty() {
+            return bad("name at least one transport (poll, redis://..., amqp://...)");
+        }
+        self.transports
+            .iter()
+            .map(|t| TransportSpec::parse(t))
+            .collect()
+    }
+}
+
+/// Runs every phase in order and returns the figures. `progress` receives one line per phase (and
+/// per long step), for a terminal's stderr.
+pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Result<BenchReport> {
+    let transports = config.check()?;
+    let db = Database::connect(&config.database_url).await?;
+    let machine = machine::describe(&db).await?;
+    progress(&format!(
+        "machine: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={})",
+        machine.cpus,
+        machine.memory_bytes as f64 / (1u64 << 30) as f64,
+        machine.postgres_version,
+        machine.synchronous_commit
+    ));
+
+    let ceiling = ceiling::measure(&db, config.ceiling_secs, progress).await?;
+    let enqueue_batched = enqueue::batched(&db, config.ops, progress).await?;
+    let single_ops = if config.single_ops == 0 {
+        (config.ops / 10).max(100)
+    } else {
+        config.single_ops
+    };
+    let enqueue_single = enqueue::single(&db, single_ops, config.producers, progress).await?;
+    let mut drains = Vec::new();
+    for t in &transports {
+        drains.push(drain::measure(&db, config, t, progress).await?);
+    }
+    let mut latencies = Vec::new();
+    for t in &transports {
+        latencies.push(latency::measure(&db, config, t, progress).await?);
+    }
+    let claim_cost = if config.finished_rows > 0 {
+        Some(claim_cost::measure(&db, config.finished_rows, progress).await?)
+    } else {
+        None
+    };
+    db.close().await;
+    Ok(BenchReport::new(
+        machine,
+        config,
+        ceiling,
+        enqueue_batched,
+        enqueue_single,
+        drains,
+        latencies,
+        claim_cost,
+    ))
+}

@@ -1,0 +1,323 @@
+//! The figures of a run, the targets of issue 5 they are held against, and the table printed for a
+//! person (the `--json` output is the [`BenchReport`] itself).
+
+use std::fmt::Write;
+
+use serde::Serialize;
+
+use crate::{BenchConfig, Ceiling, ClaimCost, Drain, EnqueueRate, Latency, Machine};
+
+/// Drain target with poll-only and Redis, operations per second.
+const DRAIN_TARGET: f64 = 30_000.0;
+/// Drain target with AMQP, operations per second.
+const DRAIN_TARGET_AMQP: f64 = 20_000.0;
+/// Batched enqueue target, operations per second.
+const ENQUEUE_TARGET: f64 = 70_000.0;
+/// Latency targets with a broker, milliseconds.
+const P50_TARGET_MS: f64 = 5.0;
+const P99_TARGET_MS: f64 = 25.0;
+/// The claim with many finished rows may cost at most this much more than with few.
+const CLAIM_RATIO_TARGET: f64 = 1.2;
+/// The worker's memory while draining, bytes.
+const WORKER_MEMORY_TARGET: u64 = 64 << 20;
+
+/// The settings a run used.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Settings {
+    /// Operations per enqueue and drain phase.
+    pub ops: u64,
+    /// The worker's concurrency.
+    pub concurrency: usize,
+    /// Producers of single-operation enqueues.
+    pub producers: usize,
+    /// Enqueues per second in the latency phase.
+    pub latency_rate: u32,
+    /// Seconds measured in the latency phase.
+    pub latency_secs: u64,
+    /// Finished rows for the claim-cost phase (0: skipped).
+    pub finished_rows: u64,
+}
+
+/// One target and whether the run met it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    /// What was asked, e.g. `drain redis ≥ 30,000 ops/s`.
+    pub target: String,
+    /// What was measured.
+    pub measured: String,
+    /// Whether the measurement meets the target.
+    pub met: bool,
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// The machine and database settings.
+    pub machine: Machine,
+    /// The run's settings.
+    pub settings: Settings,
+    /// PostgreSQL's own ceiling for the bare batched life cycle.
+    pub ceiling: Ceiling,
+    /// Batched enqueue.
+    pub enqueue_batched: EnqueueRate,
+    /// One operation per transaction from several producers.
+    pub enqueue_single: EnqueueRate,
+    /// One drain per transport.
+    pub drains: Vec<Drain>,
+    /// One latency run per transport.
+    pub latencies: Vec<Latency>,
+    /// The claim's cost with many finished rows, unless skipped.
+    pub claim_cost: Option<ClaimCost>,
+    /// Each target of issue 5 against what was measured.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// `1234567.8` as `1,234,568`.
+fn thousands(v: f64) -> String {
+    let n = v.round() as i128;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+impl BenchReport {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        machine: Machine,
+        config: &BenchConfig,
+        ceiling: Ceiling,
+        enqueue_batched: EnqueueRate,
+        enqueue_single: EnqueueRate,
+        drains: Vec<Drain>,
+        latencies: Vec<Latency>,
+        claim_cost: Option<ClaimCost>,
+    ) -> Self {
+        let mut r = BenchReport {
+            machine,
+            settings: Settings {
+                ops: config.ops,
+                concurrency: config.concurrency,
+                producers: config.producers,
+                latency_rate: config.latency_rate,
+                latency_secs: config.latency_secs,
+                finished_rows: config.finished_rows,
+            },
+            ceiling,
+            enqueue_batched,
+            enqueue_single,
+            drains,
+            latencies,
+            claim_cost,
+            verdicts: Vec::new(),
+        };
+        r.verdicts = r.judge();
+        r
+    }
+
+    /// `ops_per_sec` as a fraction of the ceiling.
+    pub fn of_ceiling(&self, ops_per_sec: f64) -> f64 {
+        if self.ceiling.ops_per_sec > 0.0 {
+            ops_per_sec / self.ceiling.ops_per_sec
+        } else {
+            0.0
+        }
+    }
+
+    fn judge(&self) -> Vec<Verdict> {
+        let mut v = Vec::new();
+        for d in &self.drains {
+            let target = if d.transport == "amqp" {
+                DRAIN_TARGET_AMQP
+            } else {
+                DRAIN_TARGET
+            };
+            v.push(Verdict {
+                target: format!("drain {} ≥ {} ops/s", d.transport, thousands(target)),
+                measured: format!("{} ops/s", thousands(d.ops_per_sec)),
+                met: d.ops_per_sec >= target,
+            });
+        }
+        v.push(Verdict {
+            target: format!("batched enqueue ≥ {} ops/s", thousands(ENQUEUE_TARGET)),
+            measured: format!("{} ops/s", thousands(self.enqueue_batched.ops_per_sec)),
+            met: self.enqueue_batched.ops_per_sec >= ENQUEUE_TARGET,
+        });
+        for l in self.latencies.iter().filter(|l| l.transport != "poll") {
+            v.push(Verdict {
+                target: format!(
+                    "latency {} p50 ≤ {P50_TARGET_MS} ms, p99 ≤ {P99_TARGET_MS} ms",
+                    l.transport
+                ),
+                measured: format!("p50 {:.2} ms, p99 {:.2} ms", l.p50_ms, l.p99_ms),
+                met: l.p50_ms <= P50_TARGET_MS && l.p99_ms <= P99_TARGET_MS,
+            });
+        }
+        if let Some(c) = &self.claim_cost {
+            v.push(Verdict {
+                target: format!(
+                    "claim with {} finished rows within {:.0}% of {}",
+                    thousands(c.finished_rows as f64),
+                    (CLAIM_RATIO_TARGET - 1.0) * 100.0,
+                    thousands(c.baseline_rows as f64)
+                ),
+                measured: format!(
+                    "{:.3} ms vs {:.3} ms (×{:.2})",
+                    c.median_ms, c.baseline_median_ms, c.ratio
+                ),
+                met: c.ratio <= CLAIM_RATIO_TARGET,
+            });
+        }
+        for d in &self.drains {
+            v.push(Verdict {
+                target: format!(
+                    "worker memory while draining ({}) < {:.0} MiB",
+                    d.transport,
+                    mib(WORKER_MEMORY_TARGET)
+                ),
+                measured: format!("{:.1} MiB", mib(d.worker_peak_rss_bytes)),
+                met: d.worker_peak_rss_bytes < WORKER_MEMORY_TARGET,
+            });
+        }
+        v
+    }
+
+    /// The report as a table for a terminal.
+    pub fn table(&self) -> String {
+        let m = &self.machine;
+        let mut t = String::new();
+        let _ = writeln!(
+            t,
+            "oprec bench: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={}, shared_buffers={})",
+            m.cpus,
+            m.memory_bytes as f64 / (1u64 << 30) as f64,
+            m.postgres_version,
+            m.synchronous_commit,
+            m.shared_buffers
+        );
+        let _ = writeln!(
+            t,
+            "{} operations per phase, worker concurrency {}\n",
+            thousands(self.settings.ops as f64),
+            self.settings.concurrency
+        );
+        let _ = writeln!(
+            t,
+            "{:<52} {:>14} {:>11}",
+            "throughput", "ops/s", "of ceiling"
+        );
+        let mut row = |name: String, rate: f64| {
+            let _ = writeln!(
+                t,
+                "{:<52} {:>14} {:>10.0}%",
+                name,
+                thousands(rate),
+                self.of_ceiling(rate) * 100.0
+            );
+        };
+        let best = self
+            .ceiling
+            .runs
+            .iter()
+            .max_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+        row(
+            format!(
+                "ceiling: bare SQL, batches of {}, {} connections",
+                self.ceiling.batch,
+                best.map_or(0, |r| r.connections)
+            ),
+            self.ceiling.ops_per_sec,
+        );
+        let e = &self.enqueue_batched;
+        row(
+            format!(
+                "enqueue, batches of {} ({} producers)",
+                thousands(e.batch as f64),
+                e.producers
+            ),
+            e.ops_per_sec,
+        );
+        let e = &self.enqueue_single;
+        row(
+            format!("enqueue, 1 per transaction ({} producers)", e.producers),
+            e.ops_per_sec,
+        );
+        for d in &self.drains {
+            row(format!("drain {}", d.transport), d.ops_per_sec);
+        }
+        let _ = writeln!(
+            t,
+            "\n{:<10} {:>14} {:>14} {:>15}",
+            "drain", "commits/op", "attempts", "worker peak"
+        );
+        for d in &self.drains {
+            let _ = writeln!(
+                t,
+                "{:<10} {:>14.4} {:>14} {:>11.1} MiB",
+                d.transport,
+                d.commits_per_op,
+                thousands(d.attempts as f64),
+                mib(d.worker_peak_rss_bytes)
+            );
+        }
+        if let Some(l) = self.latencies.first() {
+            let _ = writeln!(
+                t,
+                "\n{:<10} {:>12} {:>12} {:>12}   (enqueue → claim at {}/s)",
+                "latency", "p50 ms", "p99 ms", "max ms", l.rate
+            );
+        }
+        for l in &self.latencies {
+            let _ = writeln!(
+                t,
+                "{:<10} {:>12.2} {:>12.2} {:>12.2}",
+                l.transport, l.p50_ms, l.p99_ms, l.max_ms
+            );
+        }
+        if let Some(c) = &self.claim_cost {
+            let _ = writeln!(
+                t,
+                "\nclaim of 100, median: {:.3} ms with {} finished rows, {:.3} ms with {} (×{:.2})",
+                c.baseline_median_ms,
+                thousands(c.baseline_rows as f64),
+                c.median_ms,
+                thousands(c.finished_rows as f64),
+                c.ratio
+            );
+        }
+        let _ = writeln!(t, "\n{:<58} {:<28} met", "target (issue 5)", "measured");
+        for v in &self.verdicts {
+            let _ = writeln!(
+                t,
+                "{:<58} {:<28} {}",
+                v.target,
+                v.measured,
+                if v.met { "yes" } else { "NO" }
+            );
+        }
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thousands;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(thousands(0.0), "0");
+        assert_eq!(thousands(999.4), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(thousands(72_000_000.0), "72,000,000");
+        assert_eq!(thousands(-1234.0), "-1,234");
+    }
+}

@@ -1,0 +1,130 @@
+//! The benchmark's database and its throw-away schemas: every phase runs in a fresh
+//! `oprec_bench_<uuid>` schema, so no phase sees another's rows, dead tuples or statistics.
+
+use std::str::FromStr;
+
+use oprec::Store;
+use oprec::postgres::PgStore;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Executor};
+
+use crate::Result;
+
+/// The database the benchmark was pointed at, with a small pool outside any bench schema.
+pub(crate) struct Database {
+    url: String,
+    options: PgConnectOptions,
+    /// Connections on the database's default search path (statistics, schema management).
+    pub admin: PgPool,
+}
+
+impl Database {
+    pub(crate) async fn connect(url: &str) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url)?;
+        let admin = PgPoolOptions::new()
+            .max_connections(2)
+            .connect_with(options.clone())
+            .await?;
+        Ok(Database {
+            url: url.to_owned(),
+            options,
+            admin,
+        })
+    }
+
+    /// A new, empty schema; migrated (the oprec tables) when `migrate` is set.
+    pub(crate) async fn schema(&self, pool_size: u32, migrate: bool) -> Result<Schema> {
+        let name = format!("oprec_bench_{}", uuid::Uuid::now_v7().simple());
+        self.admin
+            .execute(AssertSqlSafe(format!("CREATE SCHEMA {name}")))
+            .await?;
+        let schema = async {
+            let pool = PgPoolOptions::new()
+                .max_connections(pool_size)
+                .connect_with(
+                    self.options
+                        .clone()
+                        .options([("search_path", name.as_str())]),
+                )
+                .await?;
+            let store = PgStore::from_pool(pool.clone());
+            if migrate {
+                store.migrate().await?;
+            }
+            let sep = if self.url.contains('?') { '&' } else { '?' };
+            Ok::<_, crate::Error>(Schema {
+                url: format!("{}{sep}options=-csearch_path%3D{name}", self.url),
+                name: name.clone(),
+                pool,
+                store,
+            })
+        }
+        .await;
+        if schema.is_err() {
+            let _ = self
+                .admin
+                .execute(AssertSqlSafe(format!("DROP SCHEMA {name} CASCADE")))
+                .await;
+        }
+        schema
+    }
+
+    /// Drops `schema` and everything in it.
+    pub(crate) async fn drop_schema(&self, schema: Schema) -> Result<()> {
+        schema.pool.close().await;
+        if std::env::var_os("OPREC_BENCH_KEEP").is_some() {
+            eprintln!("kept {}", schema.name);
+            return Ok(());
+        }
+        self.admin
+            .execute(AssertSqlSafe(format!(
+                "SET client_min_messages = warning; DROP SCHEMA {} CASCADE",
+                schema.name
+            )))
+            .await?;
+        Ok(())
+    }
+
+    /// Transactions committed in this database so far (`pg_stat_database.xact_commit`), after
+    /// discarding this session's cached statistics snapshot.
+    pub(crate) async fn commits(&self) -> Result<i64> {
+        let mut conn = self.admin.acquire().await?;
+        conn.execute("SELECT pg_stat_clear_snapshot()").await?;
+        Ok(sqlx::query_scalar(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .fetch_one(&mut *conn)
+        .await?)
+    }
+
+    pub(crate) async fn close(self) {
+        self.admin.close().await;
+    }
+}
+
+/// One phase's schema.
+pub(crate) struct Schema {
+    /// `oprec_bench_<uuid>`.
+    pub name: String,
+    /// The database URL with the schema as search path, for the worker process.
+    pub url: String,
+    /// Connections with the schema as search path.
+    pub pool: PgPool,
+    /// The oprec store over `pool`.
+    pub store: PgStore,
+}
+
+/// Runs `phase` in a fresh schema and drops the schema afterwards, whatever the phase returned.
+pub(crate) async fn with_schema<T>(
+    db: &Database,
+    pool_size: u32,
+    migrate: bool,
+    phase: impl AsyncFnOnce(&Schema) -> Result<T>,
+) -> Result<T> {
+    let schema = db.schema(pool_size, migrate).await?;
+    let result = phase(&schema).await;
+    let dropped = db.drop_schema(schema).await;
+    let value = result?;
+    dropped?;
+    Ok(value)
+}
