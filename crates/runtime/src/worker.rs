@@ -3,14 +3,17 @@
 //! shutdown. It also runs the scheduler and the rescuer.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
     Clock, Operation, OperationId, OperatorStore, Store, SystemClock, Transition, Transport,
 };
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -104,6 +107,28 @@ pub struct RunReport {
 
 type InFlight = Arc<Mutex<HashMap<OperationId, uuid::Uuid>>>;
 
+/// Claims asked for at once. While one waits on the broker or the database, the next is already
+/// asking, so the store works on two claims and a completion together instead of taking turns.
+const CLAIMS_IN_FLIGHT: usize = 2;
+
+/// A claim in flight: what it claimed, and the permits it reserved for them.
+type ClaimFuture<'a> =
+    Pin<Box<dyn Future<Output = (Vec<Operation>, OwnedSemaphorePermit)> + Send + 'a>>;
+
+/// Waits for the first of `claims` to finish and removes it.
+async fn next_claimed(claims: &mut Vec<ClaimFuture<'_>>) -> (Vec<Operation>, OwnedSemaphorePermit) {
+    std::future::poll_fn(|cx| {
+        for i in 0..claims.len() {
+            if let Poll::Ready(done) = claims[i].as_mut().poll(cx) {
+                drop(claims.swap_remove(i));
+                return Poll::Ready(done);
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
     pub fn new(
@@ -187,27 +212,52 @@ impl Worker {
             completions: tx.clone(),
             lease: self.config.lease,
         });
-        let permits = Arc::new(Semaphore::new(self.config.concurrency.max(1)));
+        let concurrency = self.config.concurrency.max(1);
+        let permits = Arc::new(Semaphore::new(concurrency));
         let in_flight: InFlight = Arc::default();
         let mut tasks = JoinSet::new();
         let kinds = self.registry.names();
+        // Each claim reserves its permits up front, so two in flight split the concurrency.
+        let cif: usize = std::env::var("XCIF")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(CLAIMS_IN_FLIGHT);
+        let per_claim = self
+            .config
+            .claim_batch
+            .min(concurrency.div_ceil(cif))
+            .max(1);
+        let mut claims: Vec<ClaimFuture<'_>> = Vec::with_capacity(CLAIMS_IN_FLIGHT);
+        let (this, kinds_ref, stop) = (&self, &kinds, &shutdown);
 
-        while !shutdown.is_cancelled() {
+        loop {
             while tasks.try_join_next().is_some() {}
-            let free = permits.available_permits().min(self.config.claim_batch);
-            if free == 0 {
-                tokio::select! {
-                    _ = shutdown.cancelled() => break,
-                    _ = tasks.join_next() => continue,
-                }
+            if shutdown.is_cancelled() && claims.is_empty() {
+                break;
             }
-            let claimed = match &self.transport {
-                Some(t) => self.take_wakeups(t.as_ref(), free, &kinds, &shutdown).await,
-                None => self.poll(free, &kinds, &shutdown).await,
+            let free = permits.available_permits().min(per_claim);
+            if !shutdown.is_cancelled() && claims.len() < cif && free > 0 {
+                let Ok(reserved) = permits.clone().try_acquire_many_owned(free as u32) else {
+                    continue;
+                };
+                claims.push(Box::pin(async move {
+                    let claimed = match &this.transport {
+                        Some(t) => this.take_wakeups(t.as_ref(), free, kinds_ref, stop).await,
+                        None => this.poll(free, kinds_ref, stop).await,
+                    };
+                    (claimed, reserved)
+                }));
+                continue;
+            }
+            let (claimed, mut reserved) = tokio::select! {
+                done = next_claimed(&mut claims), if !claims.is_empty() => done,
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+                () = shutdown.cancelled(), if !shutdown.is_cancelled() => continue,
+                else => break,
             };
             for op in claimed {
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    // Cannot happen: we never claim more than the free permits.
+                let Some(permit) = reserved.split(1) else {
+                    // Cannot happen: a claim never returns more than it reserved permits for.
                     break;
                 };
                 if let Some(token) = op.claim_token {
@@ -278,15 +328,6 @@ impl Worker {
             _ = shutdown.cancelled() => return Vec::new(),
             r = t.receive(max, self.config.idle_wait) => r,
         };
-        if std::env::var_os("OPREC_DBG").is_some() {
-            if let Ok(d) = &deliveries {
-                eprintln!(
-                    "{} received {} (max {max})",
-                    chrono::Utc::now().format("%H:%M:%S%.3f"),
-                    d.len()
-                );
-            }
-        }
         let deliveries = match deliveries {
             Ok(d) => d,
             Err(e) => {

@@ -90,7 +90,7 @@ pub fn chart(reports: &[SimReport], outage_minutes: usize, title: &str) -> Strin
         );
     }
     let hours = minutes / 60;
-    let step = ((hours / 12).max(1) + 5) / 6 * 6;
+    let step = (hours / 12).max(1).div_ceil(6) * 6;
     for h in (0..=hours).step_by(step.max(1)) {
         let xx = x(h * 60);
         let _ = write!(

@@ -18,16 +18,17 @@ use crate::link::Link;
 /// What the consumer stream yields: a delivery, a channel error, or `None` once cancelled.
 type Next = Option<lapin::Result<lapin::message::Delivery>>;
 
-/// The consumer and the decoded deliveries not yet handed out.
+/// The consumer (once the first `receive` started it) and the decoded deliveries not yet handed
+/// out.
 pub(crate) struct Inbox {
-    consumer: Consumer,
+    consumer: Option<Consumer>,
     buffered: VecDeque<Delivery>,
 }
 
 impl Inbox {
-    pub(crate) fn new(consumer: Consumer) -> Self {
+    pub(crate) fn new() -> Self {
         Inbox {
-            consumer,
+            consumer: None,
             buffered: VecDeque::new(),
         }
     }
@@ -73,18 +74,26 @@ impl Inbox {
         Ok(())
     }
 
-    /// The next item of the consumer stream if lapin already holds one.
+    /// The next item of the consumer stream if lapin already holds one (never, before the
+    /// consumer started).
     fn poll_now(&mut self) -> Option<Next> {
+        let consumer = self.consumer.as_mut()?;
         let mut cx = Context::from_waker(Waker::noop());
-        match Pin::new(&mut self.consumer).poll_next(&mut cx) {
+        match Pin::new(consumer).poll_next(&mut cx) {
             Poll::Ready(next) => Some(next),
             Poll::Pending => None,
         }
     }
 
-    /// The next item of the consumer stream, waiting for it.
+    /// The next item of the consumer stream, waiting for it (forever, before the consumer
+    /// started).
     async fn next(&mut self) -> Next {
-        std::future::poll_fn(|cx| Pin::new(&mut self.consumer).poll_next(cx)).await
+        match self.consumer.as_mut() {
+            Some(consumer) => {
+                std::future::poll_fn(|cx| Pin::new(&mut *consumer).poll_next(cx)).await
+            }
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -108,6 +117,9 @@ pub(crate) async fn receive(
     let Ok(mut inbox) = tokio::time::timeout_at(deadline, link.inbox.lock()).await else {
         return Ok(out);
     };
+    if inbox.consumer.is_none() {
+        inbox.consumer = Some(link.consume().await?);
+    }
     loop {
         inbox.take_available(link, max, &mut out)?;
         if !out.is_empty() || Instant::now() >= deadline {

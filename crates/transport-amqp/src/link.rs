@@ -5,8 +5,10 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::task::Poll;
 use std::time::Duration;
 
 use lapin::options::{
@@ -48,8 +50,9 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// Connects and declares: the durable queue, publisher confirms on one channel, prefetch and
-    /// a manual-ack consumer on another.
+    /// Connects and declares: the durable queue, publisher confirms on one channel, prefetch on
+    /// another. The consumer starts with the first `receive` (see [`Link::consume`]), so a process
+    /// that only publishes (an API server enqueueing) never holds wake-ups it will not work.
     pub(crate) async fn open(
         uri: AMQPUri,
         config: &AmqpTransportConfig,
@@ -79,14 +82,6 @@ impl Link {
         receiver
             .basic_qos(config.prefetch, BasicQosOptions::default())
             .await?;
-        let consumer = receiver
-            .basic_consume(
-                queue.clone(),
-                ShortString::from(""),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await?;
 
         Ok(Link {
             generation,
@@ -96,11 +91,30 @@ impl Link {
             connection,
             publisher,
             receiver,
-            inbox: tokio::sync::Mutex::new(Inbox::new(consumer)),
+            inbox: tokio::sync::Mutex::new(Inbox::new()),
             inbox_wanted: Notify::new(),
             unacked: Mutex::new(HashSet::new()),
             broken: AtomicBool::new(false),
         })
+    }
+
+    /// Starts the manual-ack consumer on the receiving channel, under the operation timeout.
+    pub(crate) async fn consume(&self) -> Result<lapin::Consumer, AmqpError> {
+        self.bounded("basic.consume", async {
+            self.receiver
+                .basic_consume(
+                    self.queue.clone(),
+                    ShortString::from(""),
+                    BasicConsumeOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(|source| AmqpError::Broker {
+                    operation: "basic.consume",
+                    source,
+                })
+        })
+        .await
     }
 
     /// Whether calls may still go through this link.
@@ -196,24 +210,74 @@ impl Link {
 
     /// Acknowledges the tags this link delivered and still holds; skips the rest (see
     /// [`AmqpTransport`](crate::AmqpTransport)'s `ack`). Returns how many were skipped.
+    ///
+    /// When no delivery this link still holds is older than the newest of `tags` (a worker that
+    /// acknowledges each batch it received, in order), one `basic.ack` with `multiple` covers
+    /// them all; otherwise each is acknowledged on its own.
     pub(crate) async fn ack(&self, tags: &[AckTag]) -> Result<usize, AmqpError> {
         let mut skipped = 0;
-        for tag in tags {
-            if tag.generation != self.generation || !self.unacked().remove(&tag.delivery_tag) {
-                skipped += 1;
-                continue;
+        let mut mine = Vec::with_capacity(tags.len());
+        let up_to = {
+            let mut unacked = self.unacked();
+            for tag in tags {
+                if tag.generation != self.generation || !unacked.remove(&tag.delivery_tag) {
+                    skipped += 1;
+                    continue;
+                }
+                mine.push(tag.delivery_tag);
             }
-            self.bounded("basic.ack", async {
-                self.receiver
-                    .basic_ack(tag.delivery_tag, BasicAckOptions::default())
-                    .await
-                    .map_err(|source| AmqpError::Broker {
-                        operation: "basic.ack",
-                        source,
-                    })
-            })
-            .await?;
+            // Deliveries still inside lapin's consumer have later tags than any taken off it.
+            mine.iter()
+                .max()
+                .copied()
+                .filter(|&newest| mine.len() > 1 && unacked.iter().all(|&held| held > newest))
+        };
+        let acks: Vec<(u64, bool)> = match up_to {
+            Some(newest) => vec![(newest, true)],
+            None => mine.into_iter().map(|tag| (tag, false)).collect(),
+        };
+        if acks.is_empty() {
+            return Ok(skipped);
         }
+        // All the frames go out together; then every one is awaited.
+        self.bounded("basic.ack", async {
+            let mut sent: Vec<Pin<Box<dyn Future<Output = lapin::Result<()>> + Send + '_>>> = acks
+                .into_iter()
+                .map(|(delivery_tag, multiple)| {
+                    Box::pin(
+                        self.receiver
+                            .basic_ack(delivery_tag, BasicAckOptions { multiple }),
+                    )
+                        as Pin<Box<dyn Future<Output = lapin::Result<()>> + Send + '_>>
+                })
+                .collect();
+            let mut failed = None;
+            std::future::poll_fn(|cx| {
+                sent.retain_mut(|ack| match ack.as_mut().poll(cx) {
+                    Poll::Ready(result) => {
+                        if let Err(e) = result {
+                            failed.get_or_insert(e);
+                        }
+                        false
+                    }
+                    Poll::Pending => true,
+                });
+                if sent.is_empty() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            match failed {
+                None => Ok(()),
+                Some(source) => Err(AmqpError::Broker {
+                    operation: "basic.ack",
+                    source,
+                }),
+            }
+        })
+        .await?;
         Ok(skipped)
     }
 
