@@ -82,7 +82,12 @@ async fn cycle(
     Ok(())
 }
 
-async fn run_once(pool: &PgPool, connections: usize, secs: u64) -> Result<CeilingRun> {
+async fn run_once(
+    db: &Database,
+    pool: &PgPool,
+    connections: usize,
+    secs: u64,
+) -> Result<CeilingRun> {
     let table = format!("bare_jobs_{connections}");
     pool.execute(AssertSqlSafe(format!(
         "CREATE TABLE {table} (
@@ -96,6 +101,7 @@ async fn run_once(pool: &PgPool, connections: usize, secs: u64) -> Result<Ceilin
         CREATE INDEX {table}_pending ON {table} (id) WHERE state = 'pending';"
     )))
     .await?;
+    db.checkpoint().await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
@@ -134,7 +140,7 @@ pub(crate) async fn measure(
     let runs = with_schema(db, max, false, async |s| {
         let mut runs = Vec::new();
         for &connections in CONNECTIONS {
-            let run = run_once(&s.pool, connections, secs).await?;
+            let run = run_once(db, &s.pool, connections, secs).await?;
             progress(&format!(
                 "ceiling: bare insert → claim (SKIP LOCKED) → complete, batches of {BATCH}, {connections} connections: {:.0} ops/s",
                 run.ops_per_sec

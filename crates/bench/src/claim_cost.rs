@@ -157,6 +157,7 @@ pub(crate) async fn measure(
     with_schema(db, 2, true, async |s| {
         add_finished(s, 0, BASELINE_ROWS).await?;
         vacuum(s).await?;
+        db.checkpoint().await;
         let baseline = median_claim(s).await?;
         progress(&format!(
             "claim cost: median claim of {LIMIT} with {BASELINE_ROWS} finished rows: {baseline:.3} ms; adding finished rows up to {finished_rows}"
@@ -166,10 +167,12 @@ pub(crate) async fn measure(
         while at < finished_rows {
             let to = (at + CHUNK).min(finished_rows);
             add_finished(s, at, to).await?;
+            db.checkpoint().await;
             at = to;
             progress(&format!("claim cost: {at} finished rows"));
         }
         vacuum(s).await?;
+        db.checkpoint().await;
         let fill_seconds = started.elapsed().as_secs_f64();
         let large = median_claim(s).await?;
         let ratio = large / baseline;

@@ -77,7 +77,7 @@ pub(crate) async fn measure(
     let ops = config.ops;
     let label = spec.label();
     let drain = with_schema(db, 4, true, async |s| {
-        let phase = spec.fresh();
+        let phase = spec.fresh(config.concurrency);
         let result = async {
             let client = noop::client(Arc::new(s.store.clone()), phase.connect()?)?;
             let enqueue_seconds = fill(&client, ops, BATCH_PRODUCERS).await?;
@@ -85,6 +85,7 @@ pub(crate) async fn measure(
             progress(&format!(
                 "drain {label}: {ops} operations enqueued in {enqueue_seconds:.1} s; starting the worker process"
             ));
+            db.checkpoint().await;
             let before = db.commits().await?;
             let worker = WorkerProcess::spawn(&config.worker, &s.url, &phase.url, config.concurrency, true)?;
             let exited = worker

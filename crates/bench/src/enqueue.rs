@@ -67,6 +67,7 @@ pub(crate) async fn batched(
 ) -> Result<EnqueueRate> {
     let seconds = with_schema(db, BATCH_PRODUCERS as u32, true, async |s| {
         let client = noop::client(Arc::new(s.store.clone()), None)?;
+        db.checkpoint().await;
         fill(&client, ops, BATCH_PRODUCERS).await
     })
     .await?;
@@ -92,6 +93,7 @@ pub(crate) async fn single(
 ) -> Result<EnqueueRate> {
     let seconds = with_schema(db, producers as u32, true, async |s| {
         let client = noop::client(Arc::new(s.store.clone()), None)?;
+        db.checkpoint().await;
         let next = Arc::new(AtomicU64::new(0));
         let started = Instant::now();
         let tasks: Vec<_> = (0..producers)

@@ -45,9 +45,10 @@ pub(crate) async fn measure(
     let label = spec.label();
     let rate = config.latency_rate;
     let latency = with_schema(db, 8, true, async |s| {
-        let phase = spec.fresh();
+        let phase = spec.fresh(config.concurrency);
         let result = async {
             let client = noop::client(Arc::new(s.store.clone()), phase.connect()?)?;
+            db.checkpoint().await;
             let mut worker =
                 WorkerProcess::spawn(&config.worker, &s.url, &phase.url, config.concurrency, false)?;
             worker.ready(Duration::from_secs(30)).await?;

@@ -87,7 +87,7 @@ impl BenchConfig {
         BenchConfig {
             database_url: database_url.into(),
             ops: 100_000,
-            concurrency: 200,
+            concurrency: 1000,
             transports: vec!["poll".into()],
             producers: 8,
             single_ops: 0,
@@ -143,6 +143,12 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         machine.synchronous_commit
     ));
 
+    if !db.checkpoints {
+        progress(
+            "no CHECKPOINT between phases (needs a superuser or the pg_checkpoint role): \
+             a phase may pay for the pages the one before it left dirty",
+        );
+    }
     let ceiling = ceiling::measure(&db, config.ceiling_secs, progress).await?;
     let enqueue_batched = enqueue::batched(&db, config.ops, progress).await?;
     let single_ops = if config.single_ops == 0 {
@@ -175,4 +181,53 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         latencies,
         claim_cost,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> BenchConfig {
+        BenchConfig::new(
+            url,
+            WorkerCommand {
+                program: "oprec".into(),
+                args: Vec::new(),
+            },
+        )
+    }
+
+    #[test]
+    fn settings_are_checked_before_anything_runs() {
+        assert!(config("postgres://u@h/db").check().is_ok());
+        let refuse = |c: BenchConfig, needle: &str| {
+            let e = c.check().unwrap_err();
+            assert!(
+                e.is_invalid_input() && e.to_string().contains(needle),
+                "{e}"
+            );
+        };
+        refuse(config("sqlite://x.db"), "PostgreSQL");
+        refuse(
+            BenchConfig {
+                ops: 0,
+                ..config("postgres://h/db")
+            },
+            "--ops",
+        );
+        refuse(
+            BenchConfig {
+                transports: vec!["kafka://h".into()],
+                ..config("postgres://h/db")
+            },
+            "unsupported transport",
+        );
+        refuse(
+            BenchConfig {
+                transports: Vec::new(),
+                ..config("postgres://h/db")
+            },
+            "at least one transport",
+        );
+    }
 }

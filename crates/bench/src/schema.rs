@@ -6,7 +6,7 @@ use std::str::FromStr;
 use oprec::Store;
 use oprec::postgres::PgStore;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Executor};
+use sqlx::{AssertSqlSafe, ConnectOptions, Executor};
 
 use crate::Result;
 
@@ -16,19 +16,24 @@ pub(crate) struct Database {
     options: PgConnectOptions,
     /// Connections on the database's default search path (statistics, schema management).
     pub admin: PgPool,
+    /// Whether this role may run `CHECKPOINT` between phases.
+    pub checkpoints: bool,
 }
 
 impl Database {
     pub(crate) async fn connect(url: &str) -> Result<Self> {
-        let options = PgConnectOptions::from_str(url)?;
+        // The bulk inserts of the claim-cost phase take seconds by design: no slow-query warnings.
+        let options = PgConnectOptions::from_str(url)?.disable_statement_logging();
         let admin = PgPoolOptions::new()
             .max_connections(2)
             .connect_with(options.clone())
             .await?;
+        let checkpoints = admin.execute("CHECKPOINT").await.is_ok();
         Ok(Database {
             url: url.to_owned(),
             options,
             admin,
+            checkpoints,
         })
     }
 
@@ -72,10 +77,6 @@ impl Database {
     /// Drops `schema` and everything in it.
     pub(crate) async fn drop_schema(&self, schema: Schema) -> Result<()> {
         schema.pool.close().await;
-        if std::env::var_os("OPREC_BENCH_KEEP").is_some() {
-            eprintln!("kept {}", schema.name);
-            return Ok(());
-        }
         self.admin
             .execute(AssertSqlSafe(format!(
                 "SET client_min_messages = warning; DROP SCHEMA {} CASCADE",
@@ -83,6 +84,15 @@ impl Database {
             )))
             .await?;
         Ok(())
+    }
+
+    /// Writes every dirty page now (`CHECKPOINT`), so that a phase does not pay for the pages the
+    /// previous one left behind. Needs a superuser or the `pg_checkpoint` role; without one the
+    /// phase starts without it (see [`Database::checkpoints`]).
+    pub(crate) async fn checkpoint(&self) {
+        if self.checkpoints {
+            let _ = self.admin.execute("CHECKPOINT").await;
+        }
     }
 
     /// Transactions committed in this database so far (`pg_stat_database.xact_commit`), after

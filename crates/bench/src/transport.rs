@@ -1,6 +1,8 @@
 //! The transports a benchmark drains with, each phase on its own Redis stream or RabbitMQ queue
 //! (named through the facade's `?stream=` / `?queue=` URL parameters) so no run sees another's
-//! wake-ups.
+//! wake-ups. On RabbitMQ the prefetch is set to the worker's concurrency, as an operator running
+//! that many handlers would (unless the URL names a `prefetch=` of its own): the default of 128
+//! would cap every claim at 128 wake-ups.
 
 use std::sync::Arc;
 
@@ -64,8 +66,9 @@ impl TransportSpec {
         }
     }
 
-    /// A fresh stream or queue on this broker for one phase.
-    pub(crate) fn fresh(&self) -> PhaseTransport {
+    /// A fresh stream or queue on this broker for one phase, for a worker running `concurrency`
+    /// handlers.
+    pub(crate) fn fresh(&self, concurrency: usize) -> PhaseTransport {
         let tag = uuid::Uuid::now_v7().simple().to_string();
         let sep = if self.url.contains('?') { '&' } else { '?' };
         let (url, stream) = match self.family {
@@ -77,13 +80,20 @@ impl TransportSpec {
                     Some(stream),
                 )
             }
-            Family::Amqp => (
-                format!(
-                    "{}{sep}queue=oprec.bench.{tag}&queue_expires={QUEUE_EXPIRES_SECS}",
-                    self.url
-                ),
-                None,
-            ),
+            Family::Amqp => {
+                let prefetch = if self.url.contains("prefetch=") {
+                    String::new()
+                } else {
+                    format!("&prefetch={}", concurrency.clamp(1, usize::from(u16::MAX)))
+                };
+                (
+                    format!(
+                        "{}{sep}queue=oprec.bench.{tag}&queue_expires={QUEUE_EXPIRES_SECS}{prefetch}",
+                        self.url
+                    ),
+                    None,
+                )
+            }
         };
         PhaseTransport {
             url,
@@ -108,5 +118,47 @@ impl PhaseTransport {
             let _: i64 = redis::cmd("DEL").arg(stream).query_async(&mut conn).await?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_phase_gets_its_own_stream_or_queue() {
+        let poll = TransportSpec::parse("poll").unwrap();
+        assert_eq!((poll.label(), poll.fresh(8).url.as_str()), ("poll", "poll"));
+
+        let redis = TransportSpec::parse("redis://127.0.0.1:6379/2").unwrap();
+        let (a, b) = (redis.fresh(8), redis.fresh(8));
+        assert!(
+            a.url
+                .starts_with("redis://127.0.0.1:6379/2?stream=oprec:bench:")
+        );
+        assert!(a.url.ends_with("&group=oprec-bench"));
+        assert_ne!(a.url, b.url);
+        assert_eq!(a.stream.as_deref().map(|s| a.url.contains(s)), Some(true));
+
+        let amqp = TransportSpec::parse("amqp://guest:guest@h/%2f?heartbeat=10").unwrap();
+        let url = amqp.fresh(500).url;
+        assert!(url.starts_with("amqp://guest:guest@h/%2f?heartbeat=10&queue=oprec.bench."));
+        assert!(url.ends_with("&queue_expires=120&prefetch=500"), "{url}");
+        let own = TransportSpec::parse("amqp://h/%2f?prefetch=64").unwrap();
+        assert!(!own.fresh(500).url.contains("prefetch=500"));
+        assert!(
+            TransportSpec::parse("amqp://h")
+                .unwrap()
+                .fresh(100_000)
+                .url
+                .ends_with("&prefetch=65535")
+        );
+    }
+
+    #[test]
+    fn unknown_schemes_are_refused_without_their_password() {
+        let e = TransportSpec::parse("nats://u:s3cret@h").unwrap_err();
+        assert!(e.is_invalid_input());
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 }

@@ -89,7 +89,7 @@ impl WorkerProcess {
                         let _ = ready_tx.send(true);
                     }
                     let mut lines = lines.lock().unwrap_or_else(|e| e.into_inner());
-                    if lines.len() < 200_000 {
+                    if lines.len() < 200 {
                         lines.push(line);
                     }
                 }
@@ -194,9 +194,6 @@ impl WorkerProcess {
                 "exited with {status}: {}",
                 self.stderr_text()
             )));
-        }
-        if std::env::var_os("OPREC_BENCH_KEEP").is_some() {
-            eprintln!("worker stderr:\n{}", self.stderr_text());
         }
         let stdout = self.stdout.await.unwrap_or_default();
         Ok(Exited {

@@ -6,8 +6,6 @@ use std::time::Duration;
 
 use oprec_core::store::{CompleteParams, HeartbeatParams};
 use oprec_core::{ClaimContext, Clock, Error, Failure, Operation, Outcome, Store, Transition};
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 
 use crate::completer::CompletionSender;
 use crate::{Context, Registry, Stats};
@@ -86,7 +84,8 @@ impl Executor {
             &ClaimContext::from(&op),
             outcome,
             self.clock.now(),
-            &mut StdRng::from_os_rng(),
+            // The thread's generator: jitter needs no fresh seed from the kernel per attempt.
+            &mut rand::rng(),
         );
         finish(transition);
     }

@@ -57,7 +57,7 @@ impl Default for WorkerConfig {
         WorkerConfig {
             concurrency: 32,
             lease: chrono::Duration::seconds(30),
-            claim_batch: 2000,
+            claim_batch: 1000,
             idle_wait: Duration::from_millis(500),
             drain_timeout: Duration::from_secs(20),
             worker_id: format!(
@@ -218,14 +218,10 @@ impl Worker {
         let mut tasks = JoinSet::new();
         let kinds = self.registry.names();
         // Each claim reserves its permits up front, so two in flight split the concurrency.
-        let cif: usize = std::env::var("XCIF")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(CLAIMS_IN_FLIGHT);
         let per_claim = self
             .config
             .claim_batch
-            .min(concurrency.div_ceil(cif))
+            .min(concurrency.div_ceil(CLAIMS_IN_FLIGHT))
             .max(1);
         let mut claims: Vec<ClaimFuture<'_>> = Vec::with_capacity(CLAIMS_IN_FLIGHT);
         let (this, kinds_ref, stop) = (&self, &kinds, &shutdown);
@@ -236,7 +232,7 @@ impl Worker {
                 break;
             }
             let free = permits.available_permits().min(per_claim);
-            if !shutdown.is_cancelled() && claims.len() < cif && free > 0 {
+            if !shutdown.is_cancelled() && claims.len() < CLAIMS_IN_FLIGHT && free > 0 {
                 let Ok(reserved) = permits.clone().try_acquire_many_owned(free as u32) else {
                     continue;
                 };

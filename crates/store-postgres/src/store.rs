@@ -1,6 +1,6 @@
 //! The `Store` implementation: one statement per batch wherever a batch is possible.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -349,7 +349,7 @@ impl Store for PgStore {
             remote_ids.push(t.remote_id());
             outcomes.push(t.attempt_outcome().as_str());
         }
-        let applied: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        let applied: HashSet<(Uuid, Uuid)> = sqlx::query_as::<_, (Uuid, Uuid)>(
             "WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
             input AS (
                 SELECT * FROM UNNEST($2::uuid[], $3::uuid[], $4::text[], $5::timestamptz[],
@@ -398,7 +398,9 @@ impl Store for PgStore {
         .bind(&outcomes)
         .fetch_all(&self.pool)
         .await
-        .map_err(backend_error)?;
+        .map_err(backend_error)?
+        .into_iter()
+        .collect();
         Ok(params
             .iter()
             .map(|p| {

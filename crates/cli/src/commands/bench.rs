@@ -27,7 +27,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub ops: u64,
     /// The worker's concurrency in the drain and latency phases.
-    #[arg(long, value_name = "C", default_value_t = 200)]
+    #[arg(long, value_name = "C", default_value_t = 1000)]
     pub concurrency: usize,
     /// The transports to drain with and measure latency on, comma-separated: `poll`,
     /// `redis://HOST`, `amqp://HOST`.
@@ -50,6 +50,9 @@ pub(crate) struct BenchArgs {
     /// Finished rows in the table for the claim-cost phase; 0 skips it.
     #[arg(long, value_name = "M", default_value_t = 1_000_000)]
     pub finished_rows: u64,
+    /// Seconds of each ceiling run (one per connection count: 2, 4 and 8).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3)]
+    pub ceiling_secs: u64,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -83,6 +86,7 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
         latency_rate: args.latency_rate,
         latency_secs: args.latency_secs,
         finished_rows: args.finished_rows,
+        ceiling_secs: args.ceiling_secs,
         ..BenchConfig::new(url.clone(), worker)
     };
     let progress = |line: &str| eprintln!("oprec bench: {line}");
