@@ -103,6 +103,12 @@ pub(crate) async fn measure(
                     exited.stdout.trim()
                 )));
             }
+            if o.attempts != ops as i64 {
+                return Err(Error::Check(format!(
+                    "the {label} drain recorded {} attempts for {ops} operations that each succeeded at once",
+                    o.attempts
+                )));
+            }
             Ok(Drain {
                 transport: label.to_owned(),
                 ops,

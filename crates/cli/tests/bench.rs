@@ -108,3 +108,25 @@ fn an_unreachable_database_fails_with_a_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("PostgreSQL"), "{err}");
 }
+
+#[test]
+fn help_names_the_flags() {
+    let out = common::bin().args(["bench", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--database-url",
+        "--ops",
+        "--concurrency",
+        "--transports",
+        "--producers",
+        "--latency-rate",
+        "--latency-secs",
+        "--finished-rows",
+        "--ceiling-secs",
+        "--json",
+        "--out",
+    ] {
+        assert!(text.contains(flag), "{flag} missing: {text}");
+    }
+}

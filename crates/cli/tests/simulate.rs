@@ -60,7 +60,7 @@ fn the_default_policies_give_the_articles_figures_and_a_chart() {
     );
     let chart = std::fs::read_to_string(&svg).expect("the SVG is written");
     assert!(chart.starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
-    assert_eq!(chart.matches("<polyline").count(), 4);
+    assert_eq!(chart.matches(r#"class="series""#).count(), 4);
 }
 
 #[test]
@@ -103,4 +103,19 @@ fn bad_policies_and_durations_are_bad_input() {
         .bad_input("--outage");
     o.run(&["simulate", "outage", "--ops", "0"])
         .bad_input("--ops");
+}
+
+#[test]
+fn help_names_the_flags() {
+    let out = common::bin()
+        .args(["simulate", "outage", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--ops", "--outage", "--after", "--policy", "--seed", "--svg", "--json",
+    ] {
+        assert!(text.contains(flag), "{flag} missing: {text}");
+    }
 }
