@@ -35,12 +35,14 @@ impl ReclaimScan {
         (!resting).then(|| self.cursor.clone())
     }
 
-    /// Records where a scan stopped.
-    pub fn scanned(&mut self, cursor: String, now: Instant) {
-        if cursor == START {
+    /// Records where a scan stopped; true when that completed a pass.
+    pub fn scanned(&mut self, cursor: String, now: Instant) -> bool {
+        let complete = cursor == START;
+        if complete {
             self.next_pass = Some(now + self.interval);
         }
         self.cursor = cursor;
+        complete
     }
 
     /// Starts over at once (the stream was purged or recreated).
@@ -59,9 +61,9 @@ mod tests {
         let t0 = Instant::now();
         let mut scan = ReclaimScan::new(Duration::from_secs(30));
         assert_eq!(scan.due(t0).as_deref(), Some("0-0"));
-        scan.scanned("17-3".to_owned(), t0);
+        assert!(!scan.scanned("17-3".to_owned(), t0));
         assert_eq!(scan.due(t0).as_deref(), Some("17-3"));
-        scan.scanned("0-0".to_owned(), t0);
+        assert!(scan.scanned("0-0".to_owned(), t0));
         assert_eq!(scan.due(t0 + Duration::from_secs(14)), None);
         assert_eq!(
             scan.due(t0 + Duration::from_secs(15)).as_deref(),

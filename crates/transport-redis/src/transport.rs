@@ -22,6 +22,26 @@ use crate::reply::{self, FRAME_FIELD};
 /// At most this many stale entries are taken over by one receive.
 const MAX_RECLAIM: usize = 1000;
 
+/// A consumer silent for this many `claim_idle`s, with nothing pending, is a worker that is gone.
+const FORGET_AFTER_CLAIM_IDLES: u32 = 4;
+
+/// Removes the group's consumers that hold no pending entry and have been silent for at least
+/// `ARGV[2]` ms, except the caller (`ARGV[3]`); returns how many. One script, so no entry can be
+/// delivered to a consumer between the check and its removal (removing a consumer drops its
+/// pending entries). A live consumer removed by mistake costs nothing: its next read recreates it.
+const FORGET_SILENT_CONSUMERS: &str = r"
+local removed = 0
+for _, c in ipairs(redis.call('XINFO', 'CONSUMERS', KEYS[1], ARGV[1])) do
+  local fields = {}
+  for i = 1, #c, 2 do fields[c[i]] = c[i + 1] end
+  if fields['pending'] == 0 and fields['idle'] >= tonumber(ARGV[2]) and fields['name'] ~= ARGV[3] then
+    redis.call('XGROUP', 'DELCONSUMER', KEYS[1], ARGV[1], fields['name'])
+    removed = removed + 1
+  end
+end
+return removed
+";
+
 /// The Redis Streams transport. Cheap to share behind an `Arc`; every call may run concurrently.
 ///
 /// It holds two connections, opened on first use and reopened after Redis restarts: one for
@@ -161,7 +181,14 @@ impl RedisTransport {
             })
             .await?;
         let claimed = reply::autoclaim_reply(reply);
-        self.scan().scanned(claimed.cursor, Instant::now());
+        let pass_complete = self.scan().scanned(claimed.cursor, Instant::now());
+        if pass_complete {
+            // Each worker that ever ran stays a consumer of the group until removed; once a
+            // pass has taken over what the silent ones held, the silent ones can go.
+            if let Err(e) = self.forget_silent_consumers().await {
+                tracing::warn!(stream = %self.config.stream, error = %e, "could not remove silent consumers");
+            }
+        }
         if !claimed.deliveries.is_empty() || claimed.deleted > 0 {
             tracing::info!(
                 stream = %self.config.stream,
@@ -171,6 +198,27 @@ impl RedisTransport {
             );
         }
         Ok(claimed.deliveries)
+    }
+
+    /// Removes consumers (workers that are gone) silent for `FORGET_AFTER_CLAIM_IDLES` ×
+    /// `claim_idle` with nothing pending, so `XINFO CONSUMERS` lists the live workers and the
+    /// group does not grow with every worker that ever started.
+    async fn forget_silent_consumers(&self) -> Result<u64> {
+        let silent_for = millis(self.config.claim_idle * FORGET_AFTER_CLAIM_IDLES);
+        let removed: u64 = redis::cmd("EVAL")
+            .arg(FORGET_SILENT_CONSUMERS)
+            .arg(1)
+            .arg(&self.config.stream)
+            .arg(&self.config.group)
+            .arg(silent_for)
+            .arg(&self.config.consumer)
+            .query_async(&mut self.commands.clone())
+            .await
+            .map_err(backend_error)?;
+        if removed > 0 {
+            tracing::info!(stream = %self.config.stream, removed, "removed consumers of workers that are gone");
+        }
+        Ok(removed)
     }
 
     /// `XREADGROUP ... COUNT <count> [BLOCK <wait>] STREAMS <stream> >`: entries never delivered.

@@ -77,6 +77,61 @@ async fn unacknowledged_entries_of_a_dead_consumer_go_to_another_after_claim_idl
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_of_workers_that_are_gone_leave_the_group_once_their_entries_are_taken_over() {
+    let stream = fresh_stream();
+    let raw = Raw::connect(&stream).await;
+    let claim_idle = Duration::from_millis(500);
+    let gone = transport(short_claim_idle(&stream, claim_idle)).await;
+    let holder = transport(short_claim_idle(&stream, claim_idle)).await;
+    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    let group = heir.config().group.clone();
+
+    // `gone` read and acknowledged; `holder` died holding one entry unacknowledged.
+    gone.publish(&[OperationId::new()]).await.expect("publish");
+    let got = receive_n(&gone, 1).await;
+    gone.ack(got.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    let held = OperationId::new();
+    holder.publish(&[held]).await.expect("publish");
+    assert_eq!(receive_n(&holder, 1).await.len(), 1);
+    let (gone_name, holder_name) = (
+        gone.config().consumer.clone(),
+        holder.config().consumer.clone(),
+    );
+    drop((gone, holder));
+    assert!(raw.consumers(&group).await.contains(&holder_name));
+
+    // Well within the silence limit, a completed pass removes no one.
+    let early = heir.receive(10, Duration::ZERO).await.expect("receive");
+    assert!(early.is_empty(), "taken over too early: {early:?}");
+    assert!(raw.consumers(&group).await.contains(&gone_name));
+
+    // The heir takes the held entry over; once both are silent for 4 × claim_idle with nothing
+    // pending, the next completed pass removes them.
+    let taken = poll_for(&heir, 1, Duration::from_secs(10)).await;
+    assert_eq!(taken[0].frame.clone().unwrap(), held);
+    heir.ack(taken.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let names = raw.consumers(&group).await;
+        if names == vec![heir.config().consumer.clone()] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "silent consumers still in the group: {names:?}"
+        );
+        heir.receive(10, Duration::from_millis(100))
+            .await
+            .expect("receive");
+    }
+    assert_eq!(raw.pending(&group).await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_entries_are_trimmed_from_the_stream() {
     let stream = fresh_stream();
     let raw = Raw::connect(&stream).await;

@@ -109,6 +109,20 @@ impl Raw {
             .expect("DEL");
     }
 
+    /// The names of the group's consumers (`XINFO CONSUMERS`).
+    pub async fn consumers(&self, group: &str) -> Vec<String> {
+        let reply: redis::streams::StreamInfoConsumersReply = redis::cmd("XINFO")
+            .arg("CONSUMERS")
+            .arg(&self.stream)
+            .arg(group)
+            .query_async(&mut self.conn.clone())
+            .await
+            .expect("XINFO CONSUMERS");
+        let mut names: Vec<String> = reply.consumers.into_iter().map(|c| c.name).collect();
+        names.sort();
+        names
+    }
+
     /// How many entries the group has delivered and not had acknowledged.
     pub async fn pending(&self, group: &str) -> u64 {
         let summary: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
