@@ -306,6 +306,19 @@ pub struct OldestEligible {
     pub next_eligible_at: DateTime<Utc>,
 }
 
+/// What happened in one minute: a point of the dashboard's activity chart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct ActivityMinute {
+    /// The start of the minute.
+    pub minute: DateTime<Utc>,
+    /// Attempts that ended in it.
+    pub attempts: u64,
+    /// Of those, attempts that did not succeed (error, rejected, vanished or unknown).
+    pub failed: u64,
+    /// Operations promoted to dead in it.
+    pub dead: u64,
+}
+
 /// One operator action, for the audit log.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AuditEntry {
@@ -380,6 +393,10 @@ pub trait OperatorStore: Store {
 
     /// The at-a-glance figures.
     async fn stats(&self) -> Result<StatsReport>;
+
+    /// Attempts and promotions to dead per minute since `since`, oldest minute first; minutes
+    /// with neither are left out.
+    async fn activity_per_minute(&self, since: DateTime<Utc>) -> Result<Vec<ActivityMinute>>;
 
     /// Appends to the audit log.
     async fn audit_insert(&self, entry: AuditEntry) -> Result<()>;

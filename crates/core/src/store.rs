@@ -10,7 +10,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status, Transition,
+    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
+    TerminalReason, Transition,
 };
 
 /// What an enqueue did.
@@ -122,8 +123,20 @@ pub struct ListParams {
     pub kind: Option<String>,
     /// Only this last failure class.
     pub failure_class: Option<FailureClass>,
-    /// Keyset pagination: only ids after this one (ids are time-ordered).
+    /// Only this terminal reason.
+    pub terminal_reason: Option<TerminalReason>,
+    /// Only operations whose last error summary contains this text (case-insensitive, literal:
+    /// no wildcards).
+    pub error_contains: Option<String>,
+    /// Only operations created at or after this time.
+    pub created_since: Option<DateTime<Utc>>,
+    /// Only operations created before this time.
+    pub created_until: Option<DateTime<Utc>>,
+    /// Keyset pagination: only ids after this one in the listing's order (ids are time-ordered).
     pub after: Option<OperationId>,
+    /// Newest first (descending ids; `after` then pages towards older operations) instead of
+    /// oldest first.
+    pub newest_first: bool,
     /// The most rows (capped by the store at 10,000).
     pub limit: u32,
 }
@@ -229,7 +242,7 @@ pub trait Store: Send + Sync + 'static {
     /// One operation with its attempt history.
     async fn operation_get(&self, id: OperationId) -> Result<Option<OperationDetail>>;
 
-    /// Operations matching the filters, in id (creation) order.
+    /// Operations matching the filters, in id (creation) order, oldest or newest first.
     async fn operation_list(&self, params: ListParams) -> Result<Vec<Operation>>;
 
     /// Counts by status, kind and last failure class.

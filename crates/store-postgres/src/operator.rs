@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OldestEligible,
+    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OldestEligible,
     OperationFilter, PreviewGroup, PreviewSample, QuarantineParams, ReconcileDueParams,
     RedriveMode, RedriveParams, RedrivePreview, Redriven, ReleaseParams, Resolution, ResolveParams,
     StatsReport,
@@ -571,6 +571,36 @@ impl OperatorStore for PgStore {
         .await
         .map_err(backend_error)?;
         Ok(())
+    }
+
+    async fn activity_per_minute(&self, since: DateTime<Utc>) -> Result<Vec<ActivityMinute>> {
+        // Each side reads its own index: attempts by ended_at, deaths by terminal_at.
+        let rows: Vec<(DateTime<Utc>, i64, i64, i64)> = sqlx::query_as(
+            "WITH a AS (
+                 SELECT date_trunc('minute', ended_at) AS m, count(*) AS attempts,
+                        count(*) FILTER (WHERE outcome IN ('error', 'rejected', 'vanished', 'unknown'))
+                            AS failed
+                 FROM operation_attempts WHERE ended_at >= $1 GROUP BY 1),
+             d AS (
+                 SELECT date_trunc('minute', terminal_at) AS m, count(*) AS dead
+                 FROM operations WHERE status = 'dead' AND terminal_at >= $1 GROUP BY 1)
+             SELECT coalesce(a.m, d.m) AS m, coalesce(a.attempts, 0), coalesce(a.failed, 0),
+                    coalesce(d.dead, 0)
+             FROM a FULL JOIN d ON a.m = d.m ORDER BY 1",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(minute, attempts, failed, dead)| ActivityMinute {
+                minute,
+                attempts: attempts as u64,
+                failed: failed as u64,
+                dead: dead as u64,
+            })
+            .collect())
     }
 
     async fn audit_list(&self, limit: u32) -> Result<Vec<AuditRecord>> {

@@ -753,10 +753,30 @@ impl Store for PgStore {
             q.push(" AND last_failure_class = ")
                 .push_bind(class.as_str());
         }
-        if let Some(after) = params.after {
-            q.push(" AND id > ").push_bind(*after.as_uuid());
+        if let Some(reason) = params.terminal_reason {
+            q.push(" AND terminal_reason = ").push_bind(reason.as_str());
         }
-        q.push(" ORDER BY id LIMIT ")
+        if let Some(text) = params.error_contains {
+            // strpos, not LIKE: the operator's text is literal, `%` and `_` included.
+            q.push(" AND strpos(lower(last_error->>'summary'), lower(")
+                .push_bind(text)
+                .push(")) > 0");
+        }
+        if let Some(t) = params.created_since {
+            q.push(" AND created_at >= ").push_bind(t);
+        }
+        if let Some(t) = params.created_until {
+            q.push(" AND created_at < ").push_bind(t);
+        }
+        let (cmp, order) = if params.newest_first {
+            (" AND id < ", " ORDER BY id DESC LIMIT ")
+        } else {
+            (" AND id > ", " ORDER BY id LIMIT ")
+        };
+        if let Some(after) = params.after {
+            q.push(cmp).push_bind(*after.as_uuid());
+        }
+        q.push(order)
             .push_bind(i64::from(params.limit.clamp(1, 10_000)));
         let rows = q
             .build()

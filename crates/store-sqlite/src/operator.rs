@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OperationFilter,
+    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OperationFilter,
     QuarantineParams, ReconcileDueParams, RedriveParams, RedrivePreview, Redriven, ReleaseParams,
     ResolveParams, StatsReport,
 };
@@ -67,6 +68,10 @@ impl OperatorStore for SqliteStore {
 
     async fn stats(&self) -> Result<StatsReport> {
         self.figures().await
+    }
+
+    async fn activity_per_minute(&self, since: DateTime<Utc>) -> Result<Vec<ActivityMinute>> {
+        self.activity(since).await
     }
 
     async fn audit_insert(&self, entry: AuditEntry) -> Result<()> {

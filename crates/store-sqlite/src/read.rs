@@ -5,7 +5,7 @@ use oprec_core::{Error, Operation, OperationDetail, OperationId, Result};
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::row::{self, operation_columns, uuid_text};
-use crate::{SqliteStore, backend_error};
+use crate::{SqliteStore, backend_error, time};
 
 impl SqliteStore {
     /// See [`Store::operation_get`](oprec_core::Store::operation_get).
@@ -58,11 +58,31 @@ impl SqliteStore {
             q.push(" AND last_failure_class = ")
                 .push_bind(class.as_str());
         }
+        if let Some(reason) = params.terminal_reason {
+            q.push(" AND terminal_reason = ").push_bind(reason.as_str());
+        }
+        if let Some(text) = params.error_contains {
+            // instr, not LIKE: the operator's text is literal, `%` and `_` included.
+            q.push(" AND instr(lower(json_extract(last_error, '$.summary')), lower(")
+                .push_bind(text)
+                .push(")) > 0");
+        }
+        if let Some(t) = params.created_since {
+            q.push(" AND created_at >= ").push_bind(time::text(t)?);
+        }
+        if let Some(t) = params.created_until {
+            q.push(" AND created_at < ").push_bind(time::text(t)?);
+        }
+        let (cmp, order) = if params.newest_first {
+            (" AND id < ", " ORDER BY id DESC LIMIT ")
+        } else {
+            (" AND id > ", " ORDER BY id LIMIT ")
+        };
         if let Some(after) = params.after {
             // Hyphenated lowercase text sorts as the ids do.
-            q.push(" AND id > ").push_bind(uuid_text(after.as_uuid()));
+            q.push(cmp).push_bind(uuid_text(after.as_uuid()));
         }
-        q.push(" ORDER BY id LIMIT ")
+        q.push(order)
             .push_bind(i64::from(params.limit.clamp(1, 10_000)));
         let rows = q
             .build()

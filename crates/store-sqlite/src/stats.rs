@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use chrono::Duration;
-use oprec_core::operator::{OldestEligible, StatsReport};
+use chrono::{DateTime, Duration, Utc};
+use oprec_core::operator::{ActivityMinute, OldestEligible, StatsReport};
 use oprec_core::{OperationId, Result};
 use sqlx::SqliteConnection;
 
@@ -38,6 +38,35 @@ async fn grouped(
 }
 
 impl SqliteStore {
+    /// See [`OperatorStore::activity_per_minute`](oprec_core::OperatorStore::activity_per_minute).
+    pub(crate) async fn activity(&self, since: DateTime<Utc>) -> Result<Vec<ActivityMinute>> {
+        // Stored times are fixed-width text, so the first 16 characters name the minute.
+        let rows: Vec<(String, i64, i64, i64)> = sqlx::query_as(
+            "SELECT m, sum(attempts), sum(failed), sum(dead) FROM (
+                 SELECT substr(ended_at, 1, 16) AS m, 1 AS attempts,
+                        outcome IN ('error', 'rejected', 'vanished', 'unknown') AS failed, 0 AS dead
+                 FROM operation_attempts WHERE ended_at >= ?1
+                 UNION ALL
+                 SELECT substr(terminal_at, 1, 16), 0, 0, 1
+                 FROM operations WHERE status = 'dead' AND terminal_at >= ?1)
+             GROUP BY m ORDER BY m",
+        )
+        .bind(time::text(since)?)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(backend_error)?;
+        rows.into_iter()
+            .map(|(m, attempts, failed, dead)| {
+                Ok(ActivityMinute {
+                    minute: time::parse(&format!("{m}:00.000000Z"))?,
+                    attempts: count(attempts),
+                    failed: count(failed),
+                    dead: count(dead),
+                })
+            })
+            .collect()
+    }
+
     /// See [`OperatorStore::stats`](oprec_core::OperatorStore::stats).
     pub(crate) async fn figures(&self) -> Result<StatsReport> {
         let now = self.clock_now();

@@ -760,6 +760,7 @@ macro_rules! operator_conformance_tests {
             stats_answer_the_retry_questions,
             audit_log_keeps_every_action,
             dead_promotions_are_announced_once,
+            activity_counts_attempts_and_deaths_per_minute,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {
@@ -774,4 +775,38 @@ macro_rules! operator_conformance_tests {
             )+
         }
     };
+}
+
+/// Attempts (and failed ones) and promotions to dead, counted per minute for the dashboard chart.
+pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h: Harness<S>) {
+    let t0 = h.clock.now();
+    let ok = enqueue(&h, "x", EnqueueOptions::default()).await;
+    finish(&h, ok, Transition::succeeded(None)).await;
+    let retried = enqueue(&h, "x", EnqueueOptions::default()).await;
+    finish(
+        &h,
+        retried,
+        Transition::retry(h.clock.now(), Failure::transient("503")),
+    )
+    .await;
+    h.advance_secs(125);
+    finish(&h, retried, Transition::succeeded(None)).await;
+    dead_ops(&h, "x", 2, FailureClass::Permanent, "bad").await;
+    let all = h
+        .store
+        .activity_per_minute(t0 - Duration::minutes(10))
+        .await
+        .unwrap();
+    let got: Vec<(i64, u64, u64, u64)> = all
+        .iter()
+        .map(|a| ((a.minute - t0).num_minutes(), a.attempts, a.failed, a.dead))
+        .collect();
+    assert_eq!(got, vec![(0, 2, 1, 0), (2, 3, 2, 2)]);
+    let recent = h
+        .store
+        .activity_per_minute(t0 + Duration::minutes(1))
+        .await
+        .unwrap();
+    assert_eq!(recent.len(), 1, "only minutes since the given time");
+    assert_eq!(recent[0].minute, t0 + Duration::minutes(2));
 }

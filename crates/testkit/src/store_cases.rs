@@ -1041,3 +1041,106 @@ pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: Store>(h: Harnes
     expected.sort();
     assert_eq!(both, expected, "woken more than 30 s ago and still pending");
 }
+
+/// The dashboard's filters: terminal reason, error text (literal, case-insensitive), creation
+/// time range, and keyset pages newest first.
+pub async fn list_filters_by_reason_error_and_time_newest_first<S: Store>(h: Harness<S>) {
+    let start = h.clock.now();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+        ids.push(id);
+        h.advance_secs(60);
+        let c = h.claim_all("w").await;
+        assert_eq!(c.len(), 1, "operation {i} claimable");
+        let summary = if i % 2 == 0 {
+            "Card DECLINED by 100%_issuer"
+        } else {
+            "timeout"
+        };
+        let reason = if i == 4 {
+            TerminalReason::AttemptsExhausted
+        } else {
+            TerminalReason::Permanent
+        };
+        h.store
+            .operation_complete(CompleteParams {
+                id,
+                claim_token: c[0].claim_token.unwrap(),
+                transition: Transition::dead(
+                    reason,
+                    Some(Failure::new(
+                        FailureClass::Permanent,
+                        OperationError::new(summary),
+                    )),
+                ),
+            })
+            .await
+            .unwrap();
+    }
+    let list = |p: ListParams| async {
+        h.store
+            .operation_list(p)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>()
+    };
+    let text = list(ListParams {
+        error_contains: Some("declined by 100%_".into()),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(text, vec![ids[0], ids[2], ids[4]], "literal, case-insensitive");
+    assert!(
+        list(ListParams {
+            error_contains: Some("declined by 1%".into()),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .is_empty(),
+        "`%` is not a wildcard"
+    );
+    let exhausted = list(ListParams {
+        terminal_reason: Some(TerminalReason::AttemptsExhausted),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(exhausted, vec![ids[4]]);
+    let window = list(ListParams {
+        created_since: Some(start + Duration::seconds(60)),
+        created_until: Some(start + Duration::seconds(180)),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(window, vec![ids[1], ids[2]], "since inclusive, until exclusive");
+    let page1 = list(ListParams {
+        newest_first: true,
+        limit: 2,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(page1, vec![ids[4], ids[3]]);
+    let page2 = list(ListParams {
+        newest_first: true,
+        after: Some(ids[3]),
+        limit: 2,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(page2, vec![ids[2], ids[1]]);
+    let page3 = list(ListParams {
+        newest_first: true,
+        after: Some(ids[1]),
+        error_contains: Some("DECLINED".into()),
+        limit: 2,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(page3, vec![ids[0]], "filters and pages together");
+}

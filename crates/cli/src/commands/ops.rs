@@ -157,6 +157,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
             failure_class,
             after,
             limit: args.limit,
+            ..ListParams::default()
         })
         .await
         .map_err(store_error)?;
