@@ -8,6 +8,8 @@
 
 pub mod fixture;
 pub mod operator_cases;
+#[cfg(unix)]
+pub mod services;
 pub mod store_cases;
 pub mod transport_cases;
 
