@@ -7,6 +7,7 @@
 //! case sleeps. Not for production code: it panics on failure by design.
 
 pub mod fixture;
+pub mod model;
 pub mod operator_cases;
 #[cfg(unix)]
 pub mod services;
