@@ -12,6 +12,7 @@ use crate::commands::audit::AuditArgs;
 use crate::commands::bench::BenchArgs;
 use crate::commands::cancel::CancelArgs;
 use crate::commands::controls::{ControlsArgs, PauseArgs, PostponeArgs, ResumeArgs};
+use crate::commands::dashboard::DashboardArgs;
 use crate::commands::import::ImportArgs;
 use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
 use crate::commands::reconcile::ReconcileCommand;
@@ -109,6 +110,8 @@ pub(crate) enum Command {
     Stats(StatsArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
+    /// Serve the operator web dashboard (loopback; actions need the operator token).
+    Dashboard(DashboardArgs),
     /// Import a legacy queue (a Redis list or an AMQP queue of JSON jobs) as operations.
     Import(ImportArgs),
     /// Benchmark oprec against PostgreSQL's own ceiling (PostgreSQL, and the brokers named).

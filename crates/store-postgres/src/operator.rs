@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OldestEligible,
-    OperationFilter, PreviewGroup, PreviewSample, QuarantineParams, ReconcileDueParams,
-    RedriveMode, RedriveParams, RedrivePreview, Redriven, ReleaseParams, Resolution, ResolveParams,
-    StatsReport,
+    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams,
+    OldestEligible, OperationFilter, PreviewGroup, PreviewSample, QuarantineParams,
+    ReconcileDueParams, RedriveMode, RedriveParams, RedrivePreview, Redriven, ReleaseParams,
+    Resolution, ResolveParams, StatsReport,
 };
 use oprec_core::{Error, Operation, OperationId, OperatorStore, Result, Status};
 use serde_json::Value;

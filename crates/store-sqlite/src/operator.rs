@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams, OperationFilter,
-    QuarantineParams, ReconcileDueParams, RedriveParams, RedrivePreview, Redriven, ReleaseParams,
-    ResolveParams, StatsReport,
+    ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams,
+    OperationFilter, QuarantineParams, ReconcileDueParams, RedriveParams, RedrivePreview, Redriven,
+    ReleaseParams, ResolveParams, StatsReport,
 };
 use oprec_core::{Operation, OperationId, OperatorStore, Result, Status};
 

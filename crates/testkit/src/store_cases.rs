@@ -1093,7 +1093,11 @@ pub async fn list_filters_by_reason_error_and_time_newest_first<S: Store>(h: Har
         ..Default::default()
     })
     .await;
-    assert_eq!(text, vec![ids[0], ids[2], ids[4]], "literal, case-insensitive");
+    assert_eq!(
+        text,
+        vec![ids[0], ids[2], ids[4]],
+        "literal, case-insensitive"
+    );
     assert!(
         list(ListParams {
             error_contains: Some("declined by 1%".into()),
@@ -1118,7 +1122,11 @@ pub async fn list_filters_by_reason_error_and_time_newest_first<S: Store>(h: Har
         ..Default::default()
     })
     .await;
-    assert_eq!(window, vec![ids[1], ids[2]], "since inclusive, until exclusive");
+    assert_eq!(
+        window,
+        vec![ids[1], ids[2]],
+        "since inclusive, until exclusive"
+    );
     let page1 = list(ListParams {
         newest_first: true,
         limit: 2,

@@ -4,6 +4,7 @@ pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod cancel;
 pub(crate) mod controls;
+pub(crate) mod dashboard;
 mod demo;
 mod enqueue;
 pub(crate) mod import;
@@ -45,6 +46,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
         Command::Stats(a) => stats::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
+        Command::Dashboard(a) => dashboard::run(g, a).await,
         Command::Import(a) => import::run(g, a).await,
         Command::Bench(a) => bench::run(g, a).await,
         Command::Simulate(c) => simulate::run(g, c).await,

@@ -1,0 +1,131 @@
+//! `oprec dashboard`: serves the operator web dashboard (crate `oprec-dashboard`) over the store
+//! `--database-url` names and the broker `--transport` names. Loopback by default; without a
+//! token it is read-only; a non-loopback address must be asked for explicitly, because the pages
+//! (payloads included) are readable by anyone who reaches them and travel as plain HTTP.
+
+use std::net::SocketAddr;
+
+use anyhow::Context as _;
+use clap::Args;
+use oprec_dashboard::{Dashboard, Token};
+
+use crate::backend::{self, Backend};
+use crate::cli::Global;
+use crate::exit::bad;
+
+/// `oprec dashboard`.
+#[derive(Debug, Args)]
+#[command(
+    long_about = "Serve the operator dashboard: the stats, the operations list, one operation \
+with its attempt history, dead letters with the re-drive flow (dry run, confirm with a rate, \
+progress), pauses, quarantine and the transport purge.\n\nReading needs nothing. Every action \
+needs the operator token: sign in with it on the page (an HttpOnly, SameSite=Strict session \
+cookie; every form carries a CSRF token), or send `Authorization: Bearer TOKEN`. Without a token \
+the dashboard is read-only. Prefer OPREC_DASHBOARD_TOKEN to --token: command lines are visible \
+to other users of the machine."
+)]
+pub(crate) struct DashboardArgs {
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// The operator token that actions need (at least 16 characters); without one the dashboard
+    /// is read-only.
+    #[arg(
+        long,
+        env = "OPREC_DASHBOARD_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN",
+        value_parser = token
+    )]
+    pub token: Option<Token>,
+    /// Listen on an address other than loopback. The pages are plain HTTP and readable without
+    /// the token: put the dashboard behind a TLS proxy that authenticates.
+    #[arg(long)]
+    pub allow_non_loopback: bool,
+}
+
+fn token(s: &str) -> Result<Token, String> {
+    Token::new(s)
+}
+
+/// Runs `oprec dashboard` until SIGTERM or ctrl-c.
+pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<()> {
+    let addr: SocketAddr = args.listen.trim().parse().map_err(|_| {
+        bad(format!(
+            "--listen {:?} is not an address: give IP:PORT, such as 127.0.0.1:8080",
+            args.listen
+        ))
+    })?;
+    if !addr.ip().is_loopback() && !args.allow_non_loopback {
+        return Err(bad(format!(
+            "refusing to listen on {addr}, which is not loopback: the pages are plain HTTP and \
+             readable without the token{}. Add --allow-non-loopback to do it anyway (behind a TLS \
+             proxy), or listen on 127.0.0.1",
+            if args.token.is_none() {
+                ", and with no --token nothing else is asked either"
+            } else {
+                ""
+            }
+        )));
+    }
+    let backend = Backend::connect(&global.database_url).await?;
+    backend.ensure_schema().await?;
+    let shown_transport = oprec::redact_url(&global.transport);
+    let transport = if global.transport.starts_with("memory:") {
+        None
+    } else {
+        backend::transport(&global.transport)?
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let read_only = args.token.is_none();
+    eprintln!(
+        "oprec dashboard: http://{local}/ over {}{}{}",
+        backend.url,
+        match &transport {
+            Some(_) => format!(" and {shown_transport}"),
+            None => String::new(),
+        },
+        if read_only {
+            " (read-only: no --token or OPREC_DASHBOARD_TOKEN)"
+        } else {
+            ""
+        }
+    );
+    let dashboard = Dashboard {
+        store: backend.store.clone(),
+        transport_name: transport.as_ref().map(|_| shown_transport.clone()),
+        transport,
+        store_name: backend.url.clone(),
+        token: args.token,
+    };
+    dashboard
+        .serve(listener, shutdown_signal())
+        .await
+        .context("the dashboard stopped")?;
+    Ok(())
+}
+
+/// Resolves on SIGTERM or ctrl-c.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = async {
+                match term.as_mut() {
+                    Some(t) => { t.recv().await; }
+                    None => std::future::pending().await,
+                }
+            } => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,187 @@
+//! The overview's activity chart, drawn on the server as inline SVG (no script, no library): two
+//! panels over the same minutes — attempts per minute with the failed ones, and promotions to
+//! dead per minute.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use oprec_core::operator::ActivityMinute;
+
+use crate::html::count;
+
+const W: f64 = 960.0;
+const LEFT: f64 = 48.0;
+const RIGHT: f64 = 12.0;
+const TOP_H: f64 = 150.0;
+const BOTTOM_H: f64 = 70.0;
+const GAP: f64 = 34.0;
+
+/// A "nice" axis maximum at or above `v`.
+fn nice_max(v: u64) -> u64 {
+    let v = v.max(1);
+    let mut step = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if step * m >= v {
+                return step * m;
+            }
+        }
+        step *= 10;
+    }
+}
+
+/// The chart of `points` over the `minutes` before `now`.
+pub(crate) fn activity(points: &[ActivityMinute], now: DateTime<Utc>, minutes: i64) -> String {
+    let end = now.duration_trunc(Duration::minutes(1)).unwrap_or(now);
+    let start = end - Duration::minutes(minutes - 1);
+    let by_minute: BTreeMap<DateTime<Utc>, &ActivityMinute> =
+        points.iter().map(|p| (p.minute, p)).collect();
+    let series: Vec<(DateTime<Utc>, u64, u64, u64)> = (0..minutes)
+        .map(|i| {
+            let m = start + Duration::minutes(i);
+            by_minute
+                .get(&m)
+                .map(|p| (m, p.attempts, p.failed, p.dead))
+                .unwrap_or((m, 0, 0, 0))
+        })
+        .collect();
+    let max_a = nice_max(series.iter().map(|s| s.1).max().unwrap_or(0));
+    let max_d = nice_max(series.iter().map(|s| s.3).max().unwrap_or(0));
+    let total_a: u64 = series.iter().map(|s| s.1).sum();
+    let total_f: u64 = series.iter().map(|s| s.2).sum();
+    let total_d: u64 = series.iter().map(|s| s.3).sum();
+    let plot_w = W - LEFT - RIGHT;
+    let bw = plot_w / minutes as f64;
+    let x = |i: usize| LEFT + i as f64 * bw;
+    let top0 = 22.0;
+    let bot0 = top0 + TOP_H + GAP;
+    let h = bot0 + BOTTOM_H + 24.0;
+
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="chart" viewBox="0 0 {W} {h}" role="img" aria-label="Attempts and promotions to dead per minute over the last {minutes} minutes: {} attempts, {} failed, {} promoted to dead" xmlns="http://www.w3.org/2000/svg">"#,
+        count(total_a),
+        count(total_f),
+        count(total_d)
+    );
+    // Panel titles and legends.
+    let _ = write!(
+        s,
+        r##"<text x="{LEFT}" y="14" class="ct">Attempts per minute</text><rect x="{}" y="5" width="10" height="10" fill="#4f7cff"/><text x="{}" y="14" class="cl">succeeded or retried ({})</text><rect x="{}" y="5" width="10" height="10" fill="#f59e0b"/><text x="{}" y="14" class="cl">failed ({})</text>"##,
+        LEFT + 170.0,
+        LEFT + 184.0,
+        count(total_a - total_f),
+        LEFT + 360.0,
+        LEFT + 374.0,
+        count(total_f)
+    );
+    let _ = write!(
+        s,
+        r##"<text x="{LEFT}" y="{}" class="ct">Promoted to dead per minute ({})</text>"##,
+        bot0 - 8.0,
+        count(total_d)
+    );
+    // Grid and axis labels.
+    for (y0, ph, max) in [(top0, TOP_H, max_a), (bot0, BOTTOM_H, max_d)] {
+        for frac in [0.0, 0.5, 1.0] {
+            let y = y0 + ph - ph * frac;
+            let _ = write!(
+                s,
+                r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"##,
+                W - RIGHT,
+                LEFT - 6.0,
+                y + 4.0,
+                count((max as f64 * frac).round() as u64)
+            );
+        }
+    }
+    // Bars.
+    for (i, (m, a, f, d)) in series.iter().enumerate() {
+        let tip = format!(
+            "{} — {} attempts, {} failed, {} dead",
+            m.format("%H:%M"),
+            count(*a),
+            count(*f),
+            count(*d)
+        );
+        if *a > 0 {
+            let ha = TOP_H * *a as f64 / max_a as f64;
+            let hf = TOP_H * *f as f64 / max_a as f64;
+            let _ = write!(
+                s,
+                r##"<g><title>{tip}</title><rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#4f7cff"/>"##,
+                x(i),
+                top0 + TOP_H - ha,
+                (bw - 0.6).max(0.6),
+                ha
+            );
+            if *f > 0 {
+                let _ = write!(
+                    s,
+                    r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#f59e0b"/>"##,
+                    x(i),
+                    top0 + TOP_H - hf,
+                    (bw - 0.6).max(0.6),
+                    hf
+                );
+            }
+            s.push_str("</g>");
+        }
+        if *d > 0 {
+            let hd = BOTTOM_H * *d as f64 / max_d as f64;
+            let _ = write!(
+                s,
+                r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#dc2626"><title>{tip}</title></rect>"##,
+                x(i),
+                bot0 + BOTTOM_H - hd,
+                (bw - 0.6).max(0.6),
+                hd
+            );
+        }
+    }
+    // Time labels: about six, on whole minutes.
+    let every = (minutes / 6).max(1) as usize;
+    for (i, (m, ..)) in series.iter().enumerate() {
+        if i % every == 0 {
+            let _ = write!(
+                s,
+                r#"<text x="{:.1}" y="{:.1}" class="ax">{}</text>"#,
+                x(i),
+                bot0 + BOTTOM_H + 16.0,
+                m.format("%H:%M")
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" class="ax" text-anchor="end">UTC</text></svg>"#,
+        W - RIGHT,
+        bot0 + BOTTOM_H + 16.0
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn draws_every_minute_and_the_totals() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 30, 20).unwrap();
+        let p = ActivityMinute {
+            minute: Utc.with_ymd_and_hms(2026, 1, 5, 9, 29, 0).unwrap(),
+            attempts: 40,
+            failed: 10,
+            dead: 3,
+        };
+        let svg = activity(&[p], now, 60);
+        assert!(svg.contains("40 attempts, 10 failed, 3 dead"));
+        assert!(svg.contains("Promoted to dead per minute (3)"));
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        assert_eq!(nice_max(40), 50);
+        assert_eq!(nice_max(0), 1);
+    }
+}

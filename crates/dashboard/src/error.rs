@@ -1,0 +1,100 @@
+//! What a person sees when a request cannot be answered: a status, a title and a sentence they
+//! can act on — never a stack trace. The full error goes to the log.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::html::{Nav, Page, esc};
+use crate::security::Viewer;
+
+/// A request that failed, as the person will read it.
+#[derive(Debug)]
+pub(crate) struct AppError {
+    pub status: StatusCode,
+    pub title: String,
+    pub message: String,
+}
+
+impl AppError {
+    pub fn new(status: StatusCode, title: &str, message: impl Into<String>) -> Self {
+        AppError {
+            status,
+            title: title.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Bad input: says what to fix.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "Check the request", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "Not found", message)
+    }
+
+    /// A bug on our side; the detail is logged, not shown.
+    pub fn internal(detail: &str) -> Self {
+        tracing::error!(detail, "dashboard internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Something went wrong",
+            "The dashboard could not build this page; the details are in its log.",
+        )
+    }
+}
+
+/// A store error for the person: what happened, and what to do.
+pub(crate) fn store(e: oprec_core::Error) -> AppError {
+    let text = format!("{e:#}");
+    tracing::warn!(error = %text, "store error in the dashboard");
+    if let oprec_core::Error::InvalidInput(m) = &e {
+        return AppError::bad_request(m.clone());
+    }
+    if text.contains("no such table")
+        || text.contains("42P01")
+        || (text.contains("relation \"") && text.contains("does not exist"))
+    {
+        return AppError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The database has no oprec tables",
+            "Run `oprec migrate` against this database, then reload.",
+        );
+    }
+    AppError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The database did not answer",
+        if e.is_transient() {
+            "The store could not be reached just now; nothing was changed. Reload in a moment; \
+             if it persists, check that the database is up."
+        } else {
+            "The store refused this request; nothing was changed. The dashboard's log has the \
+             database's message."
+        },
+    )
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let viewer = Viewer {
+            can_act: false,
+            session: None,
+        };
+        let body = format!(
+            r#"<section class="narrow error-page"><h1>{}</h1><p class="notice bad">{}</p>
+<p><a href="/">Back to the overview</a></p></section>"#,
+            esc(&self.title),
+            esc(&self.message)
+        );
+        (
+            self.status,
+            Page::new(&self.title, Nav::None, &viewer).body(body),
+        )
+            .into_response()
+    }
+}
+
+/// Any path the dashboard does not serve.
+pub(crate) async fn not_found() -> AppError {
+    AppError::not_found("There is no page here. The pages are listed at the top.")
+}

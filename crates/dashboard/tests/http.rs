@@ -1,0 +1,525 @@
+//! The dashboard over HTTP against a real PostgreSQL (a fresh schema per test): who may change
+//! things (token, session, CSRF, cross-site refusal, read-only mode), that a refused request
+//! changes nothing in the database, hostile filters, keyset pagination and readable errors.
+
+mod common;
+
+use std::time::Duration as StdDuration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use common::{TOKEN, count_in, csrf_of, dashboard, fresh_store, seed};
+use oprec_core::operator::OperationFilter;
+use oprec_core::store::ListParams;
+use oprec_core::{OperatorStore, Status, Store};
+use tower::ServiceExt;
+
+struct Reply {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+async fn send(app: &Router, req: Request<Body>) -> Reply {
+    let res = app.clone().oneshot(req).await.expect("response");
+    let status = res.status();
+    let headers = res.headers().clone();
+    let bytes = axum::body::to_bytes(res.into_body(), 8 << 20)
+        .await
+        .expect("body");
+    Reply {
+        status,
+        headers,
+        body: String::from_utf8(bytes.to_vec()).expect("utf-8 body"),
+    }
+}
+
+async fn get(app: &Router, path: &str, cookie: Option<&str>) -> Reply {
+    let mut r = Request::get(path);
+    if let Some(c) = cookie {
+        r = r.header(header::COOKIE, c);
+    }
+    send(app, r.body(Body::empty()).unwrap()).await
+}
+
+fn form_post(path: &str) -> axum::http::request::Builder {
+    Request::post(path)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .header(header::HOST, "127.0.0.1:8080")
+}
+
+async fn post(app: &Router, req: axum::http::request::Builder, body: &str) -> Reply {
+    send(app, req.body(Body::from(body.to_owned())).unwrap()).await
+}
+
+/// Signs in as `name`; returns the cookie header value and a CSRF token from a page.
+async fn sign_in(app: &Router, name: &str) -> (String, String) {
+    let r = post(
+        app,
+        form_post("/login").header("sec-fetch-site", "same-origin"),
+        &format!("name={name}&token={TOKEN}&next=%2Fcontrols"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.headers[header::LOCATION], "/controls");
+    let set = r.headers[header::SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let page = get(app, "/controls", Some(&cookie)).await;
+    assert!(page.body.contains(name), "signed in as {name}");
+    (cookie.clone(), csrf_of(&page.body))
+}
+
+fn webhooks() -> OperationFilter {
+    OperationFilter {
+        kinds: vec!["webhook.deliver".into()],
+        ..OperationFilter::default()
+    }
+}
+
+const REDRIVE_FORM: &str = "kind=webhook.deliver&expected=1000&mode=in_place";
+
+/// Waits for a re-drive job page to say it finished.
+async fn wait_job(app: &Router, location: &str, cookie: Option<&str>) -> String {
+    for _ in 0..100 {
+        let page = get(app, location, cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        if page.body.contains(r#"data-finished="true""#) {
+            return page.body;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    panic!("the re-drive at {location} did not finish in 5 s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 40).await;
+    let dead_before = count_in(&store, &webhooks(), Status::Dead).await;
+    assert_eq!(dead_before, seeded.dead_webhooks.len() as u64);
+    let app = dashboard(&store, Some(TOKEN)).router();
+    for (path, body) in [
+        ("/redrive", REDRIVE_FORM),
+        ("/controls/pause", "scope=kind&value=email.send"),
+        ("/controls/resume", "scope=kind&value=email.send"),
+        ("/quarantine", "kind=email.send&reason=x&expected=10"),
+        ("/transport/purge", "confirm=purge"),
+    ] {
+        // No credentials at all, a wrong bearer token, and a forged cookie.
+        for auth in [
+            None,
+            Some((
+                header::AUTHORIZATION,
+                "Bearer not-the-token-at-all".to_owned(),
+            )),
+            Some((header::COOKIE, "oprec_session=1.61.00.ff".to_owned())),
+        ] {
+            let mut req = form_post(path);
+            if let Some((h, v)) = &auth {
+                req = req.header(h, v);
+            }
+            let r = post(&app, req, body).await;
+            assert_eq!(
+                r.status,
+                StatusCode::UNAUTHORIZED,
+                "{path} {auth:?}: {}",
+                r.body
+            );
+            assert!(r.body.contains("Nothing was changed"), "{}", r.body);
+            assert!(
+                !r.body.contains("panicked") && !r.body.contains("src/"),
+                "{}",
+                r.body
+            );
+        }
+    }
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Dead).await,
+        dead_before
+    );
+    assert!(store.control_list().await.unwrap().is_empty(), "no pause");
+    assert_eq!(
+        count_in(
+            &store,
+            &OperationFilter {
+                kinds: vec!["email.send".into()],
+                ..Default::default()
+            },
+            Status::Held
+        )
+        .await,
+        1,
+        "only the seeded configuration hold"
+    );
+    assert!(
+        store.audit_list(10).await.unwrap().is_empty(),
+        "no audit entry"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cross_site_and_csrf_less_posts_are_refused() {
+    let store = fresh_store().await;
+    seed(&store, 30).await;
+    let dead_before = count_in(&store, &webhooks(), Status::Dead).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let (cookie, csrf) = sign_in(&app, "alice").await;
+    let body = format!("{REDRIVE_FORM}&csrf={csrf}");
+
+    // A form posted from another site: the browser says so, or the Origin gives it away.
+    for (h, v) in [
+        ("sec-fetch-site", "cross-site"),
+        ("sec-fetch-site", "same-site"),
+        ("origin", "http://evil.example"),
+        ("origin", "null"),
+    ] {
+        let r = post(
+            &app,
+            form_post("/redrive")
+                .header(header::COOKIE, &cookie)
+                .header(h, v),
+            &body,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{h}: {v}");
+        assert!(r.body.contains("Cross-site request refused"), "{}", r.body);
+    }
+    // Even a bearer token does not make a cross-site request acceptable.
+    let r = post(
+        &app,
+        form_post("/controls/pause")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header("sec-fetch-site", "cross-site"),
+        "scope=kind&value=email.send",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    // The session cookie without the form's CSRF token, or with another one.
+    for bad in ["", "&csrf=", "&csrf=0000", &format!("&csrf={}x", csrf)] {
+        let body = format!("{REDRIVE_FORM}{bad}");
+        let r = post(
+            &app,
+            form_post("/redrive")
+                .header(header::COOKIE, &cookie)
+                .header("sec-fetch-site", "same-origin")
+                .header("origin", "http://127.0.0.1:8080"),
+            &body,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "csrf {bad:?}");
+        assert!(r.body.contains("CSRF"), "{}", r.body);
+    }
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Dead).await,
+        dead_before
+    );
+    assert!(store.audit_list(10).await.unwrap().is_empty());
+
+    // The same form, same-origin with its token, goes through: the refusals above were not
+    // refusing everything.
+    let r = post(
+        &app,
+        form_post("/redrive")
+            .header(header::COOKIE, &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .header("origin", "http://127.0.0.1:8080"),
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let job = r.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let page = wait_job(&app, &job, Some(&cookie)).await;
+    assert!(
+        page.contains(&format!("{dead_before} of {dead_before} re-driven")),
+        "{page}"
+    );
+    assert_eq!(count_in(&store, &webhooks(), Status::Dead).await, 0);
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Pending).await,
+        dead_before
+    );
+    let audit = store.audit_list(10).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].entry.actor, "dashboard:alice");
+    assert_eq!(audit[0].entry.action, "redrive");
+    assert_eq!(audit[0].entry.affected, dead_before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_the_dashboard_is_read_only() {
+    let store = fresh_store().await;
+    seed(&store, 30).await;
+    let dead_before = count_in(&store, &webhooks(), Status::Dead).await;
+    let app = dashboard(&store, None).router();
+    let overview = get(&app, "/", None).await;
+    assert_eq!(overview.status, StatusCode::OK);
+    assert!(overview.body.contains("read-only"));
+    let preview = get(&app, "/redrive?kind=webhook.deliver", None).await;
+    assert_eq!(preview.status, StatusCode::OK);
+    assert!(
+        preview
+            .body
+            .contains(&format!(r#"id="matched">{dead_before}<"#)),
+        "{}",
+        preview.body
+    );
+    assert!(!preview.body.contains("redrive-form"), "no confirm form");
+    assert!(preview.body.contains("Read-only"));
+    let controls = get(&app, "/controls", None).await;
+    assert!(!controls.body.contains("pause-form"));
+    assert_eq!(
+        get(&app, "/login", None).await.status,
+        StatusCode::FORBIDDEN
+    );
+    for (path, body) in [
+        ("/redrive", REDRIVE_FORM),
+        ("/controls/pause", "scope=kind&value=email.send"),
+    ] {
+        let r = post(
+            &app,
+            form_post(path).header(header::AUTHORIZATION, format!("Bearer {TOKEN}")),
+            body,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}");
+        assert!(r.body.contains("Read-only dashboard"), "{}", r.body);
+    }
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Dead).await,
+        dead_before
+    );
+    assert!(store.control_list().await.unwrap().is_empty());
+    assert!(store.audit_list(10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_acts_and_the_audit_log_names_the_actor() {
+    let store = fresh_store().await;
+    seed(&store, 30).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let r = post(
+        &app,
+        form_post("/controls/pause")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header("x-oprec-actor", "runbook-bot"),
+        "scope=dependency&value=stripe&until=2h&reason=provider+incident+412",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let controls = store.control_list().await.unwrap();
+    assert_eq!(controls.len(), 1);
+    assert_eq!(controls[0].value, "stripe");
+    assert_eq!(controls[0].actor, "dashboard:runbook-bot");
+    assert!(controls[0].until.is_some());
+    let page = get(&app, "/controls?done=pause&n=3", None).await;
+    assert!(page.body.contains("Paused. 3 unfinished"));
+    assert!(page.body.contains("stripe"));
+    // Resume with a bad scope is a readable 400, and changes nothing.
+    let r = post(
+        &app,
+        form_post("/controls/resume").header(header::AUTHORIZATION, format!("Bearer {TOKEN}")),
+        "scope=everything&value=stripe",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("kind, failure_class or dependency"));
+    assert_eq!(store.control_list().await.unwrap().len(), 1);
+    let r = post(
+        &app,
+        form_post("/controls/resume")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header("x-oprec-actor", "runbook-bot"),
+        "scope=dependency&value=stripe",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert!(store.control_list().await.unwrap().is_empty());
+    let audit = store.audit_list(10).await.unwrap();
+    let actions: Vec<(&str, &str)> = audit
+        .iter()
+        .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            ("resume", "dashboard:runbook-bot"),
+            ("pause", "dashboard:runbook-bot")
+        ]
+    );
+    let audit_page = get(&app, "/audit", None).await;
+    assert!(audit_page.body.contains("dashboard:runbook-bot"));
+    assert!(audit_page.body.contains("provider incident 412"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_at_sign_in_is_refused() {
+    let store = fresh_store().await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let r = post(
+        &app,
+        form_post("/login"),
+        "name=mallory&token=guess-guess-guess-guess",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(r.headers.get(header::SET_COOKIE).is_none());
+    assert!(r.body.contains("not the operator token"));
+    let r = post(&app, form_post("/login"), &format!("name=&token={TOKEN}")).await;
+    assert_eq!(
+        r.status,
+        StatusCode::BAD_REQUEST,
+        "a name is needed for the audit log"
+    );
+    assert!(r.headers.get(header::SET_COOKIE).is_none());
+    // After sign-in, a redirect never leaves the dashboard.
+    let r = post(
+        &app,
+        form_post("/login"),
+        &format!("name=alice&token={TOKEN}&next=%2F%2Fevil.example"),
+    )
+    .await;
+    assert_eq!(r.headers[header::LOCATION], "/");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_filters_get_a_clear_answer_or_nothing() {
+    let store = fresh_store().await;
+    seed(&store, 20).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    for (path, expect) in [
+        (
+            "/operations?status=dead%27%20OR%201%3D1%20--",
+            "is not a status",
+        ),
+        ("/operations?class=%3Cscript%3E", "is not a failure class"),
+        ("/operations?reason=x", "is not a terminal reason"),
+        (
+            "/operations?after=..%2F..%2Fetc%2Fpasswd",
+            "not an operation id",
+        ),
+        ("/operations?limit=99999999", "from 1 to 500"),
+        ("/operations?since=yesterday", "duration ago"),
+        ("/operations?since=1h&until=2h", "not before"),
+        ("/operations/not-a-uuid", "not an operation id"),
+        ("/dead?class=fatal", "is not a failure class"),
+        ("/?hours=1000", "1 to 24 hours"),
+        ("/quarantine", "needs a filter"),
+    ] {
+        let r = get(&app, path, None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{path}: {}", r.body);
+        assert!(r.body.contains(expect), "{path}: {}", r.body);
+        assert!(!r.body.contains("<script>"), "{path} echoed markup");
+    }
+    let long = "x".repeat(5000);
+    let r = get(&app, &format!("/operations?error={long}"), None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("longer than 200"));
+    // Text that looks like SQL or markup is only data: nothing matches, the table is intact.
+    for path in [
+        "/operations?kind=%27%3B%20DROP%20TABLE%20operations%3B%20--",
+        "/operations?error=%25%25%25",
+        "/operations?error=%27%20OR%20%271%27%3D%271",
+        "/operations?kind=%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E",
+        "/dead?error=_%25",
+    ] {
+        let r = get(&app, path, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
+        assert!(
+            r.body.contains("No operation matches") || r.body.contains("No dead operation matches"),
+            "{path}"
+        );
+        assert!(
+            !r.body.contains("<img src=x"),
+            "{path} echoed markup unescaped"
+        );
+    }
+    let r = get(&app, "/operations?kind=%3Cimg%20src%3Dx%3E", None).await;
+    assert!(
+        r.body.contains("&lt;img src=x&gt;"),
+        "the filter is shown escaped"
+    );
+    assert!(
+        store.operation_count().await.unwrap().len() > 1,
+        "operations intact"
+    );
+    // A known id that does not exist is a 404 with a sentence, not a trace.
+    let r = get(&app, &format!("/operations/{}", uuid::Uuid::now_v7()), None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.body.contains("No operation has the id"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_list_pages_by_keyset_newest_first() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 24).await;
+    let app = dashboard(&store, None).router();
+    let all: Vec<String> = store
+        .operation_list(ListParams {
+            newest_first: true,
+            limit: 10_000,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id.to_string())
+        .collect();
+    assert_eq!(all.len(), seeded.total);
+    let mut seen = Vec::new();
+    let mut path = "/operations?limit=40".to_owned();
+    for page_no in 0.. {
+        assert!(page_no < 10, "too many pages");
+        let r = get(&app, &path, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let ids: Vec<String> = r
+            .body
+            .match_indices(r#"<a href="/operations/"#)
+            .map(|(i, m)| r.body[i + m.len()..i + m.len() + 36].to_owned())
+            .collect();
+        assert!(ids.len() <= 40);
+        seen.extend(ids);
+        match r.body.find(r#"id="older" href=""#) {
+            Some(at) => {
+                let rest = &r.body[at + r#"id="older" href=""#.len()..];
+                path = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(seen, all, "every operation once, newest first");
+    // Filters hold across pages.
+    let r = get(
+        &app,
+        "/operations?kind=webhook.deliver&status=dead&limit=5",
+        None,
+    )
+    .await;
+    assert!(
+        r.body
+            .contains("kind=webhook.deliver&amp;status=dead&amp;after=")
+    );
+    assert_eq!(r.body.matches(r#"<a href="/operations/"#).count(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_schema_reads_as_a_next_step_not_a_trace() {
+    let store = fresh_store().await;
+    sqlx::query("DROP TABLE operation_attempts, operation_steps, operations CASCADE")
+        .execute(store.pool())
+        .await
+        .expect("drop tables");
+    let app = dashboard(&store, None).router();
+    let r = get(&app, "/operations", None).await;
+    assert_eq!(r.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.body.contains("oprec migrate"), "{}", r.body);
+    assert!(
+        !r.body.contains("42P01") && !r.body.contains("relation"),
+        "{}",
+        r.body
+    );
+}
