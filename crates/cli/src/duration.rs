@@ -33,12 +33,15 @@ pub(crate) fn deadline(
     if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
         return Ok(t.with_timezone(&Utc));
     }
-    parse(flag, text).map(|d| now + d).map_err(|_| {
+    let d = parse(flag, text).map_err(|_| {
         BadInput(format!(
             "{flag} {text:?} is neither a duration (90s, 5m, 48h) nor an RFC 3339 time \
              (2026-01-05T09:00:00Z)"
         ))
-    })
+    })?;
+    // A duration of a few hundred thousand years is a duration, but no time is that far ahead.
+    now.checked_add_signed(d)
+        .ok_or_else(|| BadInput(format!("{flag} {text:?} is too far in the future")))
 }
 
 /// A time in the past, as a filter bound: an RFC 3339 time, or a duration meaning "that long
@@ -138,6 +141,9 @@ mod tests {
             Utc.with_ymd_and_hms(2026, 1, 5, 23, 0, 0).unwrap()
         );
         assert!(deadline("--deadline", "tomorrow", now).is_err());
+        // Found by parser_fuzz: a duration past the calendar's end was a panic.
+        let e = deadline("--deadline", "300000y", now).unwrap_err().0;
+        assert!(e.contains("too far in the future"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,8 @@ mod logging;
 mod metrics;
 mod output;
 mod pace;
+#[cfg(test)]
+mod parser_fuzz;
 mod progress;
 mod redaction;
 

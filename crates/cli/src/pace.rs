@@ -10,6 +10,9 @@ use crate::exit::BadInput;
 
 /// The fastest rate accepted: a microsecond apart, the precision the stores keep.
 const MAX_PER_SECOND: f64 = 1_000_000.0;
+/// The slowest rate accepted: one a year. Slower is a pause, and its gaps overflowed the plan's
+/// arithmetic (found by parser_fuzz: `--rate 1e-308/h`).
+const MIN_PER_SECOND: f64 = 1.0 / (365.0 * 86_400.0);
 
 /// The pace of a re-drive.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,7 +55,8 @@ impl Pace {
             }
             Pace::Spread(d) if total > 1 => {
                 let micros = d.num_microseconds().unwrap_or(i64::MAX);
-                Duration::microseconds(micros / (total as i64 - 1))
+                // More gaps than an i64 holds leaves a gap of zero, not a negative one.
+                Duration::microseconds(micros / i64::try_from(total - 1).unwrap_or(i64::MAX))
             }
             Pace::Spread(_) => Duration::zero(),
         }
@@ -64,7 +68,12 @@ impl Pace {
         if spacing.is_zero() || total < 2 {
             return "all eligible at once".to_owned();
         }
-        let last = spacing * (total - 1) as i32;
+        // The last one's offset, unless it is past anything a store keeps (the re-drive then
+        // refuses it); a product this large used to overflow.
+        let last = i32::try_from(total - 1)
+            .ok()
+            .and_then(|n| spacing.checked_mul(n))
+            .map_or_else(|| "past any date".to_owned(), duration::human);
         let how = match self {
             Pace::Rate { text, .. } => format!("at {text}"),
             Pace::Spread(d) => format!("spread over {}", duration::human(*d)),
@@ -73,7 +82,7 @@ impl Pace {
         format!(
             "{how}: one every {}, the last {} after the first",
             duration::human(spacing),
-            duration::human(last)
+            last
         )
     }
 
@@ -110,6 +119,11 @@ fn per_second(text: &str) -> Result<f64, BadInput> {
         )));
     }
     let per_second = n / per;
+    if per_second < MIN_PER_SECOND {
+        return Err(BadInput(format!(
+            "--rate {text:?} is slower than one a year; pause the kind instead (oprec pause)"
+        )));
+    }
     if per_second > MAX_PER_SECOND {
         return Err(BadInput(format!(
             "--rate {text:?} is faster than the stores can space (one per microsecond); leave \
@@ -148,6 +162,14 @@ mod tests {
     }
 
     #[test]
+    fn a_spread_over_more_gaps_than_an_i64_holds_is_not_negative() {
+        // Found by parser_fuzz: the gap count was cast to i64 and went negative.
+        let p = Pace::from_flags(None, Some("200000y")).unwrap();
+        assert_eq!(p.spacing(u64::MAX), Duration::zero());
+        assert_eq!(p.describe(u64::MAX), "all eligible at once");
+    }
+
+    #[test]
     fn bad_rates_are_refused() {
         for bad in [
             "0/s",
@@ -158,6 +180,7 @@ mod tests {
             "NaN/s",
             "inf/s",
             "1e9/s",
+            "1e-308/h",
         ] {
             assert!(Pace::from_flags(Some(bad), None).is_err(), "{bad}");
         }

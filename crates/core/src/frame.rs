@@ -53,9 +53,16 @@ pub fn decode(bytes: &[u8]) -> Result<OperationId, FrameError> {
             version.chars().take(16).collect(),
         ));
     }
-    if id.len() != 36 {
+    // Exactly what `encode` writes: lowercase hex, hyphenated. The uuid parser alone would also
+    // take uppercase digits, so one id would have many frames.
+    let canonical = id.len() == 36
+        && id.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        });
+    if !canonical {
         return Err(FrameError::Malformed(
-            "the id is not a hyphenated UUID".into(),
+            "the id is not a lowercase hyphenated UUID".into(),
         ));
     }
     id.parse::<OperationId>()
@@ -92,6 +99,11 @@ mod tests {
         ));
         assert!(matches!(
             decode(b"1:01938f6e7a517c3a9d2e5b7f0c1d2e3f"),
+            Err(FrameError::Malformed(_))
+        ));
+        // Found by tests/frame_fuzz.rs: uppercase digits parse as a UUID but are not a frame.
+        assert!(matches!(
+            decode(b"1:01938F6E-7A51-7C3A-9D2E-5B7F0C1D2E3F"),
             Err(FrameError::Malformed(_))
         ));
         // Truncated frame.

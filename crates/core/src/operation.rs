@@ -222,9 +222,15 @@ impl NewOperation {
         if options.delay.is_some_and(|d| d < Duration::zero()) {
             return invalid("delay must not be negative".into());
         }
-        let give_up_at = options
-            .deadline
-            .or_else(|| policy.give_up_after().map(|d| now + d));
+        let too_far =
+            || Error::InvalidInput("the delay or deadline is too far in the future".into());
+        let give_up_at = match options.deadline {
+            Some(d) => Some(d),
+            None => policy
+                .give_up_after()
+                .map(|d| now.checked_add_signed(d).ok_or_else(too_far))
+                .transpose()?,
+        };
         if let Some(deadline) = give_up_at
             && deadline <= now
         {
@@ -246,12 +252,69 @@ impl NewOperation {
             idempotency_key: options.idempotency_key,
             payload,
             max_attempts,
-            next_eligible_at: now + options.delay.unwrap_or_default() + first_rung,
+            next_eligible_at: now
+                .checked_add_signed(options.delay.unwrap_or_default())
+                .and_then(|t| t.checked_add_signed(first_rung))
+                .ok_or_else(too_far)?,
             give_up_at,
             dependency: options.dependency,
             enqueue_params,
             created_at: now,
             last_woken_at: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Ladder;
+    use chrono::TimeZone;
+
+    fn policy() -> RetryPolicy {
+        RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(3)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300]))
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_delay_past_the_calendar_is_refused_not_a_panic() {
+        // Found by the CLI's parser_fuzz: `--delay 300000y` parses as a duration.
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        let options = EnqueueOptions {
+            delay: Some(Duration::days(300_000 * 365)),
+            ..EnqueueOptions::default()
+        };
+        let err = NewOperation::new("k", Value::Null, &policy(), options, now).unwrap_err();
+        assert!(err.to_string().contains("too far in the future"), "{err}");
+    }
+
+    #[test]
+    fn the_payload_limit_is_the_callers() {
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        let payload = serde_json::json!({ "text": "x".repeat(100) });
+        let at = |limit| {
+            NewOperation::with_payload_limit(
+                "k",
+                payload.clone(),
+                &policy(),
+                EnqueueOptions::default(),
+                now,
+                limit,
+            )
+        };
+        let size = serde_json::to_vec(&payload).unwrap().len();
+        assert!(at(size).is_ok());
+        let err = at(size - 1).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "payload is {size} bytes, over the limit of {}",
+                size - 1
+            )),
+            "{err}"
+        );
     }
 }
