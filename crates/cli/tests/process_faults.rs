@@ -9,7 +9,10 @@
 //! - SIGTERM during work: the worker drains and exits 0 by itself, short work finishes, long work
 //!   is released, nothing is left `running`;
 //! - `demo.effect` × 300 under two workers, one SIGKILLed and restarted twice: nothing lost, one
-//!   effect per operation, every vanished attempt in the history.
+//!   effect per operation, every vanished attempt in the history;
+//! - a worker SIGKILLed before an effect and after it (before the outcome): one effect each;
+//! - a zombie worker (SIGSTOP past its lease, another finishes, SIGCONT): its heartbeat and its
+//!   completion are refused and reported as stale claims, and change nothing.
 //!
 //! Each test gets a fresh PostgreSQL schema (named through `?options=-csearch_path%3D...` on the
 //! URL the binary gets) or SQLite file, and a fresh Redis stream (`?stream=`) or RabbitMQ queue
@@ -406,7 +409,7 @@ impl Rig {
 
     /// One line for the report.
     fn report(&self, what: &str) {
-        println!(
+        eprintln!(
             "[process_faults] {} {:?}: {what}; {:.1} s",
             self.name,
             self.kind,
@@ -537,12 +540,21 @@ impl Proc {
 
     /// Sends SIGTERM.
     fn sigterm(&self) {
-        let status = Command::new("sh")
-            .arg("-c")
-            .arg(format!("kill -TERM {}", self.child.id()))
+        self.signal("TERM");
+    }
+
+    /// Sends the signal `name` (`TERM`, `STOP`, `CONT`).
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
             .status()
-            .expect("sh kill");
-        assert!(status.success(), "could not signal {}", self.name);
+            .expect("kill");
+        assert!(
+            status.success(),
+            "could not send SIG{name} to {}",
+            self.name
+        );
     }
 
     /// Waits up to `limit` for the process to exit by itself.
@@ -862,6 +874,191 @@ fn kills_during_a_run(kind: RigKind) {
     ));
 }
 
+/// The effect row for `id` (its effect key is `oprec-<id>`): (calls, applied_at); (0, "") when
+/// there is none.
+fn effect_of(rig: &Rig, id: &str) -> (i64, String) {
+    let rows = rig.counts(&format!(
+        "SELECT COALESCE(applied_at, ''), CAST(calls AS BIGINT) FROM demo_effects \
+         WHERE effect_key = 'oprec-{id}'"
+    ));
+    match rows.as_slice() {
+        [] => (0, String::new()),
+        [(at, calls)] => (*calls, at.clone()),
+        more => panic!("{} effect rows for {id}: {more:?}", more.len()),
+    }
+}
+
+/// Scenario 5, a worker SIGKILLed before the effect and after it: two `demo.effect` operations,
+/// one pausing before its effect and one after it (before the remote id and the outcome are
+/// written), both on their first attempt only. The worker is killed once both attempts sit in
+/// their pauses (the second one's effect row visible); a second worker retries both. Nothing is
+/// lost; each operation has exactly one effect row, the one made before the kill keeps its first
+/// time; the handler ran twice for the second (at-least-once attempts), once for the first.
+fn sigkill_around_the_effect(kind: RigKind) {
+    let rig = Rig::new(kind, "sigkill_around_the_effect");
+    let before = rig.enqueue(
+        "demo.effect",
+        r#"{"sleep_before_ms": 120000, "sleep_attempts": 1}"#,
+    );
+    let after = rig.enqueue(
+        "demo.effect",
+        r#"{"sleep_after_ms": 120000, "sleep_attempts": 1}"#,
+    );
+    let mut first = rig.worker("pf-first", &["--lease", "2s", "--concurrency", "2"]);
+    first.wait_until_up();
+    // Both claimed, the second's effect made: both attempts are in their pauses.
+    let paused = poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        let effect = effect_of(&rig, &after);
+        (rig.running() == 2 && effect.0 == 1).then_some(effect)
+    });
+    let Some((_, applied_at)) = paused else {
+        panic!(
+            "the attempts never reached their pauses: {:?}",
+            rig.statuses()
+        );
+    };
+    assert_eq!(effect_of(&rig, &before).0, 0, "paused before the effect");
+    assert_eq!(first.sigkill().signal(), Some(SIGKILL));
+    assert_eq!(rig.running(), 2, "no outcome was written: still running");
+
+    let mut second = rig.worker("pf-second", &["--lease", "2s", "--exit-when-idle"]);
+    let Some(status) = second.wait_for_exit(Duration::from_secs(60)) else {
+        panic!("the second worker did not go idle");
+    };
+    assert!(status.success(), "{status}");
+    let summary = second.stdout();
+    assert!(
+        summary.contains("succeeded 2") && summary.contains("vanished 2"),
+        "{summary}"
+    );
+
+    for id in [&before, &after] {
+        let (status, _, outcomes, workers) = rig.history(id);
+        assert_eq!(status, "succeeded", "{id}");
+        assert_eq!(outcomes, ["vanished", "succeeded"], "{id}");
+        assert!(
+            workers[0].starts_with("pf-first-") && workers[1].starts_with("pf-second-"),
+            "{workers:?}"
+        );
+    }
+    assert_eq!(rig.statuses(), [("succeeded".to_owned(), 2)]);
+    // One effect per operation, under the effect key the operation records as its remote id.
+    let effects = rig.scalar("SELECT count(*) FROM demo_effects");
+    let matched = rig.scalar(
+        "SELECT count(*) FROM operations o JOIN demo_effects e ON e.effect_key = o.remote_id",
+    );
+    assert_eq!((effects, matched), (2, 2), "one effect row per operation");
+    // Killed before the effect: the retry made it, once.
+    assert_eq!(effect_of(&rig, &before).0, 1);
+    // Killed after the effect: the retry ran the handler again, and the effect key kept it one
+    // effect, the one made before the kill.
+    let (calls, at) = effect_of(&rig, &after);
+    assert_eq!(calls, 2, "the retried handler ran again");
+    assert_eq!(at, applied_at, "the effect is still the first one");
+    rig.report(
+        "1 SIGKILL (cutting 2 attempts: 1 before its effect, 1 after it), 2 operations, \
+         2 succeeded, lost 0, 2 effect rows (duplicates 0), 2 vanished attempts, \
+         1 re-execution absorbed by the effect key",
+    );
+}
+
+/// Scenario 6, a zombie worker: it claims two operations (lease 2 s) and is SIGSTOPped a second
+/// later, with both handlers started: a `demo.slow` of 4 s and a `demo.effect` pausing 120 s before its effect on the first attempt.
+/// A second worker's rescuer records both attempts vanished, and it runs both to success. Then
+/// the zombie gets SIGCONT: its slow handler has finished, so it sends a completion, and its
+/// other attempt heartbeats. Both are refused as stale claims, reported in its log (with the
+/// operation's id) and in its summary, and the two operations, their histories and the effect
+/// are exactly as they were before the zombie woke.
+fn zombie_worker(kind: RigKind) {
+    let rig = Rig::new(kind, "zombie_worker");
+    let slow = rig.enqueue("demo.slow", r#"{"ms": 4000}"#);
+    let effect = rig.enqueue(
+        "demo.effect",
+        r#"{"sleep_before_ms": 120000, "sleep_attempts": 1}"#,
+    );
+    let mut zombie = rig.worker("pf-zombie", &["--lease", "2s", "--concurrency", "2"]);
+    let claimed = poll(Duration::from_secs(30), Duration::from_millis(20), || {
+        let n = rig.scalar(
+            "SELECT count(*) FROM operations WHERE status = 'running' AND worker_id LIKE 'pf-zombie-%'",
+        );
+        (n == 2).then_some(())
+    });
+    assert!(claimed.is_some(), "the zombie never claimed both");
+    // Let both handlers start (a claim committed is not yet a handler running), well within the
+    // slow one's 4 s.
+    std::thread::sleep(Duration::from_secs(1));
+    zombie.signal("STOP");
+    let stopped = Instant::now();
+
+    let mut other = rig.worker("pf-other", &["--lease", "2s", "--exit-when-idle"]);
+    let Some(status) = other.wait_for_exit(Duration::from_secs(60)) else {
+        panic!("the second worker did not go idle");
+    };
+    assert!(status.success(), "{status}");
+    assert!(
+        other.stdout().contains("succeeded 2") && other.stdout().contains("vanished 2"),
+        "{}",
+        other.stdout()
+    );
+    // The second worker took at least the lease (2 s) and the slow handler (4 s): the zombie's
+    // slow handler is done by the time it wakes.
+    assert!(
+        stopped.elapsed() > Duration::from_secs(5),
+        "the zombie slept past its lease and its slow handler"
+    );
+    let snapshot = |id: &str| rig.oprec_json(&["ops", "show", id, "--json"]);
+    let before = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    for id in [&slow, &effect] {
+        let (status, _, outcomes, workers) = rig.history(id);
+        assert_eq!(status, "succeeded", "{id}");
+        assert_eq!(outcomes, ["vanished", "succeeded"], "{id}");
+        assert!(
+            workers[0].starts_with("pf-zombie-") && workers[1].starts_with("pf-other-"),
+            "{workers:?}"
+        );
+    }
+
+    zombie.signal("CONT");
+    // The stale completion (the slow operation) and the stale heartbeat (the paused one), each
+    // logged with its operation's id.
+    let reported = poll(Duration::from_secs(30), Duration::from_millis(50), || {
+        let log = zombie.stderr();
+        let stale: Vec<&str> = log.lines().filter(|l| l.contains("stale claim")).collect();
+        let completion = stale
+            .iter()
+            .any(|l| l.contains(&slow) && l.contains("this outcome changed nothing"));
+        let heartbeat = stale
+            .iter()
+            .any(|l| l.contains(&effect) && l.contains("abandoning the attempt"));
+        (completion && heartbeat).then_some(())
+    });
+    assert!(
+        reported.is_some(),
+        "stale claims not reported: {}",
+        zombie.stderr()
+    );
+    zombie.sigterm();
+    let Some(status) = zombie.wait_for_exit(Duration::from_secs(30)) else {
+        panic!("the zombie did not stop after SIGTERM");
+    };
+    assert!(status.success(), "{status}");
+    assert!(
+        zombie.stdout().contains("stale claims 2"),
+        "{}",
+        zombie.stdout()
+    );
+    // Changed nothing: the rows, their histories and the effect are as they were.
+    let after = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    assert_eq!(before, after, "the zombie changed something");
+    assert_eq!(after.2.0, 1, "the zombie never reached the effect");
+    assert_eq!(rig.running(), 0);
+    rig.report(
+        "1 SIGSTOP past the lease then SIGCONT, 2 operations, 2 succeeded, lost 0, \
+         duplicate effects 0, 2 vanished attempts, 2 stale claims reported (1 completion, \
+         1 heartbeat), nothing changed",
+    );
+}
+
 /// Runs each scenario on every rig, as `scenario::rig`.
 macro_rules! on_every_rig {
     ($($scenario:ident),* $(,)?) => {$(
@@ -886,5 +1083,7 @@ on_every_rig!(
     sigkill_mid_handler,
     crash_loop,
     sigterm_drains,
-    kills_during_a_run
+    kills_during_a_run,
+    sigkill_around_the_effect,
+    zombie_worker
 );

@@ -2,9 +2,21 @@
 //! execution counts a call in `demo_effects` (on the store's own database); the row's existence
 //! is the effect, inserted once per effect key. Then the attempt succeeds with the effect key as
 //! the remote id.
+//!
+//! The payload (an object; `{}` for none of them) may hold pauses, so that a fault test can kill
+//! or stop the worker at a known point of the attempt:
+//!
+//! - `sleep_before_ms`: before the effect (a kill then leaves no effect);
+//! - `sleep_after_ms`: after the effect, before the remote id is recorded and the outcome written
+//!   (a kill then leaves the effect without an outcome: the retry must not make a second one);
+//! - `sleep_attempts`: pause only on attempts 1..=N (default: every attempt), so the retry after
+//!   the fault runs at once.
+
+use std::time::Duration;
 
 use chrono::Utc;
 use oprec::{Context, Failure, Kind, RetryPolicy};
+use serde::Deserialize;
 
 use super::DEPENDENCY;
 use crate::backend::ConcreteStore;
@@ -78,19 +90,39 @@ impl EffectTable {
     }
 }
 
-/// The kind; its payload is not read.
+/// `demo.effect`'s payload: where the attempt pauses, if anywhere.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Pauses {
+    sleep_before_ms: u64,
+    sleep_after_ms: u64,
+    sleep_attempts: Option<u32>,
+}
+
+impl Pauses {
+    /// Sleeps `ms` milliseconds if this attempt pauses.
+    async fn pause(&self, attempt: u32, ms: u64) {
+        if ms > 0 && self.sleep_attempts.is_none_or(|n| attempt <= n) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+    }
+}
+
+/// The kind.
 pub(super) fn kind(policy: &RetryPolicy, table: EffectTable) -> Kind {
     Kind::new(
         "demo.effect",
         policy.clone(),
-        move |ctx: Context, _payload: serde_json::Value| {
+        move |ctx: Context, p: Pauses| {
             let table = table.clone();
             async move {
+                p.pause(ctx.attempt(), p.sleep_before_ms).await;
                 // The insert is atomic: when it fails, no effect happened, so a retry is safe.
                 table
                     .record(ctx.effect_key())
                     .await
                     .map_err(|e| Failure::transient(format!("could not record the effect: {e}")))?;
+                p.pause(ctx.attempt(), p.sleep_after_ms).await;
                 ctx.set_remote_id(ctx.effect_key()).await?;
                 Ok(())
             }
