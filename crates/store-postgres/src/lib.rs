@@ -23,6 +23,12 @@ pub use error::backend_error;
 /// The migrations of `migrations/postgres`, embedded.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
+/// How long a session may sit idle inside a transaction before PostgreSQL ends it. Every
+/// transaction here issues its statements back to back, so only a stalled process (stopped, frozen,
+/// swapped out) reaches it; without it, a worker stalled between the scheduler's leader lock and
+/// its commit would hold that lock, and every other worker's re-wakes, for as long as it stalls.
+pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "15s";
+
 /// Operation records in PostgreSQL.
 #[derive(Clone, Debug)]
 pub struct PgStore {
@@ -37,8 +43,20 @@ impl PgStore {
         Self::connect_with(options, 10).await
     }
 
-    /// Connects with explicit options and pool size.
+    /// Connects with explicit options and pool size. Sessions get
+    /// [`IDLE_IN_TRANSACTION_TIMEOUT`] unless the options set one.
     pub async fn connect_with(options: PgConnectOptions, max_connections: u32) -> Result<Self> {
+        let set = options
+            .get_options()
+            .is_some_and(|o| o.contains("idle_in_transaction_session_timeout"));
+        let options = if set {
+            options
+        } else {
+            options.options([(
+                "idle_in_transaction_session_timeout",
+                IDLE_IN_TRANSACTION_TIMEOUT,
+            )])
+        };
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .connect_with(options)
