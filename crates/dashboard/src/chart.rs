@@ -22,7 +22,7 @@ fn nice_max(v: u64) -> u64 {
     let v = v.max(1);
     let mut step = 1u64;
     loop {
-        for m in [1, 2, 5] {
+        for m in [1, 2, 4, 6, 8] {
             if step * m >= v {
                 return step * m;
             }
@@ -85,7 +85,12 @@ pub(crate) fn activity(points: &[ActivityMinute], now: DateTime<Utc>, minutes: i
     );
     // Grid and axis labels.
     for (y0, ph, max) in [(top0, TOP_H, max_a), (bot0, BOTTOM_H, max_d)] {
-        for frac in [0.0, 0.5, 1.0] {
+        let fracs: &[f64] = if max < 2 {
+            &[0.0, 1.0]
+        } else {
+            &[0.0, 0.5, 1.0]
+        };
+        for &frac in fracs {
             let y = y0 + ph - ph * frac;
             let _ = write!(
                 s,
@@ -181,7 +186,9 @@ mod tests {
         assert!(svg.contains("40 attempts, 10 failed, 3 dead"));
         assert!(svg.contains("Promoted to dead per minute (3)"));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
-        assert_eq!(nice_max(40), 50);
+        assert_eq!(nice_max(40), 40);
+        assert_eq!(nice_max(41), 60);
+        assert_eq!(nice_max(5), 6);
         assert_eq!(nice_max(0), 1);
     }
 }

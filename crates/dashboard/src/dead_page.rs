@@ -17,7 +17,7 @@ use oprec_core::{FailureClass, Status, TerminalReason};
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
-use crate::html::{Nav, Page, badge, count, esc, or_dash, query, time};
+use crate::html::{Nav, Page, badge, count, esc, or_dash, query, short_id, span, time};
 use crate::jobs::RedrivePlan;
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize};
@@ -110,7 +110,7 @@ fn samples(p: &RedrivePreview) -> String {
             t,
             r#"<tr><td class="mono"><a href="/operations/{}">{}</a></td><td>{}</td><td class="err">{}</td></tr>"#,
             s.id,
-            esc(&s.id.to_string()[..13]),
+            short_id(&s.id),
             esc(&s.kind),
             or_dash(s.error.as_deref())
         );
@@ -439,6 +439,33 @@ pub(crate) async fn progress(
         },
         job.batches
     );
+    // The rate at work: how many have become eligible so far.
+    let now = state.store.now().await.map_err(store)?;
+    let mut releasing = false;
+    if let (true, Some(first), Some(last)) = (job.finished, job.first, job.last) {
+        let spacing = job.plan.spacing.num_microseconds().unwrap_or(0);
+        let eligible = if now >= last {
+            job.done
+        } else if now < first || spacing <= 0 {
+            0
+        } else {
+            let passed = (now - first).num_microseconds().unwrap_or(0);
+            (u64::try_from(passed / spacing).unwrap_or(0) + 1).min(job.done)
+        };
+        releasing = now < last;
+        let _ = write!(
+            b,
+            r#"<p id="released"><progress max="{}" value="{eligible}"></progress>{} of {} eligible now{}</p>"#,
+            job.done.max(1),
+            count(eligible),
+            count(job.done),
+            if releasing {
+                format!("; the last at {} (in {})", time(last), span(last - now))
+            } else {
+                String::new()
+            }
+        );
+    }
     if job.finished && !job.ids.is_empty() {
         let counts = state
             .store
@@ -468,8 +495,8 @@ pub(crate) async fn progress(
     }
     b.push_str("</section>");
     let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(b);
-    if !job.finished {
-        page = page.refresh(1);
+    if !job.finished || releasing {
+        page = page.refresh(if job.finished { 2 } else { 1 });
     }
     Ok(page)
 }

@@ -106,6 +106,13 @@ pub(crate) fn badge(text: &str) -> String {
     format!(r#"<span class="badge b-{0}">{0}</span>"#, esc(text))
 }
 
+/// An operation id cut for a table: the time-ordered start and the random end, which together
+/// tell apart operations created in the same millisecond.
+pub(crate) fn short_id(id: &oprec_core::OperationId) -> String {
+    let s = id.to_string();
+    format!("{}…{}", &s[..8], &s[24..])
+}
+
 /// An optional value, or a dash.
 pub(crate) fn or_dash(v: Option<&str>) -> String {
     match v {

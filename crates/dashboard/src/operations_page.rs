@@ -12,7 +12,7 @@ use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::{Nav, Page, badge, esc, or_dash, when};
+use crate::html::{Nav, Page, badge, esc, or_dash, short_id, when};
 use crate::security::Viewer;
 
 /// The query a page was asked with, or a readable refusal.
@@ -93,7 +93,7 @@ pub(crate) fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> String {
     format!(
         r#"<tr><td class="mono"><a href="/operations/{id}">{short}</a></td><td>{kind}</td><td>{status}</td><td class="num">{attempt}</td><td>{class}</td><td>{reason}</td><td class="err" title="{full}">{err}</td><td>{created}</td></tr>"#,
         id = o.id,
-        short = esc(&o.id.to_string()[..13]),
+        short = short_id(&o.id),
         kind = esc(&o.kind),
         status = badge(o.status.as_str()),
         attempt = match o.max_attempts {

@@ -37,19 +37,34 @@ pub(crate) struct DashboardArgs {
         value_name = "TOKEN",
         value_parser = token
     )]
-    pub token: Option<Token>,
+    pub token: Option<TokenArg>,
     /// Listen on an address other than loopback. The pages are plain HTTP and readable without
     /// the token: put the dashboard behind a TLS proxy that authenticates.
     #[arg(long)]
     pub allow_non_loopback: bool,
 }
 
-fn token(s: &str) -> Result<Token, String> {
-    Token::new(s)
+/// The token as given, checked by `run` so that a bad one is a one-line message that does not
+/// repeat it (clap's own error would echo the value). Its `Debug` never shows it.
+#[derive(Clone)]
+pub(crate) struct TokenArg(String);
+
+impl std::fmt::Debug for TokenArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenArg(<redacted>)")
+    }
+}
+
+fn token(s: &str) -> Result<TokenArg, String> {
+    Ok(TokenArg(s.to_owned()))
 }
 
 /// Runs `oprec dashboard` until SIGTERM or ctrl-c.
 pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<()> {
+    let token = args
+        .token
+        .map(|t| Token::new(t.0).map_err(|e| bad(format!("--token: {e}"))))
+        .transpose()?;
     let addr: SocketAddr = args.listen.trim().parse().map_err(|_| {
         bad(format!(
             "--listen {:?} is not an address: give IP:PORT, such as 127.0.0.1:8080",
@@ -61,7 +76,7 @@ pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<
             "refusing to listen on {addr}, which is not loopback: the pages are plain HTTP and \
              readable without the token{}. Add --allow-non-loopback to do it anyway (behind a TLS \
              proxy), or listen on 127.0.0.1",
-            if args.token.is_none() {
+            if token.is_none() {
                 ", and with no --token nothing else is asked either"
             } else {
                 ""
@@ -80,7 +95,7 @@ pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().unwrap_or(addr);
-    let read_only = args.token.is_none();
+    let read_only = token.is_none();
     eprintln!(
         "oprec dashboard: http://{local}/ over {}{}{}",
         backend.url,
@@ -99,7 +114,7 @@ pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<
         transport_name: transport.as_ref().map(|_| shown_transport.clone()),
         transport,
         store_name: backend.url.clone(),
-        token: args.token,
+        token,
     };
     dashboard
         .serve(listener, shutdown_signal())

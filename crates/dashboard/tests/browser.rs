@@ -1,0 +1,394 @@
+//! End-to-end tests in headless Chromium, driven through chromedriver with fantoccini: an
+//! operator loads the overview, filters operations, opens one, signs in, re-drives dead
+//! operations through the dry run and the confirmation, and the database shows them re-driven;
+//! a form posted from another site is refused in the browser too.
+//!
+//! Needs Debian's `chromium` and `chromium-driver` (scripts/test installs them). A missing
+//! browser fails these tests with a message; it never skips them. With
+//! `OPREC_DASHBOARD_SCREENSHOTS=DIR` the main pages are also saved there as PNGs (the README's
+//! screenshots come from this run).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration as StdDuration;
+
+use chrono::Duration;
+use common::{TOKEN, count_in, dashboard, fresh_store, seed};
+use fantoccini::{Client, ClientBuilder, Locator};
+use oprec_core::operator::OperationFilter;
+use oprec_core::{OperatorStore, Status, Store};
+use serde_json::json;
+use tokio::process::{Child, Command};
+
+/// The chromedriver and Chromium binaries: `OPREC_CHROMEDRIVER` / `OPREC_CHROMIUM`, else
+/// Debian's paths.
+fn binaries() -> (PathBuf, PathBuf) {
+    let pick = |var: &str, default: &str, package: &str| {
+        let p = PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_owned()));
+        assert!(
+            p.exists(),
+            "{} not found: the browser tests need Debian's `chromium` and `chromium-driver` \
+             (`apt-get install chromium chromium-driver`, which scripts/test runs when they are \
+             missing), or {var} set to the {package} binary",
+            p.display(),
+        );
+        p
+    };
+    (
+        pick(
+            "OPREC_CHROMEDRIVER",
+            "/usr/bin/chromedriver",
+            "chromedriver",
+        ),
+        pick("OPREC_CHROMIUM", "/usr/bin/chromium", "chromium"),
+    )
+}
+
+/// A running chromedriver, killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+async fn start_driver(chromedriver: &Path) -> Driver {
+    let port = free_port();
+    let child = Command::new(chromedriver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", chromedriver.display()));
+    for _ in 0..100 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Driver {
+                child,
+                url: format!("http://127.0.0.1:{port}"),
+            };
+        }
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
+    panic!("chromedriver did not listen on port {port} within 10 s");
+}
+
+async fn browser(driver: &Driver, chromium: &Path) -> Client {
+    let caps = json!({
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "binary": chromium.to_string_lossy(),
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--hide-scrollbars", "--window-size=1440,1000", "--force-device-scale-factor=1"]
+        }
+    });
+    let caps = caps.as_object().cloned().expect("capabilities object");
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&driver.url)
+        .await
+        .unwrap_or_else(|e| panic!("cannot start headless Chromium through chromedriver: {e}"))
+}
+
+/// Serves the dashboard on a free loopback port; returns its base URL.
+async fn serve(d: oprec_dashboard::Dashboard) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr: SocketAddr = listener.local_addr().unwrap();
+    tokio::spawn(d.serve(listener, std::future::pending()));
+    format!("http://{addr}")
+}
+
+/// Saves the whole page as `DIR/dashboard-NAME.png` when `OPREC_DASHBOARD_SCREENSHOTS` is set.
+async fn screenshot(c: &Client, name: &str) {
+    let Ok(dir) = std::env::var("OPREC_DASHBOARD_SCREENSHOTS") else {
+        return;
+    };
+    // The window's height is the page's plus the browser's own frame, at most 1,500 pixels of page.
+    let sizes = c
+        .execute(
+            "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight];",
+            vec![],
+        )
+        .await
+        .expect("page height");
+    let at = |i: usize| sizes.get(i).and_then(|v| v.as_u64()).unwrap_or(0);
+    let height = (at(0).clamp(600, 1500) + at(1)) as u32;
+    c.set_window_size(1440, height).await.expect("resize");
+    let png = c.screenshot().await.expect("screenshot");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    std::fs::write(Path::new(&dir).join(format!("dashboard-{name}.png")), png)
+        .expect("write screenshot");
+    c.set_window_size(1440, 1000).await.expect("resize back");
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    let found = c
+        .wait()
+        .at_most(StdDuration::from_secs(10))
+        .for_element(Locator::Css(css))
+        .await;
+    match found {
+        Ok(e) => e.text().await.expect("text"),
+        Err(e) => {
+            let at = c.current_url().await.ok();
+            let page = c.source().await.unwrap_or_default();
+            panic!("no {css} on {at:?}: {e}\n{page}")
+        }
+    }
+}
+
+fn webhooks() -> OperationFilter {
+    OperationFilter {
+        kinds: vec!["webhook.deliver".into()],
+        ..OperationFilter::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    let seeded = seed(&store, 180).await;
+    let dead_webhooks = seeded.dead_webhooks.len() as u64;
+    assert!(
+        dead_webhooks > 20,
+        "the seed killed {dead_webhooks} webhooks"
+    );
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+
+    // The overview: the figures of `oprec stats` and the chart.
+    c.goto(&format!("{base}/")).await.expect("overview");
+    assert_eq!(text(&c, "main h1").await, "Overview");
+    let stats = store.stats().await.unwrap();
+    let dead_total = stats.by_status.get("dead").copied().unwrap_or(0);
+    let dead_card = text(&c, ".card.bad .card-v").await;
+    assert_eq!(dead_card.replace(',', ""), dead_total.to_string());
+    let chart = c
+        .find(Locator::Css("svg.chart"))
+        .await
+        .expect("the activity chart")
+        .attr("aria-label")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    assert!(chart.contains("promoted to dead"), "{chart}");
+    screenshot(&c, "overview").await;
+
+    // Filter the operations: dead webhooks.
+    c.goto(&format!("{base}/operations")).await.unwrap();
+    let form = c.form(Locator::Id("filters")).await.expect("filter form");
+    form.set_by_name("kind", "webhook.deliver").await.unwrap();
+    form.set_by_name("status", "dead").await.unwrap();
+    form.submit().await.expect("filter");
+    c.wait()
+        .at_most(StdDuration::from_secs(10))
+        .for_url(&url_of(&format!(
+            "{base}/operations?kind=webhook.deliver&status=dead"
+        )))
+        .await
+        .expect("filtered address");
+    let rows = c
+        .find_all(Locator::Css("#ops tbody tr"))
+        .await
+        .expect("rows");
+    assert_eq!(rows.len() as u64, dead_webhooks.min(50));
+    for r in &rows {
+        let t = r.text().await.unwrap();
+        assert!(t.contains("webhook.deliver") && t.contains("dead"), "{t}");
+    }
+    screenshot(&c, "operations").await;
+
+    // Open one: the record, the payload, the timeline, the error with its next action.
+    rows[0]
+        .find(Locator::Css("td a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let attempts = text(&c, "#attempts").await;
+    assert!(attempts.contains("Attempt 1"), "{attempts}");
+    assert!(attempts.contains("410 Gone"), "{attempts}");
+    assert!(text(&c, "#payload").await.contains("hooks.partner.example"));
+    assert!(
+        text(&c, ".errbox")
+            .await
+            .contains("ask the partner for the new endpoint")
+    );
+    screenshot(&c, "operation").await;
+
+    // Not signed in: the dry run shows, the confirmation asks to sign in.
+    c.goto(&format!("{base}/redrive?kind=webhook.deliver"))
+        .await
+        .unwrap();
+    assert!(text(&c, ".confirm").await.contains("Sign in"));
+    assert!(c.find(Locator::Id("redrive-form")).await.is_err());
+
+    // Sign in, then go through dead letters.
+    c.goto(&format!("{base}/login?next=%2Fdead")).await.unwrap();
+    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
+    login.set_by_name("name", "e2e-alice").await.unwrap();
+    login.set_by_name("token", TOKEN).await.unwrap();
+    login.submit().await.unwrap();
+    assert_eq!(text(&c, "main h1").await, "Dead letters");
+    assert_eq!(text(&c, ".session .who").await, "e2e-alice");
+    screenshot(&c, "dead-letters").await;
+    let mut review = None;
+    for row in c.find_all(Locator::Css("#groups tbody tr")).await.unwrap() {
+        if row.text().await.unwrap().contains("webhook.deliver") {
+            review = Some(row.find(Locator::Css("a.button")).await.unwrap());
+        }
+    }
+    review
+        .expect("a webhook.deliver group")
+        .click()
+        .await
+        .unwrap();
+
+    // The dry run: how many, and a sample of errors. Nothing changed yet.
+    assert_eq!(
+        text(&c, "#matched").await.replace(',', ""),
+        dead_webhooks.to_string()
+    );
+    assert!(text(&c, "#samples").await.contains("410 Gone"));
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Dead).await,
+        dead_webhooks
+    );
+    let form = c.form(Locator::Id("redrive-form")).await.unwrap();
+    form.set_by_name("rate", "600").await.unwrap();
+    form.set_by_name("note", "partner restored the endpoint (INC-412)")
+        .await
+        .unwrap();
+    screenshot(&c, "redrive-dry-run").await;
+    form.submit_with(Locator::Id("confirm-redrive"))
+        .await
+        .expect("confirm");
+
+    // The progress page, until it says done.
+    let mut finished = false;
+    for _ in 0..100 {
+        if let Ok(e) = c.find(Locator::Css("#job-status")).await
+            && e.attr("data-finished").await.ok().flatten().as_deref() == Some("true")
+        {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(150)).await;
+    }
+    assert!(finished, "the re-drive did not finish within 15 s");
+    assert_eq!(
+        text(&c, "#job-status").await,
+        format!("{dead_webhooks} of {dead_webhooks} re-driven")
+    );
+    assert!(text(&c, "#outcome").await.contains("pending"));
+    screenshot(&c, "redrive-progress").await;
+    c.close().await.expect("close the browser");
+
+    // In the database: re-driven in place, attempts reset, eligible times 0.1 s apart (600 a
+    // minute), and the audit log names the operator.
+    assert_eq!(count_in(&store, &webhooks(), Status::Dead).await, 0);
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Pending).await,
+        dead_webhooks
+    );
+    let mut eligible = Vec::new();
+    for id in &seeded.dead_webhooks {
+        let op = store.operation_get(*id).await.unwrap().unwrap().operation;
+        assert_eq!(op.status, Status::Pending);
+        assert_eq!(op.attempt, 0, "attempts reset");
+        assert_eq!(op.redrive_count, 1);
+        eligible.push(op.next_eligible_at);
+    }
+    eligible.sort();
+    let spread = *eligible.last().unwrap() - eligible[0];
+    let expected = Duration::milliseconds(100) * (dead_webhooks as i32 - 1);
+    assert!(
+        (spread - expected).num_milliseconds().abs() <= 5,
+        "eligible over {spread}, expected {expected}"
+    );
+    let audit = store.audit_list(5).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(audit[0].entry.actor, "dashboard:e2e-alice");
+    assert_eq!(audit[0].entry.action, "redrive");
+    assert_eq!(audit[0].entry.affected, dead_webhooks);
+    assert_eq!(
+        audit[0].entry.reason.as_deref(),
+        Some("partner restored the endpoint (INC-412)")
+    );
+}
+
+fn url_of(s: &str) -> url::Url {
+    url::Url::parse(s).expect("url")
+}
+
+/// The page another site serves: a form that posts to the dashboard by itself.
+async fn evil_site(target: String) -> String {
+    use axum::response::Html;
+    let page = format!(
+        r#"<!doctype html><html><body><form id="f" method="post" action="{target}/controls/pause">
+<input name="scope" value="kind"><input name="value" value="email.send"><input name="csrf" value="guess">
+<button type="submit">Win a prize</button></form></body></html>"#
+    );
+    let app = axum::Router::new().route("/", axum::routing::get(move || async move { Html(page) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    // `localhost` is another site than `127.0.0.1` to the browser.
+    format!("http://localhost:{port}/")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    seed(&store, 10).await;
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let evil = evil_site(base.clone()).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+    // Signed in on the dashboard, as a victim would be.
+    c.goto(&format!("{base}/login")).await.unwrap();
+    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
+    login.set_by_name("name", "victim").await.unwrap();
+    login.set_by_name("token", TOKEN).await.unwrap();
+    login.submit().await.unwrap();
+    assert_eq!(text(&c, ".session .who").await, "victim");
+    // The other site's form, submitted in the same browser.
+    c.goto(&evil).await.unwrap();
+    c.find(Locator::Css("#f button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let h1 = text(&c, "main h1").await;
+    assert_eq!(h1, "Cross-site request refused");
+    c.close().await.expect("close the browser");
+    assert!(
+        store.control_list().await.unwrap().is_empty(),
+        "nothing paused"
+    );
+    assert!(store.audit_list(5).await.unwrap().is_empty());
+}
