@@ -523,3 +523,142 @@ async fn a_missing_schema_reads_as_a_next_step_not_a_trace() {
         r.body
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
+    use oprec_core::Transport;
+    let store = fresh_store().await;
+    seed(&store, 20).await;
+    let transport = std::sync::Arc::new(oprec_runtime::MemoryTransport::new());
+    let pending_ids: Vec<_> = store
+        .operation_list(ListParams {
+            status: Some(Status::Pending),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.id)
+        .collect();
+    assert!(!pending_ids.is_empty());
+    transport.publish(&pending_ids).await.unwrap();
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.transport = Some(transport.clone());
+    d.transport_name = Some("memory://".into());
+    let app = d.router();
+    let (cookie, csrf) = sign_in(&app, "bob").await;
+    let same_origin = |path: &str| {
+        form_post(path)
+            .header(header::COOKIE, &cookie)
+            .header("sec-fetch-site", "same-origin")
+    };
+
+    // The transport page says how many wake-ups wait and how many operations stay pending.
+    let pending = pending_ids.len();
+    let page = get(&app, "/transport", Some(&cookie)).await;
+    assert!(
+        page.body
+            .contains(&format!(r#"id="depth">{pending} wake-ups waiting"#)),
+        "{}",
+        page.body
+    );
+    assert!(
+        page.body.contains(&format!(
+            "{pending} operations will remain pending in the store"
+        )),
+        "{}",
+        page.body
+    );
+    // Without the typed confirmation nothing is purged.
+    let r = post(
+        &app,
+        same_origin("/transport/purge"),
+        &format!("csrf={csrf}&confirm=yes"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(transport.depth().await.unwrap(), pending as u64);
+    let r = post(
+        &app,
+        same_origin("/transport/purge"),
+        &format!("csrf={csrf}&confirm=purge"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(
+        r.body.contains(&format!(
+            "Purged {pending} wake-ups from memory://; {pending} operations are still pending"
+        )),
+        "{}",
+        r.body
+    );
+    assert_eq!(transport.depth().await.unwrap(), 0);
+    assert_eq!(
+        count_in(&store, &OperationFilter::default(), Status::Pending).await,
+        pending as u64,
+        "no intent was lost"
+    );
+
+    // Quarantine: count, then confirm with a reason.
+    let emails = OperationFilter {
+        kinds: vec!["email.send".into()],
+        ..Default::default()
+    };
+    let waiting = count_in(&store, &emails, Status::Pending).await;
+    assert!(waiting > 0);
+    let page = get(&app, "/quarantine?kind=email.send", Some(&cookie)).await;
+    assert!(
+        page.body
+            .contains(&format!(r#"id="q-count">{waiting} pending operation"#)),
+        "{}",
+        page.body
+    );
+    let r = post(
+        &app,
+        same_origin("/quarantine"),
+        &format!("csrf={csrf}&kind=email.send&expected={waiting}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "a reason is needed");
+    assert_eq!(count_in(&store, &emails, Status::Pending).await, waiting);
+    let r = post(
+        &app,
+        same_origin("/quarantine"),
+        &format!("csrf={csrf}&kind=email.send&expected={waiting}&reason=smtp+relay+misrouted"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(count_in(&store, &emails, Status::Pending).await, 0);
+    let page = get(
+        &app,
+        &r.headers[header::LOCATION].to_str().unwrap().to_owned(),
+        Some(&cookie),
+    )
+    .await;
+    assert!(
+        page.body
+            .contains(&format!("Quarantined {waiting} operations")),
+        "{}",
+        page.body
+    );
+
+    let audit = store.audit_list(10).await.unwrap();
+    let got: Vec<(&str, &str, u64)> = audit
+        .iter()
+        .map(|a| {
+            (
+                a.entry.action.as_str(),
+                a.entry.actor.as_str(),
+                a.entry.affected,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("quarantine", "dashboard:bob", waiting),
+            ("transport_purge", "dashboard:bob", pending as u64)
+        ]
+    );
+}
