@@ -632,7 +632,7 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
     assert_eq!(count_in(&store, &emails, Status::Pending).await, 0);
     let page = get(
         &app,
-        &r.headers[header::LOCATION].to_str().unwrap().to_owned(),
+        r.headers[header::LOCATION].to_str().unwrap(),
         Some(&cookie),
     )
     .await;
