@@ -22,6 +22,7 @@ mod status;
 pub mod store;
 mod transition;
 pub mod transport;
+mod worker_record;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
@@ -38,3 +39,4 @@ pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::Store;
 pub use transition::{ClaimContext, RetryDecision, Transition};
 pub use transport::{AckToken, Delivery, Transport};
+pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};

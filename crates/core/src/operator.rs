@@ -9,7 +9,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::status::named_enum;
-use crate::{FailureClass, Operation, OperationId, Result, Status, Store, TerminalReason};
+use crate::{
+    FailureClass, Operation, OperationId, Result, Status, Store, TerminalReason, UnhandledKind,
+    WorkerBeatParams, WorkerRecord,
+};
 
 /// Which operations an operator action touches. Every field narrows; empty lists match all.
 /// Every value reaches SQL as a bind parameter.
@@ -293,6 +296,8 @@ pub struct StatsReport {
     pub backlog_age_seconds: Option<i64>,
     /// Non-terminal operations by age bucket of their creation time (<1h, 1h-1d, 1d-7d, >7d).
     pub backlog_by_age: BTreeMap<String, u64>,
+    /// Pending operations, per kind, that no live worker handles (see [`OperatorStore::worker_list`]).
+    pub unhandled: Vec<UnhandledKind>,
 }
 
 /// The pending operation most overdue.
@@ -409,4 +414,17 @@ pub trait OperatorStore: Store {
 
     /// Records that these promotions were announced.
     async fn operation_mark_alerted(&self, ids: Vec<OperationId>) -> Result<()>;
+
+    /// Registers a running worker, or refreshes its row (`last_seen_at` = now); see
+    /// [`WorkerRecord`](crate::WorkerRecord).
+    async fn worker_beat(&self, params: WorkerBeatParams) -> Result<()>;
+
+    /// Removes a worker's row (its clean shutdown); false when there was none.
+    async fn worker_remove(&self, id: &str) -> Result<bool>;
+
+    /// The workers seen within the last `seen_within`, by id.
+    async fn worker_list(&self, seen_within: Duration) -> Result<Vec<WorkerRecord>>;
+
+    /// Pending operations, per kind, whose kind no worker seen within `seen_within` handles.
+    async fn operation_unhandled(&self, seen_within: Duration) -> Result<Vec<UnhandledKind>>;
 }

@@ -15,6 +15,7 @@ mod dead_letter;
 mod executor;
 mod kind;
 mod memory;
+mod presence;
 mod reconciler;
 mod rescuer;
 mod scheduler;

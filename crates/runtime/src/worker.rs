@@ -12,6 +12,7 @@ use std::time::Duration;
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
     Clock, Operation, OperationId, OperatorStore, Store, SystemClock, Transition, Transport,
+    WorkerBeatParams,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -20,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::executor::Executor;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
-    StatsSnapshot, completer, dead_letter, reconciler, rescuer, scheduler,
+    StatsSnapshot, completer, dead_letter, presence, reconciler, rescuer, scheduler,
 };
 
 /// How a worker runs.
@@ -174,6 +175,19 @@ impl Worker {
         let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
         let maintenance_stop = CancellationToken::new();
         let mut maintenance = JoinSet::new();
+        // This worker's row in `workers`, removed only after the drain.
+        maintenance.spawn(presence::run(
+            self.operator.clone(),
+            WorkerBeatParams {
+                id: self.config.worker_id.clone(),
+                host: presence::host_name(),
+                pid: std::process::id(),
+                kinds: self.registry.names(),
+                code_version: self.config.code_version.clone(),
+                started_at: self.clock.now(),
+            },
+            maintenance_stop.clone(),
+        ));
         if self.config.run_maintenance {
             maintenance.spawn(rescuer::run(
                 self.store.clone(),

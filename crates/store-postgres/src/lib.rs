@@ -11,6 +11,7 @@ mod error;
 mod operator;
 mod row;
 mod store;
+mod workers;
 
 use std::sync::Arc;
 

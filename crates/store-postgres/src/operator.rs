@@ -10,7 +10,10 @@ use oprec_core::operator::{
     ReconcileDueParams, RedriveMode, RedriveParams, RedrivePreview, Redriven, ReleaseParams,
     Resolution, ResolveParams, StatsReport,
 };
-use oprec_core::{Error, Operation, OperationId, OperatorStore, Result, Status};
+use oprec_core::{
+    Error, Operation, OperationId, OperatorStore, Result, Status, UnhandledKind, WorkerBeatParams,
+    WorkerRecord,
+};
 use serde_json::Value;
 use sqlx::{Postgres, QueryBuilder, Row};
 use uuid::Uuid;
@@ -552,7 +555,29 @@ impl OperatorStore for PgStore {
         .await
         .map_err(backend_error)?;
         r.backlog_age_seconds = oldest_created.map(|t| (now - t).num_seconds());
+        r.unhandled = self
+            .operation_unhandled(chrono::Duration::seconds(oprec_core::WORKER_LIVE_SECS))
+            .await?;
         Ok(r)
+    }
+
+    async fn worker_beat(&self, params: WorkerBeatParams) -> Result<()> {
+        self.beat(params).await
+    }
+
+    async fn worker_remove(&self, id: &str) -> Result<bool> {
+        self.remove_worker(id).await
+    }
+
+    async fn worker_list(&self, seen_within: chrono::Duration) -> Result<Vec<WorkerRecord>> {
+        self.live_workers(seen_within).await
+    }
+
+    async fn operation_unhandled(
+        &self,
+        seen_within: chrono::Duration,
+    ) -> Result<Vec<UnhandledKind>> {
+        self.unhandled(seen_within).await
     }
 
     async fn audit_insert(&self, e: AuditEntry) -> Result<()> {

@@ -40,6 +40,7 @@ mod steps;
 mod store;
 mod time;
 mod wake;
+mod workers;
 mod write;
 
 use std::sync::Arc;

@@ -5,13 +5,16 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use oprec_core::operator::{
     ActivityMinute, AuditEntry, AuditRecord, Control, ControlScope, ControlSetParams,
     OperationFilter, QuarantineParams, ReconcileDueParams, RedriveParams, RedrivePreview, Redriven,
     ReleaseParams, ResolveParams, StatsReport,
 };
-use oprec_core::{Operation, OperationId, OperatorStore, Result, Status};
+use oprec_core::{
+    Operation, OperationId, OperatorStore, Result, Status, UnhandledKind, WorkerBeatParams,
+    WorkerRecord,
+};
 
 use crate::SqliteStore;
 
@@ -88,5 +91,21 @@ impl OperatorStore for SqliteStore {
 
     async fn operation_mark_alerted(&self, ids: Vec<OperationId>) -> Result<()> {
         self.mark_alerted(ids).await
+    }
+
+    async fn worker_beat(&self, params: WorkerBeatParams) -> Result<()> {
+        self.beat(params).await
+    }
+
+    async fn worker_remove(&self, id: &str) -> Result<bool> {
+        self.remove_worker(id).await
+    }
+
+    async fn worker_list(&self, seen_within: Duration) -> Result<Vec<WorkerRecord>> {
+        self.live_workers(seen_within).await
+    }
+
+    async fn operation_unhandled(&self, seen_within: Duration) -> Result<Vec<UnhandledKind>> {
+        self.unhandled(seen_within).await
     }
 }

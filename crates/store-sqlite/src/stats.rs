@@ -188,6 +188,9 @@ impl SqliteStore {
         r.backlog_age_seconds = oldest_created
             .map(|t| time::parse(&t).map(|t| (now - t).num_seconds()))
             .transpose()?;
+        r.unhandled = self
+            .unhandled(Duration::seconds(oprec_core::WORKER_LIVE_SECS))
+            .await?;
         Ok(r)
     }
 }

@@ -761,6 +761,7 @@ macro_rules! operator_conformance_tests {
             audit_log_keeps_every_action,
             dead_promotions_are_announced_once,
             activity_counts_attempts_and_deaths_per_minute,
+            workers_register_and_unhandled_kinds_show,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {
@@ -809,4 +810,96 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h:
         .unwrap();
     assert_eq!(recent.len(), 1, "only minutes since the given time");
     assert_eq!(recent[0].minute, t0 + Duration::minutes(2));
+}
+
+/// Workers register, beat and leave; pending operations of a kind no live worker handles are
+/// reported as unhandled (count, eligible, oldest), and only those.
+pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harness<S>) {
+    use oprec_core::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams};
+    let live = Duration::seconds(WORKER_LIVE_SECS);
+    let t0 = h.clock.now();
+    let beat = |id: &str, kinds: &[&str]| WorkerBeatParams {
+        id: id.to_owned(),
+        host: "host-1".to_owned(),
+        pid: 4242,
+        kinds: kinds.iter().map(|k| k.to_string()).collect(),
+        code_version: Some("v7".to_owned()),
+        started_at: t0,
+    };
+    let kinds_of = |u: &[UnhandledKind]| -> Vec<(String, u64, u64)> {
+        u.iter()
+            .map(|k| (k.kind.clone(), k.pending, k.eligible))
+            .collect()
+    };
+    let row = |k: &str, p: u64, e: u64| (k.to_owned(), p, e);
+
+    assert!(h.store.worker_list(live).await.unwrap().is_empty());
+    enqueue(&h, "a", EnqueueOptions::default()).await;
+    h.advance_secs(1);
+    enqueue(&h, "a", EnqueueOptions::default()).await;
+    let later = EnqueueOptions {
+        delay: Some(Duration::hours(1)),
+        ..EnqueueOptions::default()
+    };
+    enqueue(&h, "b", later).await;
+    let done = enqueue(&h, "c", EnqueueOptions::default()).await;
+    finish(&h, done, Transition::succeeded(None)).await;
+
+    // No worker: every pending operation is unhandled; finished ones never are.
+    let u = h.store.operation_unhandled(live).await.unwrap();
+    assert_eq!(kinds_of(&u), vec![row("a", 2, 2), row("b", 1, 0)]);
+    assert_eq!(u[0].oldest_created_at, t0);
+
+    // A worker for a (and x) leaves only b unhandled, in the stats too.
+    h.store
+        .worker_beat(beat("w1", &["x", "a", "a"]))
+        .await
+        .unwrap();
+    let w = h.store.worker_list(live).await.unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].id.as_str(), w[0].host.as_str(), w[0].pid, &w[0].kinds),
+        ("w1", "host-1", 4242, &vec!["a".to_owned(), "x".to_owned()])
+    );
+    assert_eq!(w[0].code_version.as_deref(), Some("v7"));
+    assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
+    let u = h.store.operation_unhandled(live).await.unwrap();
+    assert_eq!(kinds_of(&u), vec![row("b", 1, 0)]);
+    assert_eq!(h.store.stats().await.unwrap().unhandled, u);
+
+    // A heartbeat moves last_seen_at and keeps one row.
+    h.advance_secs(30);
+    h.store.worker_beat(beat("w1", &["a", "x"])).await.unwrap();
+    let w = h.store.worker_list(live).await.unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
+
+    // Silent past the TTL: gone from the list, and a is unhandled again.
+    h.advance_secs(WORKER_LIVE_SECS + 1);
+    assert!(h.store.worker_list(live).await.unwrap().is_empty());
+    h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
+    let u = h.store.operation_unhandled(live).await.unwrap();
+    assert_eq!(kinds_of(&u), vec![row("a", 2, 2)]);
+    let ids: Vec<String> = h
+        .store
+        .worker_list(Duration::hours(1))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
+    assert_eq!(ids, vec!["w1".to_owned(), "w2".to_owned()]);
+
+    // A claimed operation is not pending, so not unhandled.
+    h.store.worker_beat(beat("w2", &["b", "a"])).await.unwrap();
+    h.advance_secs(3600);
+    h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
+    let claimed = h.claim_all("w2").await;
+    assert_eq!(claimed.len(), 3);
+    assert!(h.store.operation_unhandled(live).await.unwrap().is_empty());
+
+    // A clean shutdown removes the row, once.
+    assert!(h.store.worker_remove("w2").await.unwrap());
+    assert!(!h.store.worker_remove("w2").await.unwrap());
+    assert!(h.store.worker_list(live).await.unwrap().is_empty());
 }
