@@ -98,3 +98,30 @@ impl IntoResponse for AppError {
 pub(crate) async fn not_found() -> AppError {
     AppError::not_found("There is no page here. The pages are listed at the top.")
 }
+
+/// A handler that panicked (a bug): the person gets a sentence, the log gets the message.
+pub(crate) fn panicked(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let detail = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    AppError::internal(detail).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_reads_as_a_sentence_not_its_message() {
+        let res = panicked(Box::new("index out of bounds at src/secret.rs:12"));
+        assert_eq!(res.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = axum::body::to_bytes(res.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains("Something went wrong"));
+        assert!(!body.contains("secret.rs"), "{body}");
+    }
+}

@@ -102,6 +102,9 @@ impl Dashboard {
             .route("/assets/style.css", get(style))
             .route("/assets/app.js", get(script))
             .fallback(error::not_found)
+            .layer(tower_http::catch_panic::CatchPanicLayer::custom(
+                error::panicked,
+            ))
             .layer(axum::middleware::from_fn(security::refuse_cross_site))
             .layer(axum::middleware::from_fn(security::headers))
             .with_state(state)
