@@ -5,14 +5,20 @@ use chrono::{DateTime, Duration, Utc};
 
 use crate::exit::BadInput;
 
+/// `text` as messages quote it: cut to 64 characters, so a 100 KB value is not echoed whole.
+fn shown(text: &str) -> String {
+    crate::output::cut(text, 64)
+}
+
 /// Parses the value of `flag` as a duration.
 pub(crate) fn parse(flag: &str, text: &str) -> Result<Duration, BadInput> {
+    let shown = shown(text);
     let std = humantime::parse_duration(text.trim()).map_err(|e| {
         BadInput(format!(
-            "{flag} {text:?} is not a duration ({e}); write it like 90s, 5m or 48h"
+            "{flag} {shown:?} is not a duration ({e}); write it like 90s, 5m or 48h"
         ))
     })?;
-    Duration::from_std(std).map_err(|_| BadInput(format!("{flag} {text:?} is too long")))
+    Duration::from_std(std).map_err(|_| BadInput(format!("{flag} {shown:?} is too long")))
 }
 
 /// Parses the value of `flag` as a positive duration.
@@ -30,23 +36,25 @@ pub(crate) fn deadline(
     text: &str,
     now: DateTime<Utc>,
 ) -> Result<DateTime<Utc>, BadInput> {
+    let shown = shown(text);
     if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
         return Ok(t.with_timezone(&Utc));
     }
     let d = parse(flag, text).map_err(|_| {
         BadInput(format!(
-            "{flag} {text:?} is neither a duration (90s, 5m, 48h) nor an RFC 3339 time \
+            "{flag} {shown:?} is neither a duration (90s, 5m, 48h) nor an RFC 3339 time \
              (2026-01-05T09:00:00Z)"
         ))
     })?;
     // A duration of a few hundred thousand years is a duration, but no time is that far ahead.
     now.checked_add_signed(d)
-        .ok_or_else(|| BadInput(format!("{flag} {text:?} is too far in the future")))
+        .ok_or_else(|| BadInput(format!("{flag} {shown:?} is too far in the future")))
 }
 
 /// A time in the past, as a filter bound: an RFC 3339 time, or a duration meaning "that long
 /// before `now`" (`--since 2h`).
 pub(crate) fn ago(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, BadInput> {
+    let shown = shown(text);
     if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
         return Ok(t.with_timezone(&Utc));
     }
@@ -55,7 +63,7 @@ pub(crate) fn ago(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime
         .and_then(|d| now.checked_sub_signed(d))
         .ok_or_else(|| {
             BadInput(format!(
-                "{flag} {text:?} is neither a duration meaning \"that long ago\" (90s, 5m, 48h) \
+                "{flag} {shown:?} is neither a duration meaning \"that long ago\" (90s, 5m, 48h) \
                  nor an RFC 3339 time (2026-01-05T09:00:00Z)"
             ))
         })
@@ -67,10 +75,11 @@ pub(crate) fn future(
     text: &str,
     now: DateTime<Utc>,
 ) -> Result<DateTime<Utc>, BadInput> {
+    let shown = shown(text);
     let t = deadline(flag, text, now)?;
     if t <= now {
         return Err(BadInput(format!(
-            "{flag} {text:?} is not in the future (now is {})",
+            "{flag} {shown:?} is not in the future (now is {})",
             now.format("%Y-%m-%dT%H:%M:%SZ")
         )));
     }
@@ -90,13 +99,14 @@ pub(crate) fn human(d: Duration) -> String {
 
 /// A ladder: comma-separated whole seconds, the n-th being the delay before attempt n.
 pub(crate) fn ladder(flag: &str, text: &str) -> Result<Vec<i64>, BadInput> {
+    let shown = shown(text);
     let rungs = text
         .split(',')
         .map(|s| s.trim().parse::<u32>().map(i64::from))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| {
             BadInput(format!(
-                "{flag} {text:?} is not a list of whole seconds like 0,1,2,4"
+                "{flag} {shown:?} is not a list of whole seconds like 0,1,2,4"
             ))
         })?;
     if rungs.is_empty() {

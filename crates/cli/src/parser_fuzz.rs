@@ -28,6 +28,7 @@ fn operator_text() -> impl Strategy<Value = String> {
         "[0-9, -]{0,30}",
         "\\PC{0,40}",
         ".{0,40}",
+        "[0-9a-z%]{300,3000}",
     ]
 }
 
@@ -46,6 +47,8 @@ proptest! {
         ] {
             if let Err(e) = result {
                 prop_assert!(e.0.starts_with("--"), "the message names no flag: {}", e.0);
+                // The value is quoted cut short, never echoed whole.
+                prop_assert!(e.0.len() < 400, "the message is {} bytes long", e.0.len());
             }
         }
     }

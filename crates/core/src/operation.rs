@@ -216,6 +216,23 @@ impl NewOperation {
         {
             return invalid("idempotency key must be 1 to 1000 characters".into());
         }
+        // PostgreSQL keeps no NUL in text or jsonb; refused here, every store takes the same input.
+        if kind.contains('\0')
+            || options
+                .idempotency_key
+                .as_ref()
+                .is_some_and(|k| k.contains('\0'))
+        {
+            return invalid(
+                "the kind and the idempotency key must not contain NUL characters".into(),
+            );
+        }
+        if contains_nul(&payload) {
+            return invalid(
+                "the payload contains a NUL character (\\u0000), which the stores cannot keep"
+                    .into(),
+            );
+        }
         if options.max_attempts == Some(0) {
             return invalid("max attempts must be positive".into());
         }
@@ -265,6 +282,16 @@ impl NewOperation {
     }
 }
 
+/// Whether any string or key in `v` holds a NUL character.
+fn contains_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(contains_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +317,25 @@ mod tests {
         };
         let err = NewOperation::new("k", Value::Null, &policy(), options, now).unwrap_err();
         assert!(err.to_string().contains("too far in the future"), "{err}");
+    }
+
+    #[test]
+    fn nul_characters_are_refused_on_every_store() {
+        // Found by hostile_filters: PostgreSQL's jsonb refused `\u0000` as a backend error while
+        // SQLite stored it.
+        let now = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        let new = |payload: Value, key: Option<&str>| {
+            let options = EnqueueOptions {
+                idempotency_key: key.map(str::to_owned),
+                ..EnqueueOptions::default()
+            };
+            NewOperation::new("k", payload, &policy(), options, now)
+        };
+        let err = new(serde_json::json!({"a": [1, {"b": "x\u{0}y"}]}), None).unwrap_err();
+        assert!(err.to_string().contains("NUL character"), "{err}");
+        assert!(new(serde_json::json!({"a\u{0}": 1}), None).is_err());
+        assert!(new(serde_json::json!({}), Some("a\u{0}b")).is_err());
+        assert!(new(serde_json::json!({"a": "\\u0000"}), Some("k")).is_ok());
     }
 
     #[test]

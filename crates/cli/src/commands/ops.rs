@@ -12,7 +12,7 @@ use crate::output::{self, Table, cut};
 /// Parses an operation id given as `what`.
 fn parse_id(what: &str, text: &str) -> anyhow::Result<OperationId> {
     text.parse()
-        .map_err(|_| bad(format!("{what} {text:?} is not an operation id (a UUID such as 0194c2a1-7b3e-7c4d-9a2b-3f1e5d6c7b8a)")))
+        .map_err(|_| bad(format!("{what} {:?} is not an operation id (a UUID such as 0194c2a1-7b3e-7c4d-9a2b-3f1e5d6c7b8a)", cut(text, 64))))
 }
 
 /// `attempt/max` or just `attempt`.
