@@ -19,6 +19,7 @@ use crate::commands::reconcile::ReconcileCommand;
 use crate::commands::redrive::RedriveArgs;
 use crate::commands::simulate::SimulateCommand;
 use crate::commands::stats::StatsArgs;
+use crate::commands::workers::WorkersArgs;
 
 /// The store used when neither `--database-url` nor `OPREC_DATABASE_URL` says otherwise.
 pub(crate) const DEFAULT_DATABASE_URL: &str = "sqlite://oprec.db?mode=rwc";
@@ -110,6 +111,8 @@ pub(crate) enum Command {
     Stats(StatsArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
+    /// The workers running now, the kinds each handles, and pending kinds none of them handles.
+    Workers(WorkersArgs),
     /// Serve the operator web dashboard (loopback; actions need the operator token).
     Dashboard(DashboardArgs),
     /// Import a legacy queue (a Redis list or an AMQP queue of JSON jobs) as operations.
@@ -155,7 +158,7 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "KIND")]
     pub kind: String,
 
-    /// The payload, as JSON (at most 256 KiB).
+    /// The payload, as JSON (at most --max-payload-bytes).
     #[arg(long, value_name = "JSON")]
     pub payload: Option<String>,
 
@@ -179,6 +182,12 @@ pub(crate) struct EnqueueArgs {
     /// Enqueue N copies, in batches of 1,000.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+
+    /// Refuse a payload larger than this many bytes of JSON; nothing is stored. Store large
+    /// inputs elsewhere and enqueue a reference.
+    #[arg(long, value_name = "BYTES", env = "OPREC_MAX_PAYLOAD_BYTES",
+          default_value_t = oprec::DEFAULT_MAX_PAYLOAD_BYTES)]
+    pub max_payload_bytes: usize,
 
     /// Print the result as JSON.
     #[arg(long)]

@@ -17,6 +17,7 @@ pub(crate) mod simulate;
 pub(crate) mod stats;
 mod transport;
 mod worker;
+pub(crate) mod workers;
 
 use crate::cli::{Cli, Command, OpsCommand, TransportCommand};
 use reconcile::ReconcileCommand;
@@ -46,6 +47,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
         Command::Stats(a) => stats::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
+        Command::Workers(a) => workers::run(g, a).await,
         Command::Dashboard(a) => dashboard::run(g, a).await,
         Command::Import(a) => import::run(g, a).await,
         Command::Bench(a) => bench::run(g, a).await,

@@ -2,7 +2,8 @@
 //! (the seed article's retry observations): operations by status, pending by failure class,
 //! attempts per success, the most overdue eligible operation, dead per kind with their promotion
 //! rate and by code version, unknown outcomes awaiting reconciliation, attempts by dependency,
-//! and backlog age. `--json` prints the store's `StatsReport` as it is.
+//! backlog age, and pending work of kinds no live worker handles (unhandled). `--json` prints the
+//! store's `StatsReport` as it is.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -148,6 +149,7 @@ fn render(r: &StatsReport, url: &str) -> String {
     if !r.backlog_by_age.is_empty() {
         out.push_str(&counts(&r.backlog_by_age, &AGE_BUCKETS, "empty"));
     }
+    out.push_str(&crate::commands::workers::unhandled_text(&r.unhandled));
     out
 }
 
@@ -167,6 +169,7 @@ mod tests {
             "reconciling",
             "attempts in the last hour by dependency",
             "backlog",
+            "unhandled",
         ] {
             assert!(text.contains(line), "{line}: {text}");
         }

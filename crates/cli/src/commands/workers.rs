@@ -1,0 +1,85 @@
+//! `oprec workers`: the workers running now (seen within a minute) and the kinds each handles,
+//! then the pending work of kinds that none of them handles.
+
+use clap::Args;
+use oprec::WORKER_LIVE_SECS;
+
+use crate::backend::{Backend, store_error};
+use crate::cli::Global;
+use crate::output::{self, Table, count};
+
+/// `oprec workers`.
+#[derive(Debug, Args)]
+pub(crate) struct WorkersArgs {
+    /// Print the workers and the unhandled kinds as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Lists live workers.
+pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()> {
+    let backend = Backend::connect(&global.database_url).await?;
+    let live = chrono::Duration::seconds(WORKER_LIVE_SECS);
+    let workers = backend.store.worker_list(live).await.map_err(store_error)?;
+    let unhandled = backend
+        .store
+        .operation_unhandled(live)
+        .await
+        .map_err(store_error)?;
+    if args.json {
+        return output::json(&serde_json::json!({
+            "workers": workers,
+            "unhandled": unhandled,
+            "live_within_seconds": WORKER_LIVE_SECS,
+        }));
+    }
+    let mut out = if workers.is_empty() {
+        format!("no worker seen in the last {WORKER_LIVE_SECS} s\n")
+    } else {
+        let mut t = Table::new(&[
+            "WORKER",
+            "HOST",
+            "PID",
+            "VERSION",
+            "STARTED",
+            "LAST SEEN",
+            "KINDS",
+        ]);
+        for w in &workers {
+            t.row(vec![
+                w.id.clone(),
+                w.host.clone(),
+                w.pid.to_string(),
+                w.code_version.clone().unwrap_or_else(|| "-".into()),
+                output::time(w.started_at),
+                output::time(w.last_seen_at),
+                w.kinds.join(", "),
+            ]);
+        }
+        t.render("")
+    };
+    out.push_str(&unhandled_text(&unhandled));
+    output::text(&out)
+}
+
+/// The unhandled kinds as a short section (shared with `oprec stats`).
+pub(crate) fn unhandled_text(unhandled: &[oprec::UnhandledKind]) -> String {
+    let mut out =
+        "\nunhandled (pending operations of a kind no live worker handles; nobody claims them)\n"
+            .to_owned();
+    if unhandled.is_empty() {
+        out.push_str("  none\n");
+        return out;
+    }
+    let mut t = Table::new(&["KIND", "PENDING", "ELIGIBLE", "OLDEST ENQUEUED"]);
+    for u in unhandled {
+        t.row(vec![
+            u.kind.clone(),
+            count(u.pending),
+            count(u.eligible),
+            output::time(u.oldest_created_at),
+        ]);
+    }
+    out.push_str(&t.render("  "));
+    out
+}
