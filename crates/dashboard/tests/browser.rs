@@ -1,6 +1,7 @@
 //! End-to-end tests in headless Chromium, driven through chromedriver with fantoccini: an
 //! operator loads the overview, filters operations, opens one, signs in, re-drives dead
 //! operations through the dry run and the confirmation, and the database shows them re-driven;
+//! then pauses and resumes a dependency;
 //! a form posted from another site is refused in the browser too.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/test installs them). A missing
@@ -173,7 +174,24 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         dead_webhooks > 20,
         "the seed killed {dead_webhooks} webhooks"
     );
-    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    // A broker with a wake-up for each pending operation, so the overview shows its depth.
+    let transport = std::sync::Arc::new(oprec_runtime::MemoryTransport::new());
+    let pending = store
+        .operation_list(oprec_core::store::ListParams {
+            status: Some(Status::Pending),
+            limit: 1000,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = pending.iter().map(|o| o.id).collect();
+    oprec_core::Transport::publish(transport.as_ref(), &ids)
+        .await
+        .unwrap();
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.transport = Some(transport);
+    d.transport_name = Some("memory://".into());
+    let base = serve(d).await;
     let driver = start_driver(&chromedriver).await;
     let c = browser(&driver, &chromium).await;
 
@@ -304,6 +322,33 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     );
     assert!(text(&c, "#outcome").await.contains("pending"));
     screenshot(&c, "redrive-progress").await;
+
+    // Pause a dependency from the controls page, then resume it.
+    c.goto(&format!("{base}/controls")).await.unwrap();
+    let pause = c.form(Locator::Id("pause-form")).await.unwrap();
+    pause.set_by_name("scope", "dependency").await.unwrap();
+    pause.set_by_name("value", "stripe").await.unwrap();
+    pause.set_by_name("until", "2h").await.unwrap();
+    pause
+        .set_by_name("reason", "stripe degraded (status page incident)")
+        .await
+        .unwrap();
+    pause.submit().await.unwrap();
+    assert!(text(&c, "#notice").await.starts_with("Paused."));
+    assert!(text(&c, "#controls").await.contains("stripe"));
+    let controls = store.control_list().await.unwrap();
+    assert_eq!(controls.len(), 1);
+    assert_eq!(controls[0].value, "stripe");
+    assert_eq!(controls[0].actor, "dashboard:e2e-alice");
+    screenshot(&c, "controls").await;
+    c.find(Locator::Css("#controls button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(text(&c, "#notice").await.starts_with("Resumed"));
+    assert!(store.control_list().await.unwrap().is_empty());
     c.close().await.expect("close the browser");
 
     // In the database: re-driven in place, attempts reset, eligible times 0.1 s apart (600 a
@@ -329,12 +374,22 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         "eligible over {spread}, expected {expected}"
     );
     let audit = store.audit_list(5).await.unwrap();
-    assert_eq!(audit.len(), 1);
-    assert_eq!(audit[0].entry.actor, "dashboard:e2e-alice");
-    assert_eq!(audit[0].entry.action, "redrive");
-    assert_eq!(audit[0].entry.affected, dead_webhooks);
+    let actions: Vec<(&str, &str)> = audit
+        .iter()
+        .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
+        .collect();
     assert_eq!(
-        audit[0].entry.reason.as_deref(),
+        actions,
+        vec![
+            ("resume", "dashboard:e2e-alice"),
+            ("pause", "dashboard:e2e-alice"),
+            ("redrive", "dashboard:e2e-alice")
+        ]
+    );
+    let redrive = &audit[2].entry;
+    assert_eq!(redrive.affected, dead_webhooks);
+    assert_eq!(
+        redrive.reason.as_deref(),
         Some("partner restored the endpoint (INC-412)")
     );
 }
