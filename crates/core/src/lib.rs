@@ -29,7 +29,9 @@ pub use error::{Error, Result};
 pub use failure::{Failure, FailureClass, OperationError};
 pub use id::OperationId;
 pub use ladder::{Exponential, Jitter, Ladder};
-pub use operation::{Attempt, EnqueueOptions, NewOperation, Operation, OperationDetail};
+pub use operation::{
+    Attempt, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, NewOperation, Operation, OperationDetail,
+};
 pub use operator::OperatorStore;
 pub use outcome::Outcome;
 pub use policy::{

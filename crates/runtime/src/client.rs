@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use oprec_core::store::Enqueued;
 use oprec_core::{
-    Clock, EnqueueOptions, Error, NewOperation, OperationId, Result, Store, SystemClock, Transport,
+    Clock, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, Error, NewOperation, OperationId, Result,
+    Store, SystemClock, Transport,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -25,6 +26,7 @@ pub struct Client {
     registry: Arc<Registry>,
     clock: Arc<dyn Clock>,
     stats: Arc<Stats>,
+    max_payload_bytes: usize,
 }
 
 impl std::fmt::Debug for Client {
@@ -49,7 +51,16 @@ impl Client {
             registry,
             clock: Arc::new(SystemClock),
             stats: Arc::new(Stats::default()),
+            max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
         }
+    }
+
+    /// Refuses payloads larger than `bytes` of JSON at enqueue (default
+    /// [`DEFAULT_MAX_PAYLOAD_BYTES`], 256 KiB): a large input belongs elsewhere, referenced by the
+    /// payload.
+    pub fn with_max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
+        self
     }
 
     /// Uses `clock` for enqueue times.
@@ -94,7 +105,16 @@ impl Client {
         }
         let mut ops = payloads
             .into_iter()
-            .map(|p| NewOperation::new(kind, p, k.policy(), options.clone(), now))
+            .map(|p| {
+                NewOperation::with_payload_limit(
+                    kind,
+                    p,
+                    k.policy(),
+                    options.clone(),
+                    now,
+                    self.max_payload_bytes,
+                )
+            })
             .collect::<Result<Vec<_>>>()?;
         if self.transport.is_some() {
             for op in ops.iter_mut().filter(|o| o.next_eligible_at <= now) {

@@ -76,7 +76,8 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
     let policy = DemoPolicy::default().retry_policy()?;
     let registry = demo_kinds::registry(&policy, EffectTable::new(backend.concrete.clone()));
     let transport = backend::transport(&global.transport)?;
-    let client = Client::new(backend.store.clone(), transport, Arc::new(registry));
+    let client = Client::new(backend.store.clone(), transport, Arc::new(registry))
+        .with_max_payload_bytes(args.max_payload_bytes);
 
     let Some(count) = args.count else {
         let e = client
