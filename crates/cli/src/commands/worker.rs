@@ -137,7 +137,7 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;
     let effects = EffectTable::new(backend.concrete.clone());
-    effects.create().await?;
+    effects.ensure().await?;
     let registry = Arc::new(demo_kinds::registry(&policy, effects));
     let transport = backend::transport(&global.transport)?;
     let worker_id = config.worker_id.clone();

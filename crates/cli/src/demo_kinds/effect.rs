@@ -40,7 +40,36 @@ impl EffectTable {
         EffectTable { store }
     }
 
-    /// Creates the table if it is missing.
+    /// Whether the table is there (a catalog read, so a role without DDL rights may ask).
+    async fn exists(&self) -> anyhow::Result<bool> {
+        Ok(match &self.store {
+            ConcreteStore::Sqlite(s) => sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'demo_effects'",
+            )
+            .fetch_one(s.pool())
+            .await?
+                > 0,
+            ConcreteStore::Postgres(s) => {
+                sqlx::query_scalar::<_, bool>("SELECT to_regclass('demo_effects') IS NOT NULL")
+                    .fetch_one(s.pool())
+                    .await?
+            }
+        })
+    }
+
+    /// Makes sure the table is there: `oprec migrate` creates it, so a worker running as a role
+    /// without DDL rights only reads the catalog; a store migrated some other way (the
+    /// library's `migrate`) gets it created here, when the role may.
+    pub(crate) async fn ensure(&self) -> anyhow::Result<()> {
+        if self.exists().await? {
+            return Ok(());
+        }
+        self.create().await.map_err(|e| {
+            e.context("the demo_effects table is missing and cannot be created: run `oprec migrate` as the schema's owner")
+        })
+    }
+
+    /// Creates the table if it is missing (DDL: `oprec migrate` calls it).
     pub(crate) async fn create(&self) -> anyhow::Result<()> {
         match &self.store {
             ConcreteStore::Sqlite(s) => sqlx::query(CREATE).execute(s.pool()).await?,
