@@ -44,8 +44,8 @@ use crate::schema::Database;
 use crate::transport::TransportSpec;
 
 /// The program that works the drain and latency phases: usually the running `oprec` binary. The
-/// benchmark appends `--database-url URL --transport URL worker --demo --exit-when-idle
-/// --concurrency C`.
+/// benchmark appends `worker --demo --exit-when-idle --concurrency C` and passes the URLs in
+/// `OPREC_DATABASE_URL` and `OPREC_TRANSPORT_URL` (not on the command line, where `ps` shows them).
 #[derive(Clone, Debug)]
 pub struct WorkerCommand {
     /// The executable.
@@ -54,8 +54,8 @@ pub struct WorkerCommand {
     pub args: Vec<String>,
 }
 
-/// What to measure, and how much.
-#[derive(Clone, Debug)]
+/// What to measure, and how much. Its `Debug` masks the database password.
+#[derive(Clone)]
 pub struct BenchConfig {
     /// The PostgreSQL database (`postgres://...`); each phase gets a fresh schema in it.
     pub database_url: String,
@@ -79,6 +79,29 @@ pub struct BenchConfig {
     pub ceiling_secs: u64,
     /// The worker process.
     pub worker: WorkerCommand,
+}
+
+impl std::fmt::Debug for BenchConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let transports: Vec<String> = self
+            .transports
+            .iter()
+            .map(|t| oprec::redact_url(t))
+            .collect();
+        f.debug_struct("BenchConfig")
+            .field("database_url", &oprec::redact_url(&self.database_url))
+            .field("ops", &self.ops)
+            .field("concurrency", &self.concurrency)
+            .field("transports", &transports)
+            .field("producers", &self.producers)
+            .field("single_ops", &self.single_ops)
+            .field("latency_rate", &self.latency_rate)
+            .field("latency_secs", &self.latency_secs)
+            .field("finished_rows", &self.finished_rows)
+            .field("ceiling_secs", &self.ceiling_secs)
+            .field("worker", &self.worker)
+            .finish()
+    }
 }
 
 impl BenchConfig {

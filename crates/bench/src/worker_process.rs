@@ -60,12 +60,12 @@ impl WorkerProcess {
     ) -> Result<Self> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
-            .args(["--database-url", database_url, "--transport", transport_url])
             .args(["worker", "--demo", "--concurrency"])
             .arg(concurrency.to_string())
             .args(exit_when_idle.then_some("--exit-when-idle"))
-            .env_remove("OPREC_DATABASE_URL")
-            .env_remove("OPREC_TRANSPORT_URL")
+            // In the environment, not on the command line, which any user can read in `ps`.
+            .env("OPREC_DATABASE_URL", database_url)
+            .env("OPREC_TRANSPORT_URL", transport_url)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

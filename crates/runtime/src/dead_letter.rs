@@ -79,11 +79,23 @@ impl DeadLetterSink for TracingSink {
 }
 
 /// Posts each announcement as JSON to a URL; any non-2xx answer or transport error is retried on
-/// a later pass.
-#[derive(Clone, Debug)]
+/// a later pass. Its `Debug` and its errors never show a password in the URL.
+#[derive(Clone)]
 pub struct WebhookSink {
     url: reqwest::Url,
     client: reqwest::Client,
+}
+
+impl std::fmt::Debug for WebhookSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut shown = self.url.clone();
+        if shown.password().is_some() {
+            let _ = shown.set_password(Some("***"));
+        }
+        f.debug_struct("WebhookSink")
+            .field("url", &shown.as_str())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WebhookSink {
@@ -107,7 +119,14 @@ impl WebhookSink {
 #[async_trait]
 impl DeadLetterSink for WebhookSink {
     async fn announce(&self, a: &DeadLetter) -> anyhow::Result<()> {
-        let resp = self.client.post(self.url.clone()).json(a).send().await?;
+        // reqwest's errors quote the URL, password and all: leave it out.
+        let resp = self
+            .client
+            .post(self.url.clone())
+            .json(a)
+            .send()
+            .await
+            .map_err(reqwest::Error::without_url)?;
         anyhow::ensure!(
             resp.status().is_success(),
             "webhook answered {}",
