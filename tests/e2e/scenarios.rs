@@ -190,6 +190,10 @@ pub async fn garbage_frames_are_counted_and_work_goes_on(rig: Rig) {
     let report = running.stop().await;
     assert_eq!(report.stats.garbage_frames, garbage.len() as u64);
     assert_eq!(Counters::get(&counters.noop), 20);
+    // Acknowledged: nothing is left waiting or unacknowledged on the broker.
+    if let Some(t) = &rig.transport {
+        assert_eq!(t.depth().await.expect("depth"), 0, "garbage left on the broker");
+    }
 }
 
 /// Retries climb the ladder (0, 1, 1 s) through the scheduler and end in success; the remote id
