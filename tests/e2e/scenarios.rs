@@ -192,7 +192,11 @@ pub async fn garbage_frames_are_counted_and_work_goes_on(rig: Rig) {
     assert_eq!(Counters::get(&counters.noop), 20);
     // Acknowledged: nothing is left waiting or unacknowledged on the broker.
     if let Some(t) = &rig.transport {
-        assert_eq!(t.depth().await.expect("depth"), 0, "garbage left on the broker");
+        assert_eq!(
+            t.depth().await.expect("depth"),
+            0,
+            "garbage left on the broker"
+        );
     }
 }
 
