@@ -183,6 +183,33 @@ fn dead_table(r: &StatsReport) -> String {
     t
 }
 
+/// The live workers: who runs which kinds, on which code version.
+fn workers_list(
+    workers: &[oprec_core::WorkerRecord],
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    if workers.is_empty() {
+        return format!(
+            r#"<p class="muted" id="workers">No worker seen in the last {} s.</p>"#,
+            oprec_core::WORKER_LIVE_SECS
+        );
+    }
+    let mut t = String::from(r#"<table class="kv" id="workers">"#);
+    for w in workers {
+        let _ = write!(
+            t,
+            r#"<tr><td><span class="mono">{}</span><div class="muted small">{} · {} · seen {}</div></td><td class="small">{}</td></tr>"#,
+            esc(&w.id),
+            esc(&w.host),
+            esc(w.code_version.as_deref().unwrap_or("no version")),
+            when(w.last_seen_at, now),
+            esc(&w.kinds.join(", "))
+        );
+    }
+    t.push_str("</table>");
+    t
+}
+
 /// `GET /`.
 pub(crate) async fn page(
     state: State,
@@ -199,6 +226,11 @@ pub(crate) async fn page(
         .await
         .map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
+    let workers = state
+        .store
+        .worker_list(Duration::seconds(oprec_core::WORKER_LIVE_SECS))
+        .await
+        .map_err(store)?;
     let depth = match &state.transport {
         Some(t) => Some(t.depth().await),
         None => None,
@@ -227,6 +259,24 @@ pub(crate) async fn page(
                 ))
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if !r.unhandled.is_empty() {
+        let _ = write!(
+            b,
+            r#"<p class="notice bad" id="unhandled"><strong>No live worker handles:</strong> {} — these wait until a worker that registers their kind runs.</p>"#,
+            r.unhandled
+                .iter()
+                .map(|u| format!(
+                    r#"<a href="/operations{}">{}</a> ({} pending, {} eligible, oldest created {})"#,
+                    esc(&query(&[("kind", &u.kind), ("status", "pending")])),
+                    esc(&u.kind),
+                    count(u.pending),
+                    count(u.eligible),
+                    when(u.oldest_created_at, now)
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
         );
     }
     b.push_str(&figures(&r));
@@ -283,7 +333,8 @@ pub(crate) async fn page(
     };
     let _ = write!(
         b,
-        r#"<section class="panel"><h2>Transport</h2>{transport}</section>"#
+        r#"<section class="panel"><h2>Transport</h2>{transport}<h2>Workers</h2>{}</section>"#,
+        workers_list(&workers, now)
     );
     b.push_str("</div>");
 

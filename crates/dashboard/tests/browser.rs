@@ -174,6 +174,28 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         dead_webhooks > 20,
         "the seed killed {dead_webhooks} webhooks"
     );
+    // Two live workers, as `oprec worker` registers them.
+    for (id, host) in [("worker-a7f3", "app-1"), ("worker-b210", "app-2")] {
+        store
+            .worker_beat(oprec_core::WorkerBeatParams {
+                id: id.into(),
+                host: host.into(),
+                pid: 4100,
+                kinds: [
+                    "email.send",
+                    "payment.capture",
+                    "invoice.render",
+                    "webhook.deliver",
+                    "shipment.create",
+                ]
+                .map(String::from)
+                .to_vec(),
+                code_version: Some("v1.9.0".into()),
+                started_at: chrono::Utc::now() - Duration::hours(3),
+            })
+            .await
+            .unwrap();
+    }
     // A broker with a wake-up for each pending operation, so the overview shows its depth.
     let transport = std::sync::Arc::new(oprec_runtime::MemoryTransport::new());
     let pending = store
@@ -211,6 +233,11 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .unwrap()
         .unwrap_or_default();
     assert!(chart.contains("promoted to dead"), "{chart}");
+    assert!(text(&c, "#workers").await.contains("worker-b210"));
+    assert!(
+        c.find(Locator::Id("unhandled")).await.is_err(),
+        "every kind has a worker"
+    );
     screenshot(&c, "overview").await;
 
     // Filter the operations: dead webhooks.

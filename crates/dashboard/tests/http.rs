@@ -259,6 +259,13 @@ async fn without_a_token_the_dashboard_is_read_only() {
     let overview = get(&app, "/", None).await;
     assert_eq!(overview.status, StatusCode::OK);
     assert!(overview.body.contains("read-only"));
+    // No worker ran the seeded backlog: the overview says so first.
+    assert!(
+        overview.body.contains(r#"id="unhandled""#),
+        "{}",
+        overview.body
+    );
+    assert!(overview.body.contains("No worker seen"));
     let preview = get(&app, "/redrive?kind=webhook.deliver", None).await;
     assert_eq!(preview.status, StatusCode::OK);
     assert!(
