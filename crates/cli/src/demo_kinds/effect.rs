@@ -1,7 +1,8 @@
 //! `demo.effect`: serves the exactly-once tests, which compare effects with executions. Every
 //! execution counts a call in `demo_effects` (on the store's own database); the row's existence
 //! is the effect, inserted once per effect key. Then the attempt succeeds with the effect key as
-//! the remote id.
+//! the remote id. The effect being keyed, a failure to record the remote id after it is
+//! transient (a retry cannot repeat it), and the reconcile hook answers by looking the key up.
 //!
 //! The payload (an object; `{}` for none of them) may hold pauses, so that a fault test can kill
 //! or stop the worker at a known point of the attempt:
@@ -15,7 +16,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use oprec::{Context, Failure, Kind, RetryPolicy};
+use oprec::{Context, Failure, Kind, Reconciled, RetryPolicy};
 use serde::Deserialize;
 
 use super::DEPENDENCY;
@@ -90,6 +91,25 @@ impl EffectTable {
         Ok(())
     }
 
+    /// Whether the effect for `key` exists.
+    async fn has_effect(&self, key: &str) -> Result<bool, sqlx::Error> {
+        let n: i64 = match &self.store {
+            ConcreteStore::Sqlite(s) => {
+                sqlx::query_scalar("SELECT count(*) FROM demo_effects WHERE effect_key = ?1")
+                    .bind(key)
+                    .fetch_one(s.pool())
+                    .await?
+            }
+            ConcreteStore::Postgres(s) => {
+                sqlx::query_scalar("SELECT count(*) FROM demo_effects WHERE effect_key = $1")
+                    .bind(key)
+                    .fetch_one(s.pool())
+                    .await?
+            }
+        };
+        Ok(n > 0)
+    }
+
     /// Counts one call for `key`, creating the effect on the first.
     async fn record(&self, key: &str) -> Result<(), sqlx::Error> {
         let now = Utc::now().to_rfc3339();
@@ -139,6 +159,7 @@ impl Pauses {
 
 /// The kind.
 pub(super) fn kind(policy: &RetryPolicy, table: EffectTable) -> Kind {
+    let lookup = table.clone();
     Kind::new(
         "demo.effect",
         policy.clone(),
@@ -152,10 +173,27 @@ pub(super) fn kind(policy: &RetryPolicy, table: EffectTable) -> Kind {
                     .await
                     .map_err(|e| Failure::transient(format!("could not record the effect: {e}")))?;
                 p.pause(ctx.attempt(), p.sleep_after_ms).await;
-                ctx.set_remote_id(ctx.effect_key()).await?;
+                ctx.set_remote_id(ctx.effect_key()).await.map_err(|e| {
+                    Failure::transient(format!(
+                        "could not record the remote id (the effect is keyed: a retry cannot \
+                         repeat it): {e}"
+                    ))
+                })?;
                 Ok(())
             }
         },
     )
+    .reconcile(move |ctx: Context, _payload: serde_json::Value| {
+        let table = lookup.clone();
+        async move {
+            match table.has_effect(ctx.effect_key()).await {
+                Ok(true) => Reconciled::Applied {
+                    remote_id: Some(ctx.effect_key().to_owned()),
+                },
+                Ok(false) => Reconciled::NotApplied,
+                Err(_) => Reconciled::StillUnknown,
+            }
+        }
+    })
     .dependency(DEPENDENCY)
 }

@@ -124,5 +124,6 @@ mod tests {
         assert_eq!(reg.names(), NAMES);
         assert!(reg.kinds().all(|k| k.dependency_name() == Some(DEPENDENCY)));
         assert!(reg.get("demo.flaky").unwrap().can_reconcile());
+        assert!(reg.get("demo.effect").unwrap().can_reconcile());
     }
 }

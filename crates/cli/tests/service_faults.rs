@@ -1,0 +1,379 @@
+//! Service faults in the middle of a run, on private servers (`oprec_testkit::services`) so the
+//! shared PostgreSQL, Redis and RabbitMQ are never touched:
+//!
+//! - PostgreSQL stopped for a few seconds and started again: the workers reconnect by themselves,
+//!   nothing is left `running`, every operation finishes;
+//! - Redis killed and started empty (a restart without persistence), and the RabbitMQ node
+//!   restarted: every operation still finishes, re-woken by the scheduler within its re-wake
+//!   interval of the broker's return;
+//! - the broker down for a minute (Redis, RabbitMQ): `oprec enqueue` still commits, and the work
+//!   resumes once it is back.
+//!
+//! Each run is `demo.effect` operations (20 ms before the effect) under two worker processes; at
+//! the end every operation has succeeded with exactly one effect row and one attempt row per
+//! attempt, the last one succeeded.
+
+#![cfg(unix)]
+
+mod common;
+mod rig;
+
+use std::time::{Duration, Instant};
+
+use oprec_testkit::services::{PrivatePostgres, PrivateRabbit, PrivateRedis};
+use rig::{Proc, Rig, RigKind, Servers, poll};
+
+/// The payload: long enough that a run lasts a few seconds, and a fault lands in its middle.
+const PAYLOAD: &str = r#"{"sleep_before_ms": 20}"#;
+
+/// Two workers with a re-wake interval of `rewake`, one started after the other (both create
+/// `demo_effects` at start-up).
+fn workers(rig: &Rig, rewake: &str) -> Vec<Proc> {
+    ["sfa", "sfb"]
+        .iter()
+        .map(|name| {
+            let mut w = rig.spawn(
+                name,
+                &[
+                    "worker",
+                    "--demo",
+                    "--lease",
+                    "3s",
+                    "--concurrency",
+                    "4",
+                    "--rewake-after",
+                    rewake,
+                ],
+            );
+            w.wait_until_up();
+            w
+        })
+        .collect()
+}
+
+fn enqueue(rig: &Rig, n: i64) {
+    let v = rig.oprec_json(&[
+        "enqueue",
+        "--kind",
+        "demo.effect",
+        "--payload",
+        PAYLOAD,
+        "--count",
+        &n.to_string(),
+        "--json",
+    ]);
+    assert_eq!(v["created"], n, "{v}");
+}
+
+fn succeeded(rig: &Rig) -> i64 {
+    rig.scalar("SELECT count(*) FROM operations WHERE status = 'succeeded'")
+}
+
+/// The database's clock, in milliseconds since the epoch.
+fn db_now_ms(rig: &Rig) -> i64 {
+    rig.scalar("SELECT CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)")
+}
+
+/// Waits (60 s at most) until at least `n` operations have succeeded: the run is under way.
+fn wait_for_progress(rig: &Rig, n: i64) {
+    let going = poll(Duration::from_secs(60), Duration::from_millis(50), || {
+        (succeeded(rig) >= n).then_some(())
+    });
+    assert!(
+        going.is_some(),
+        "the run never got going: {:?}",
+        rig.statuses()
+    );
+}
+
+/// What the end of a run showed.
+struct Tally {
+    attempts: i64,
+    vanished: i64,
+    errors: i64,
+}
+
+/// Waits (up to `limit`) for all `ops` operations to end, checks the workers are still alive,
+/// stops them with SIGTERM, and asserts the run's end state: all succeeded, none running, one
+/// effect each, the history complete.
+fn finish(rig: &Rig, workers: &mut [Proc], ops: i64, limit: Duration) -> Tally {
+    let done = poll(limit, Duration::from_millis(200), || {
+        (succeeded(rig) == ops).then_some(())
+    });
+    assert!(
+        done.is_some(),
+        "not every operation finished in {limit:?}: {:?}",
+        rig.statuses()
+    );
+    for w in workers.iter_mut() {
+        assert!(
+            matches!(w.child.try_wait(), Ok(None)),
+            "{} exited during the fault: {}",
+            w.name,
+            w.stderr()
+        );
+        w.sigterm();
+        let Some(status) = w.wait_for_exit(Duration::from_secs(30)) else {
+            panic!("{} did not stop after SIGTERM", w.name);
+        };
+        assert!(status.success(), "{}: {status}", w.name);
+    }
+    assert_eq!(rig.statuses(), [("succeeded".to_owned(), ops)]);
+    assert_eq!(rig.running(), 0);
+    let effects = rig.scalar("SELECT count(*) FROM demo_effects");
+    let matched = rig.scalar(
+        "SELECT count(*) FROM operations o JOIN demo_effects e ON e.effect_key = o.remote_id",
+    );
+    assert_eq!(
+        (effects, matched),
+        (ops, ops),
+        "one effect row per operation"
+    );
+    let incomplete = rig.scalar(
+        "SELECT count(*) FROM operations o WHERE o.attempt <> \
+         (SELECT count(DISTINCT a.attempt) FROM operation_attempts a WHERE a.operation_id = o.id)",
+    );
+    assert_eq!(incomplete, 0, "an attempt without its history row");
+    let last_not_success = rig.scalar(
+        "SELECT count(*) FROM operation_attempts a JOIN operations o ON o.id = a.operation_id \
+         WHERE a.attempt = o.attempt AND a.outcome <> 'succeeded'",
+    );
+    assert_eq!(last_not_success, 0);
+    let outcome = |o: &str| {
+        rig.scalar(&format!(
+            "SELECT count(*) FROM operation_attempts WHERE outcome = '{o}'"
+        ))
+    };
+    Tally {
+        attempts: rig.scalar("SELECT count(*) FROM operation_attempts"),
+        vanished: outcome("vanished"),
+        errors: outcome("error"),
+    }
+}
+
+/// Item 3: PostgreSQL stopped (fast shutdown: every session cut) in the middle of a run, down for
+/// 3 s, started again. The workers reconnect on their own and both claim again; nothing is left
+/// running; every operation finishes once.
+#[test]
+fn postgres_restarted_mid_run() {
+    const OPS: i64 = 1500;
+    let pg = PrivatePostgres::start();
+    let rig = Rig::on(
+        RigKind::PostgresRedis,
+        "postgres_restarted_mid_run",
+        Servers {
+            postgres: pg.url(),
+            ..Servers::shared()
+        },
+    );
+    enqueue(&rig, OPS);
+    let mut ws = workers(&rig, "3s");
+    wait_for_progress(&rig, OPS / 5);
+    let at_stop = succeeded(&rig);
+    pg.stop();
+    std::thread::sleep(Duration::from_secs(3));
+    pg.start_again();
+    let back = db_now_ms(&rig);
+    let tally = finish(&rig, &mut ws, OPS, Duration::from_secs(120));
+    // Both workers reconnected: each claimed again after the restart.
+    for name in ["sfa", "sfb"] {
+        let claims = rig.scalar(&format!(
+            "SELECT count(*) FROM operation_attempts WHERE worker_id LIKE '{name}-%' \
+             AND claimed_at > to_timestamp({back} / 1000.0)"
+        ));
+        assert!(claims > 0, "{name} claimed nothing after the restart");
+    }
+    rig.report(&format!(
+        "faults injected 1 PostgreSQL restart (down 3 s, {at_stop} of {OPS} done before), \
+         operations {OPS}, lost 0, duplicate effects 0, running left 0, attempts {} \
+         ({} vanished, {} failed on the outage and retried)",
+        tally.attempts, tally.vanished, tally.errors
+    ));
+    drop(rig);
+    drop(pg);
+}
+
+/// The broker-restart scenario (item 4): `restart` kills the broker in the middle of a run and
+/// brings it back; with a re-wake interval of 3 s, the scheduler re-wakes what the broker lost,
+/// and the first claim after the broker's return comes within that interval (plus a second of
+/// slack for a loaded machine).
+fn broker_restarted_mid_run(rig: &Rig, what: &str, restart: impl FnOnce()) {
+    const OPS: i64 = 1500;
+    const REWAKE_S: i64 = 3;
+    enqueue(rig, OPS);
+    let mut ws = workers(rig, &format!("{REWAKE_S}s"));
+    wait_for_progress(rig, OPS / 5);
+    let at_restart = succeeded(rig);
+    let down = db_now_ms(rig);
+    restart();
+    let back = db_now_ms(rig);
+    let tally = finish(rig, &mut ws, OPS, Duration::from_secs(120));
+    // Operations claimed after the broker's return were woken after it went down: by the
+    // scheduler (nothing else publishes; the enqueues were all before).
+    let claimed_after = rig.scalar(&format!(
+        "SELECT count(*) FROM operations WHERE attempt > 0 AND updated_at > to_timestamp({back} / 1000.0)"
+    ));
+    let stale_wake = rig.scalar(&format!(
+        "SELECT count(*) FROM operation_attempts a JOIN operations o ON o.id = a.operation_id \
+         WHERE a.claimed_at > to_timestamp({back} / 1000.0) \
+           AND (o.last_woken_at IS NULL OR o.last_woken_at < to_timestamp({down} / 1000.0))"
+    ));
+    assert!(
+        claimed_after > 0,
+        "the restart came after the run (at {at_restart} of {OPS})"
+    );
+    assert_eq!(
+        stale_wake, 0,
+        "claimed after the broker's return without a wake-up after its loss"
+    );
+    let first_claim = rig.scalar(&format!(
+        "SELECT CAST(extract(epoch FROM min(claimed_at)) * 1000 AS BIGINT) FROM operation_attempts \
+         WHERE claimed_at > to_timestamp({back} / 1000.0)"
+    ));
+    let waited_ms = first_claim - back;
+    assert!(
+        waited_ms <= (REWAKE_S + 1) * 1000,
+        "the first claim after the broker's return came {waited_ms} ms later, past the \
+         re-wake interval of {REWAKE_S} s"
+    );
+    rig.report(&format!(
+        "faults injected 1 {what}, down {:.1} s ({at_restart} of {OPS} done before), operations \
+         {OPS}, lost 0, duplicate effects 0, first claim {waited_ms} ms after the return \
+         (re-wake interval {REWAKE_S} s), attempts {} ({} vanished, {} failed)",
+        (back - down) as f64 / 1000.0,
+        tally.attempts,
+        tally.vanished,
+        tally.errors
+    ));
+}
+
+/// Item 4, Redis: killed and started empty (its stream, group and wake-ups gone).
+#[test]
+fn redis_restarted_without_persistence_mid_run() {
+    let mut redis = PrivateRedis::start();
+    let url = redis.url();
+    let rig = Rig::on(
+        RigKind::PostgresRedis,
+        "redis_restarted_without_persistence_mid_run",
+        Servers {
+            redis: url,
+            ..Servers::shared()
+        },
+    );
+    broker_restarted_mid_run(&rig, "Redis restart without persistence", || {
+        redis.restart();
+    });
+    drop(rig);
+}
+
+/// Item 4, RabbitMQ: the node stopped and started again (every connection cut).
+#[test]
+fn rabbitmq_restarted_mid_run() {
+    let mut rabbit = PrivateRabbit::start();
+    let url = rabbit.url();
+    let rig = Rig::on(
+        RigKind::PostgresAmqp,
+        "rabbitmq_restarted_mid_run",
+        Servers {
+            amqp: url,
+            ..Servers::shared()
+        },
+    );
+    broker_restarted_mid_run(&rig, "RabbitMQ node restart", || {
+        rabbit.restart();
+    });
+    drop(rig);
+}
+
+/// Item 5: the broker down for a minute in the middle of a run. Enqueues made meanwhile commit
+/// (exit 0, the rows there at once); when it is back, everything finishes.
+fn broker_down_for_a_minute(rig: &Rig, what: &str, stop: impl FnOnce(), start: impl FnOnce()) {
+    const OPS: i64 = 2000;
+    const DURING: i64 = 100;
+    const DOWN: Duration = Duration::from_secs(60);
+    enqueue(rig, OPS);
+    let mut ws = workers(rig, "3s");
+    wait_for_progress(rig, OPS / 10);
+    let at_stop = succeeded(rig);
+    let stopped = Instant::now();
+    stop();
+    // Enqueues while the broker is down: each commits, and quickly.
+    let mut slowest = Duration::ZERO;
+    for _ in 0..5 {
+        let t = Instant::now();
+        enqueue(rig, DURING / 5);
+        slowest = slowest.max(t.elapsed());
+    }
+    let total = OPS + DURING;
+    assert_eq!(
+        rig.scalar("SELECT count(*) FROM operations"),
+        total,
+        "enqueues during the outage committed"
+    );
+    let rest = DOWN.saturating_sub(stopped.elapsed());
+    std::thread::sleep(rest);
+    let down_for = stopped.elapsed();
+    let at_return = succeeded(rig);
+    assert!(
+        at_return < total,
+        "nothing was left to resume: the outage came too late in the run"
+    );
+    start();
+    let back = Instant::now();
+    let tally = finish(rig, &mut ws, total, Duration::from_secs(120));
+    rig.report(&format!(
+        "faults injected 1 {what} outage of {:.0} s ({DURING} enqueued during it, slowest batch \
+         {:.1} s; {at_stop} of {OPS} done when it began, {at_return} of {total} at its return), \
+         operations {total}, lost 0, duplicate effects 0, all done {:.1} s after its return, attempts {} ({} vanished, {} failed)",
+        down_for.as_secs_f64(),
+        slowest.as_secs_f64(),
+        back.elapsed().as_secs_f64(),
+        tally.attempts,
+        tally.vanished,
+        tally.errors
+    ));
+}
+
+/// Item 5, Redis.
+#[test]
+fn redis_unreachable_for_a_minute() {
+    let redis = std::cell::RefCell::new(PrivateRedis::start());
+    let url = redis.borrow().url();
+    let rig = Rig::on(
+        RigKind::PostgresRedis,
+        "redis_unreachable_for_a_minute",
+        Servers {
+            redis: url,
+            ..Servers::shared()
+        },
+    );
+    broker_down_for_a_minute(
+        &rig,
+        "Redis",
+        || redis.borrow_mut().stop(),
+        || redis.borrow_mut().start_again(),
+    );
+    drop(rig);
+}
+
+/// Item 5, RabbitMQ.
+#[test]
+fn rabbitmq_unreachable_for_a_minute() {
+    let rabbit = std::cell::RefCell::new(PrivateRabbit::start());
+    let url = rabbit.borrow().url();
+    let rig = Rig::on(
+        RigKind::PostgresAmqp,
+        "rabbitmq_unreachable_for_a_minute",
+        Servers {
+            amqp: url,
+            ..Servers::shared()
+        },
+    );
+    broker_down_for_a_minute(
+        &rig,
+        "RabbitMQ",
+        || rabbit.borrow_mut().stop(),
+        || rabbit.borrow_mut().start_again(),
+    );
+    drop(rig);
+}
