@@ -287,6 +287,10 @@ fn every_filter_is_safe(o: &Oprec, db: &dyn Snapshot) {
         (&["reconcile", "resolve", "--applied", "--json"], |_| false),
         (&["audit", "--json", "--limit"], |_| false),
         (&["pause", "--json", "--class"], |_| false),
+        (&["pause", "--json", "--kind", "k", "--until"], |_| false),
+        (&["enqueue", "--payload", "{}", "--json", "--kind"], |_| {
+            false
+        }),
     ];
     let mut values: Vec<Vec<u8>> = hostile().into_iter().map(String::into_bytes).collect();
     values.push(b"\xff\xfe'; DROP TABLE operations; --".to_vec());
@@ -303,10 +307,18 @@ fn every_filter_is_safe(o: &Oprec, db: &dyn Snapshot) {
     }
     // Kinds and dependencies are open-ended names: a pause on a hostile one is stored as the
     // literal text (in scope of nothing) and resumed, or refused.
-    for flag in ["--kind", "--dependency"] {
+    let controls: [(&[&str], &str); 3] = [
+        (&["pause", "--json", "--kind"], "--kind"),
+        (&["pause", "--json", "--dependency"], "--dependency"),
+        (
+            &["postpone", "--until", "1h", "--json", "--dependency"],
+            "--dependency",
+        ),
+    ];
+    for (set, flag) in controls {
         for v in &values {
             let value = OsStr::from_bytes(v);
-            let paused = refused_or_empty(o, &["pause", "--json", flag], value, |v| {
+            let paused = refused_or_empty(o, set, value, |v| {
                 v["in_scope"] == 0 && v["control"]["value"].is_string()
             });
             match paused {

@@ -49,7 +49,7 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
     if !demo_kinds::NAMES.contains(&args.kind.as_str()) {
         return Err(bad(format!(
             "unknown kind {:?}; this CLI knows the demo kinds: {}",
-            args.kind,
+            output::cut(&args.kind, 64),
             demo_kinds::NAMES.join(", ")
         )));
     }
