@@ -194,9 +194,10 @@ fn postgres_restarted_mid_run() {
 }
 
 /// The broker-restart scenario (item 4): `restart` kills the broker in the middle of a run and
-/// brings it back; with a re-wake interval of 3 s, the scheduler re-wakes what the broker lost,
-/// and the first claim after the broker's return comes within that interval (plus a second of
-/// slack for a loaded machine).
+/// brings it back. With a re-wake interval of 3 s the scheduler (a pass a second) re-wakes what the
+/// broker lost: every claim after the return follows a wake-up made after the loss, and the first
+/// comes within the re-wake interval, the scheduler's pass, the consumer's retry pause (0.5 s) and
+/// 1.5 s of slack for a loaded machine.
 fn broker_restarted_mid_run(rig: &Rig, what: &str, restart: impl FnOnce()) {
     const OPS: i64 = 1500;
     const REWAKE_S: i64 = 3;
@@ -232,7 +233,7 @@ fn broker_restarted_mid_run(rig: &Rig, what: &str, restart: impl FnOnce()) {
     ));
     let waited_ms = first_claim - back;
     assert!(
-        waited_ms <= (REWAKE_S + 1) * 1000,
+        waited_ms <= (REWAKE_S + 3) * 1000,
         "the first claim after the broker's return came {waited_ms} ms later, past the \
          re-wake interval of {REWAKE_S} s"
     );
