@@ -2,7 +2,8 @@
 //! TLS with verification: `postgres://...?sslmode=verify-full&sslrootcert=CA`, `rediss://`,
 //! `amqps://`. Then real handshakes, with a certificate authority made for the test (openssl):
 //! a private PostgreSQL cluster with `ssl = on` that refuses connections without TLS, and a
-//! private `redis-server` on a TLS port, each reached by the `oprec` binary and by the library.
+//! private `redis-server` on a TLS port and a private RabbitMQ node with a TLS listener, reached by
+//! the `oprec` binary (PostgreSQL also by the library).
 //! Verification must hold: a server whose certificate does not name the host, or is not signed
 //! by the given CA, is refused.
 
@@ -13,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{Oprec, Run, bin};
-use oprec_testkit::services::{PrivatePostgres, PrivateRedis, free_port};
+use oprec_testkit::services::{PrivatePostgres, PrivateRabbit, PrivateRedis, free_port, port_open};
 use sqlx::postgres::{PgConnectOptions, PgSslMode};
 
 /// A certificate authority, a server certificate it signed for `localhost` only (no IP
@@ -100,6 +101,14 @@ impl Pki {
             "-extfile",
             "server.ext",
         ]);
+        // Readable by a server running as another user (RabbitMQ runs as `rabbitmq` under root).
+        use std::os::unix::fs::PermissionsExt;
+        for entry in std::fs::read_dir(dir.path()).expect("list the PKI folder") {
+            let path = entry.expect("an entry").path();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        }
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
         Pki { dir }
     }
 
@@ -367,6 +376,81 @@ fn rediss_verifies_the_server_and_refuses_the_wrong_one() {
         ),
     ] {
         let run = depth(&url, &trust);
+        assert_eq!(run.code, Some(1), "connected despite {why}: {run:?}");
+        assert!(run.stderr.contains(needle), "{why}: {run:?}");
+    }
+}
+
+#[test]
+fn amqps_verifies_the_server_and_refuses_the_wrong_one() {
+    let pki = Pki::new();
+    let ssl_port = free_port();
+    let file = |name: &str| shown(&pki.path(name));
+    let _rabbit = PrivateRabbit::builder()
+        .config_line(&format!("listeners.ssl.default = 127.0.0.1:{ssl_port}"))
+        .config_line(&format!("ssl_options.cacertfile = {}", file("ca.crt")))
+        .config_line(&format!("ssl_options.certfile = {}", file("server.crt")))
+        .config_line(&format!("ssl_options.keyfile = {}", file("server.key")))
+        .config_line("ssl_options.verify = verify_none")
+        .config_line("ssl_options.fail_if_no_peer_cert = false")
+        .start();
+    let began = std::time::Instant::now();
+    while !port_open(ssl_port) {
+        assert!(
+            began.elapsed() < Duration::from_secs(60),
+            "no TLS listener on {ssl_port}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let sqlite = Oprec::migrated();
+    let ca = pki.path("ca.crt");
+    let oprec = |url: &str, trust: &Path, args: &[&str]| {
+        let out = sqlite
+            .command(&[&["--transport", url][..], args].concat())
+            .env("SSL_CERT_FILE", trust)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run oprec");
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+
+    // A verified TLS session carries the wake-ups.
+    let good = format!("amqps://guest:guest@localhost:{ssl_port}/%2f?queue=oprec.tls");
+    let depth = ["transport", "depth", "--json"];
+    assert_eq!(oprec(&good, &ca, &depth).json()["depth"], 0);
+    oprec(
+        &good,
+        &ca,
+        &["enqueue", "--kind", "demo.noop", "--payload", "{}"],
+    )
+    .ok();
+    assert_eq!(oprec(&good, &ca, &depth).json()["depth"], 1);
+
+    for (url, trust, why, needle) in [
+        (
+            format!("amqps://guest:guest@127.0.0.1:{ssl_port}/%2f?queue=oprec.tls"),
+            ca.clone(),
+            "a certificate for another host",
+            "not valid for name",
+        ),
+        (
+            good.clone(),
+            pki.path("other-ca.crt"),
+            "a certificate from another CA",
+            "UnknownIssuer",
+        ),
+        (
+            format!("amqp://guest:guest@localhost:{ssl_port}/%2f?queue=oprec.tls"),
+            ca.clone(),
+            "no TLS",
+            "failed",
+        ),
+    ] {
+        let run = oprec(&url, &trust, &depth);
         assert_eq!(run.code, Some(1), "connected despite {why}: {run:?}");
         assert!(run.stderr.contains(needle), "{why}: {run:?}");
     }
