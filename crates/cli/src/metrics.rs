@@ -109,6 +109,10 @@ const GAUGES: &[(&str, &str)] = &[
         "oprec_backlog_operations",
         "Unfinished operations by age of their creation time.",
     ),
+    (
+        "oprec_unhandled_operations",
+        "Pending operations of a kind no live worker handles, per kind.",
+    ),
 ];
 
 /// The worker's counters: name, help, and where the value comes from.
@@ -218,6 +222,12 @@ fn record_figures(labelled: &mut Labelled, r: &StatsReport) {
         &r.attempts_last_hour_by_dependency,
     );
     labelled.set("oprec_backlog_operations", "age", &r.backlog_by_age);
+    let unhandled: BTreeMap<String, u64> = r
+        .unhandled
+        .iter()
+        .map(|u| (u.kind.clone(), u.pending))
+        .collect();
+    labelled.set("oprec_unhandled_operations", "kind", &unhandled);
     gauge!("oprec_reconciling_operations").set(r.reconciling as f64);
     if let Some(a) = r.attempts_per_success {
         gauge!("oprec_attempts_per_success").set(a);

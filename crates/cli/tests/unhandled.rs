@@ -1,8 +1,8 @@
 //! An operation of a kind no running worker knows (issue 6, item 9): a producer that knows
 //! `nobody.knows` enqueues it, a demo worker (which does not) runs beside it: the operation is
 //! never claimed (pending, attempt 0), `oprec stats` reports it as unhandled, and
-//! `oprec workers` lists the live worker and its kinds; after the worker stops cleanly, its row
-//! is gone.
+//! `oprec workers` lists the live worker and its kinds, the worker's metrics carry it as
+//! `oprec_unhandled_operations{kind}`; after the worker stops cleanly, its row is gone.
 
 mod background;
 mod common;
@@ -46,6 +46,18 @@ fn enqueue_unknown_kind(url: &str) -> String {
     })
 }
 
+/// The worker's Prometheus text, if it answers.
+fn metrics(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.starts_with("HTTP/1.1 200").then_some(text)
+}
+
 /// Polls `f` until it is true, up to 30 s.
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let began = Instant::now();
@@ -72,7 +84,19 @@ fn a_kind_no_worker_knows_stays_pending_and_shows_as_unhandled() {
         "{before}"
     );
 
-    let worker = Background::start(&o, &["--transport", "poll", "worker", "--demo"]);
+    let port = oprec_testkit::services::free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--metrics-listen",
+            &listen,
+        ],
+    );
     wait_until("the demo operation to succeed", || {
         o.show(&known)["operation"]["status"] == "succeeded"
     });
@@ -115,6 +139,12 @@ fn a_kind_no_worker_knows_stays_pending_and_shows_as_unhandled() {
         listing.contains("demo.noop") && listing.contains("nobody.knows"),
         "{listing}"
     );
+
+    // And as a gauge, per kind.
+    let series = r#"oprec_unhandled_operations{kind="nobody.knows"} 1"#;
+    wait_until("the unhandled gauge", || {
+        metrics(port).is_some_and(|t| t.lines().any(|l| l == series))
+    });
 
     worker.stop();
     let op = o.show(&unknown);
