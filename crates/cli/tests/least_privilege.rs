@@ -133,6 +133,15 @@ fn the_runtime_role_works_without_ddl_rights() {
     // The owner migrates.
     let owner = Oprec::with_url(url_as(&base, &roles.owner));
     owner.run(&["migrate"]).ok();
+    // The README's optional step: the runtime role never reads the migrations' own table.
+    let revoke = format!(
+        "REVOKE ALL ON {}._sqlx_migrations FROM {}",
+        roles.schema, roles.runtime
+    );
+    roles
+        .rt
+        .block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(revoke)).execute(&roles.admin))
+        .expect("revoke on _sqlx_migrations");
 
     // The runtime role does everything else.
     let o = Oprec::with_url(url_as(&base, &roles.runtime));
