@@ -159,11 +159,12 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     let db = Database::connect(&config.database_url).await?;
     let machine = machine::describe(&db).await?;
     progress(&format!(
-        "machine: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={})",
+        "machine: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={}, {})",
         machine.cpus,
         machine.memory_bytes as f64 / (1u64 << 30) as f64,
         machine.postgres_version,
-        machine.synchronous_commit
+        machine.synchronous_commit,
+        machine.connection()
     ));
 
     if !db.checkpoints {

@@ -18,6 +18,21 @@ pub struct Machine {
     pub synchronous_commit: String,
     /// `SHOW shared_buffers`.
     pub shared_buffers: String,
+    /// Whether the benchmark's connections are encrypted (`pg_stat_ssl` of its own session).
+    /// With `sslmode` unset it is `prefer`, as in libpq: TLS whenever the server offers it, even
+    /// on loopback, which costs the bulk phases (batched enqueue) a good part of their speed.
+    pub tls: bool,
+}
+
+impl Machine {
+    /// How the benchmark reaches PostgreSQL, for the report's first line.
+    pub fn connection(&self) -> &'static str {
+        if self.tls {
+            "connections over TLS"
+        } else {
+            "connections unencrypted"
+        }
+    }
 }
 
 /// `MemTotal` from `/proc/meminfo`, in bytes.
@@ -44,5 +59,9 @@ pub(crate) async fn describe(db: &Database) -> Result<Machine> {
         postgres_version: show("server_version").await?,
         synchronous_commit: show("synchronous_commit").await?,
         shared_buffers: show("shared_buffers").await?,
+        tls: sqlx::query_scalar("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_optional(&db.admin)
+            .await?
+            .unwrap_or(false),
     })
 }

@@ -197,12 +197,13 @@ impl BenchReport {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "oprec bench: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={}, shared_buffers={})",
+            "oprec bench: {} CPUs, {:.1} GiB, PostgreSQL {} (synchronous_commit={}, shared_buffers={}, {})",
             m.cpus,
             m.memory_bytes as f64 / (1u64 << 30) as f64,
             m.postgres_version,
             m.synchronous_commit,
-            m.shared_buffers
+            m.shared_buffers,
+            m.connection()
         );
         let _ = writeln!(
             t,

@@ -24,10 +24,13 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     ]
     .join(",");
     let schemas_before = bench_schemas(&database);
+    // Unencrypted on purpose, and the report must say so (`sslmode` unset would be `prefer`).
+    let sep = if database.contains('?') { '&' } else { '?' };
+    let plain = format!("{database}{sep}sslmode=disable");
     let dir = tempfile::tempdir().unwrap();
     let out_file = dir.path().join("bench.json");
     let out = common::bin()
-        .args(["--database-url", &database, "bench", "--json"])
+        .args(["--database-url", &plain, "bench", "--json"])
         .args(["--ops", "300", "--concurrency", "50", "--producers", "2"])
         .args(["--latency-rate", "100", "--latency-secs", "1"])
         .args(["--finished-rows", "20000", "--ceiling-secs", "1"])
@@ -49,6 +52,7 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
             .unwrap(),
         "--out writes the same report"
     );
+    assert_eq!(r["machine"]["tls"], false, "sslmode=disable: {}", r["machine"]);
     assert!(r["ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(r["enqueue_batched"]["ops"], 300);
     assert!(r["enqueue_single"]["ops_per_sec"].as_f64().unwrap() > 0.0);

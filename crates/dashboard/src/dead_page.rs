@@ -17,7 +17,9 @@ use oprec_core::{FailureClass, Status, TerminalReason};
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
-use crate::html::{Nav, Page, badge, count, esc, or_dash, query, short_id, span, time};
+use crate::html::{
+    Nav, Page, badge, count, esc, or_dash, query, select_options, short_id, span, time,
+};
 use crate::jobs::RedrivePlan;
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize};
@@ -26,22 +28,6 @@ use crate::security::{Caller, Viewer, authorize};
 const SAMPLES: u32 = 8;
 /// The highest rate accepted, per second.
 const MAX_RATE: f64 = 100_000.0;
-
-fn options(current: &str, all: &[&'static str]) -> String {
-    let mut s = String::from(r#"<option value="">any</option>"#);
-    for o in all {
-        let _ = write!(
-            s,
-            r#"<option value="{o}"{}>{o}</option>"#,
-            if *o == current.trim() {
-                " selected"
-            } else {
-                ""
-            }
-        );
-    }
-    s
-}
 
 fn filter_form(action: &str, f: &FilterForm, button: &str) -> String {
     let classes: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
@@ -58,8 +44,8 @@ fn filter_form(action: &str, f: &FilterForm, button: &str) -> String {
 <div class="actions"><button type="submit" class="primary">{button}</button></div>
 </form>"#,
         esc(f.kind.trim()),
-        options(&f.class, &classes),
-        options(&f.reason, &reasons),
+        select_options(&f.class, &classes),
+        select_options(&f.reason, &reasons),
         esc(f.error.trim()),
         esc(f.dependency.trim()),
         esc(f.since.trim()),

@@ -2,6 +2,8 @@
 //! (times, counts, badges, tables). Every value that came from a record or a request goes
 //! through [`esc`] before it reaches the page.
 
+use std::fmt::Write;
+
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
@@ -102,6 +104,21 @@ pub(crate) fn span(d: Duration) -> String {
 }
 
 /// A status or class as a coloured label.
+/// The `<option>`s of a filter's `<select>`: "any" first, then each of `all`, with `current`
+/// selected. The values are the product's own names (kinds of status, class, reason), not input.
+pub(crate) fn select_options(current: &str, all: &[&str]) -> String {
+    let mut s = String::from(r#"<option value="">any</option>"#);
+    for o in all {
+        let selected = if *o == current.trim() {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(s, r#"<option value="{o}"{selected}>{o}</option>"#);
+    }
+    s
+}
+
 pub(crate) fn badge(text: &str) -> String {
     format!(r#"<span class="badge b-{0}">{0}</span>"#, esc(text))
 }

@@ -12,7 +12,7 @@ use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::{Nav, Page, badge, esc, or_dash, short_id, when};
+use crate::html::{Nav, Page, badge, esc, or_dash, select_options, short_id, when};
 use crate::security::Viewer;
 
 /// The query a page was asked with, or a readable refusal.
@@ -26,20 +26,10 @@ pub(crate) fn form(q: Result<Query<FilterForm>, QueryRejection>) -> Result<Filte
 }
 
 fn select(name: &str, label: &str, current: &str, options: &[&str]) -> String {
-    let mut s = format!(r#"<label>{label}<select name="{name}"><option value="">any</option>"#);
-    for o in options {
-        let _ = write!(
-            s,
-            r#"<option value="{o}"{}>{o}</option>"#,
-            if *o == current.trim() {
-                " selected"
-            } else {
-                ""
-            }
-        );
-    }
-    s.push_str("</select></label>");
-    s
+    format!(
+        r#"<label>{label}<select name="{name}">{}</select></label>"#,
+        select_options(current, options)
+    )
 }
 
 fn names<T: Copy>(all: &[T], f: impl Fn(T) -> &'static str) -> Vec<&'static str> {
