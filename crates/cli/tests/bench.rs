@@ -52,7 +52,11 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
             .unwrap(),
         "--out writes the same report"
     );
-    assert_eq!(r["machine"]["tls"], false, "sslmode=disable: {}", r["machine"]);
+    assert_eq!(
+        r["machine"]["tls"], false,
+        "sslmode=disable: {}",
+        r["machine"]
+    );
     assert!(r["ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(r["enqueue_batched"]["ops"], 300);
     assert!(r["enqueue_single"]["ops_per_sec"].as_f64().unwrap() > 0.0);
