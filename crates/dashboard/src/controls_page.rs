@@ -23,7 +23,7 @@ use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration, moment};
 use crate::html::{Nav, Page, badge, count, esc, or_dash, when};
 use crate::operations_page::form;
-use crate::security::{Caller, Viewer, authorize};
+use crate::security::{Caller, Viewer, authorize_form};
 
 /// Operations moved per store call.
 const BATCH: u64 = 500;
@@ -194,8 +194,7 @@ pub(crate) async fn pause(
     caller: Caller,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Result<Response, AppError> {
-    let m = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(&state, &caller, m.get("csrf").map(String::as_str))?;
+    let (actor, m) = authorize_form(&state, &caller, form)?;
     let g = |k: &str| m.get(k).map(|s| s.trim()).unwrap_or("");
     let scope = scope_of(g("scope"))?;
     let value = value_of(scope, g("value"))?;
@@ -246,8 +245,7 @@ pub(crate) async fn resume(
     caller: Caller,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Result<Response, AppError> {
-    let m = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(&state, &caller, m.get("csrf").map(String::as_str))?;
+    let (actor, m) = authorize_form(&state, &caller, form)?;
     let g = |k: &str| m.get(k).map(|s| s.trim()).unwrap_or("");
     let scope = scope_of(g("scope"))?;
     let value = value_of(scope, g("value"))?;
@@ -376,8 +374,7 @@ pub(crate) async fn quarantine(
     caller: Caller,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Result<Response, AppError> {
-    let m = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(&state, &caller, m.get("csrf").map(String::as_str))?;
+    let (actor, m) = authorize_form(&state, &caller, form)?;
     let f = FilterForm::from_map(&m);
     let filter = quarantine_filter(&f)?;
     let reason = m.get("reason").map(|r| r.trim()).unwrap_or("");

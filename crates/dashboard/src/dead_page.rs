@@ -22,7 +22,7 @@ use crate::html::{
 };
 use crate::jobs::RedrivePlan;
 use crate::operations_page::form;
-use crate::security::{Caller, Viewer, authorize};
+use crate::security::{Caller, Viewer, authorize_form};
 
 /// Sample errors shown in a dry run.
 const SAMPLES: u32 = 8;
@@ -105,12 +105,12 @@ fn samples(p: &RedrivePreview) -> String {
     t
 }
 
-/// `GET /dead`: dead operations grouped by kind, class and reason.
-pub(crate) async fn groups(
-    state: State,
-    viewer: Viewer,
+/// The filter a page was asked with, as the form and as the store's filter, and what re-driving
+/// it would do (nothing changes).
+async fn dry_run(
+    state: &State,
     q: Result<Query<FilterForm>, QueryRejection>,
-) -> Result<Page, AppError> {
+) -> Result<(FilterForm, OperationFilter, RedrivePreview), AppError> {
     let f = form(q)?;
     let now = state.store.now().await.map_err(store)?;
     let filter = f.operation_filter(now)?;
@@ -119,6 +119,16 @@ pub(crate) async fn groups(
         .redrive_preview(&filter, false, SAMPLES)
         .await
         .map_err(store)?;
+    Ok((f, filter, p))
+}
+
+/// `GET /dead`: dead operations grouped by kind, class and reason.
+pub(crate) async fn groups(
+    state: State,
+    viewer: Viewer,
+    q: Result<Query<FilterForm>, QueryRejection>,
+) -> Result<Page, AppError> {
+    let (f, _, p) = dry_run(&state, q).await?;
     let mut b = String::from(
         r#"<div class="head"><h1>Dead letters</h1><p class="muted">Dead operations grouped by kind, last failure class and terminal reason. Pick a group (or filter) to review a re-drive: nothing changes until you confirm.</p></div>"#,
     );
@@ -203,14 +213,7 @@ pub(crate) async fn preview(
     viewer: Viewer,
     q: Result<Query<FilterForm>, QueryRejection>,
 ) -> Result<Page, AppError> {
-    let f = form(q)?;
-    let now = state.store.now().await.map_err(store)?;
-    let filter = f.operation_filter(now)?;
-    let p = state
-        .store
-        .redrive_preview(&filter, false, SAMPLES)
-        .await
-        .map_err(store)?;
+    let (f, filter, p) = dry_run(&state, q).await?;
     let here = format!("/redrive{}", f.query());
     let mut b = format!(
         r#"<div class="head"><p class="crumbs"><a href="/dead">Dead letters</a> / re-drive</p><h1>Re-drive: dry run</h1><p class="muted">Filter: {}. Nothing has changed yet.</p></div>"#,
@@ -296,8 +299,7 @@ pub(crate) async fn start(
     caller: Caller,
     form: Result<Form<HashMap<String, String>>, axum::extract::rejection::FormRejection>,
 ) -> Result<Response, AppError> {
-    let m = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(&state, &caller, m.get("csrf").map(String::as_str))?;
+    let (actor, m) = authorize_form(&state, &caller, form)?;
     let f = FilterForm::from_map(&m);
     let now = state.store.now().await.map_err(store)?;
     let filter = f.operation_filter(now)?;

@@ -2,10 +2,13 @@
 //! token each form carries, the refusal of cross-site requests, and the actor every audit entry
 //! names. Reads need none of these; every mutating request needs the token one way or another.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Form;
+use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
@@ -218,14 +221,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+/// Reads a mutating request's form (an unreadable one as empty) and authorizes it by its `csrf`
+/// field (see [`authorize`]); returns the actor and the form's fields.
+pub(crate) fn authorize_form(
+    state: &AppState,
+    caller: &Caller,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Result<(String, HashMap<String, String>), AppError> {
+    let fields = form.map(|f| f.0).unwrap_or_default();
+    let actor = authorize(state, caller, fields.get("csrf").map(String::as_str))?;
+    Ok((actor, fields))
+}
+
 /// Checks that a mutating request carries the token — as a bearer token, or as a session whose
 /// CSRF token `csrf` matches — and returns the actor for the audit log: `dashboard:<name>` for a
 /// session, `dashboard:token@<address>` (or the `X-Oprec-Actor` header's name) for a bearer.
-pub(crate) fn authorize(
-    state: &AppState,
-    caller: &Caller,
-    csrf: Option<&str>,
-) -> Result<String, AppError> {
+fn authorize(state: &AppState, caller: &Caller, csrf: Option<&str>) -> Result<String, AppError> {
     let Some(keys) = &state.keys else {
         return Err(AppError::new(
             StatusCode::FORBIDDEN,

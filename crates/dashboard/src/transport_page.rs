@@ -12,7 +12,7 @@ use serde_json::json;
 use crate::State;
 use crate::error::{AppError, store};
 use crate::html::{Nav, Page, count, esc};
-use crate::security::{Caller, Viewer, authorize};
+use crate::security::{Caller, Viewer, authorize_form};
 use oprec_core::operator::AuditEntry;
 
 async fn pending(store: &dyn OperatorStore) -> Result<u64, AppError> {
@@ -91,8 +91,7 @@ pub(crate) async fn purge(
     caller: Caller,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Result<Page, AppError> {
-    let m = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(&state, &caller, m.get("csrf").map(String::as_str))?;
+    let (actor, m) = authorize_form(&state, &caller, form)?;
     let (Some(t), Some(name)) = (&state.transport, &state.transport_name) else {
         return Err(AppError::bad_request(
             "No broker is configured, so there is nothing to purge.",
