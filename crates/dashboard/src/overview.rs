@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use axum::extract::Query;
 use chrono::Duration;
+use oprec_core::Status;
 use oprec_core::operator::StatsReport;
 use serde::Deserialize;
 
@@ -13,17 +14,6 @@ use crate::error::{AppError, store};
 use crate::html::{Nav, Page, badge, count, esc, query, span, when};
 use crate::security::Viewer;
 use crate::{State, chart};
-
-/// The statuses in the order work flows through them.
-pub(crate) const STATUSES: [&str; 7] = [
-    "pending",
-    "running",
-    "reconciling",
-    "held",
-    "succeeded",
-    "dead",
-    "cancelled",
-];
 
 /// The chart's window.
 #[derive(Deserialize, Default)]
@@ -299,10 +289,12 @@ pub(crate) async fn page(
     );
 
     b.push_str(r#"<div class="cols">"#);
+    // Status declares its variants in the order work flows through them.
+    let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
     let _ = write!(
         b,
         r#"<section class="panel"><h2>Operations by status</h2>{}</section>"#,
-        counts(&r.by_status, &STATUSES, "No operations yet.", |k| Some(
+        counts(&r.by_status, &statuses, "No operations yet.", |k| Some(
             format!("/operations?status={k}")
         ))
     );
