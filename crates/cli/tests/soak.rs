@@ -139,6 +139,8 @@ fn ten_thousand_effects_under_random_kills() {
     }
     let run = started.elapsed();
     for (_, name, w) in &mut workers {
+        // One restarted a moment ago may not have its signal handlers yet.
+        w.wait_until_up();
         w.sigterm();
         let Some(status) = w.wait_for_exit(Duration::from_secs(30)) else {
             panic!("{name} did not stop after SIGTERM");
