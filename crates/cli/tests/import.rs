@@ -248,11 +248,19 @@ async fn an_amqp_queue_is_imported_once_and_purged_after_the_commit() {
 
     let first = import(&o, &["--from", &url, "--queue", &queue]);
     assert_eq!(figures(&first), (400, 400, 0, 16, 0), "{first}");
-    assert_eq!(
-        depth(ch.clone(), queue.clone(), args.clone()).await,
-        400,
-        "requeued"
-    );
+    // The broker requeues a nacked batch asynchronously: the importer's channel process casts the
+    // requeue to the queue process, and our passive declare comes from another channel, so it may
+    // briefly count fewer ready messages. Every message comes back; wait for that (bounded).
+    let mut ready = 0;
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until {
+        ready = depth(ch.clone(), queue.clone(), args.clone()).await;
+        if ready == 400 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(ready, 400, "requeued");
     let second = import(&o, &["--from", &url, "--queue", &queue]);
     assert_eq!(figures(&second), (400, 0, 400, 0, 0), "{second}");
     assert_eq!(total(&o).await, 400);
