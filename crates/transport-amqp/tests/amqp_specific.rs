@@ -103,8 +103,9 @@ async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
     let started = Instant::now();
     assert_eq!(t.depth().await.expect("depth"), 0);
     assert_eq!(t.purge().await.expect("purge"), 0);
+    // The receive waits 20 s: anything well under that did not queue behind it.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(8),
         "depth and purge waited {:?} behind a receive",
         started.elapsed()
     );
