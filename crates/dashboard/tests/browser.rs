@@ -141,19 +141,62 @@ async fn screenshot(c: &Client, name: &str) {
     c.set_window_size(1440, 1000).await.expect("resize back");
 }
 
+/// The text of the first element matching `css`, waiting up to 10 s for one. An element that goes
+/// stale between finding and reading (the page was replaced) is looked up again.
 async fn text(c: &Client, css: &str) -> String {
-    let found = c
-        .wait()
-        .at_most(StdDuration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await;
-    match found {
-        Ok(e) => e.text().await.expect("text"),
-        Err(e) => {
-            let at = c.current_url().await.ok();
-            let page = c.source().await.unwrap_or_default();
-            panic!("no {css} on {at:?}: {e}\n{page}")
+    let until = std::time::Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let found = c
+            .wait()
+            .at_most(until.saturating_duration_since(std::time::Instant::now()))
+            .for_element(Locator::Css(css))
+            .await;
+        match found {
+            Ok(e) => match e.text().await {
+                Ok(t) => return t,
+                Err(err) if std::time::Instant::now() < until => {
+                    eprintln!("{css}: {err}; looking it up again");
+                    tokio::time::sleep(StdDuration::from_millis(50)).await;
+                }
+                Err(err) => panic!("text of {css}: {err}"),
+            },
+            Err(e) => {
+                let at = c.current_url().await.ok();
+                let page = c.source().await.unwrap_or_default();
+                panic!("no {css} on {at:?}: {e}\n{page}")
+            }
         }
+    }
+}
+
+/// Marks the document the browser shows, so that `new_page` can tell when it has been replaced.
+/// A click or submit returns before the navigation it starts; without this, the next lookup can
+/// find an element of the page being left.
+async fn mark_page(c: &Client) {
+    c.execute("window.__oprecLeft = true; return null;", vec![])
+        .await
+        .expect("mark the page");
+}
+
+/// Waits (up to 10 s) until the document marked by `mark_page` is gone and its successor loaded.
+async fn new_page(c: &Client) {
+    let until = std::time::Instant::now() + StdDuration::from_secs(10);
+    loop {
+        // While the navigation runs, a script may fail ("document unloaded"): not there yet.
+        let state = c
+            .execute(
+                "return window.__oprecLeft === true ? 'old' : document.readyState;",
+                vec![],
+            )
+            .await;
+        if matches!(&state, Ok(serde_json::Value::String(s)) if s == "complete") {
+            return;
+        }
+        if std::time::Instant::now() > until {
+            let at = c.current_url().await.ok();
+            panic!("still no new page at {at:?} after 10 s: {state:?}");
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
     }
 }
 
@@ -245,7 +288,9 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     let form = c.form(Locator::Id("filters")).await.expect("filter form");
     form.set_by_name("kind", "webhook.deliver").await.unwrap();
     form.set_by_name("status", "dead").await.unwrap();
+    mark_page(&c).await;
     form.submit().await.expect("filter");
+    new_page(&c).await;
     c.wait()
         .at_most(StdDuration::from_secs(10))
         .for_url(&url_of(&format!(
@@ -265,6 +310,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     screenshot(&c, "operations").await;
 
     // Open one: the record, the payload, the timeline, the error with its next action.
+    mark_page(&c).await;
     rows[0]
         .find(Locator::Css("td a"))
         .await
@@ -272,6 +318,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .click()
         .await
         .unwrap();
+    new_page(&c).await;
     let attempts = text(&c, "#attempts").await;
     assert!(attempts.contains("Attempt 1"), "{attempts}");
     assert!(attempts.contains("410 Gone"), "{attempts}");
@@ -295,7 +342,9 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
     login.set_by_name("name", "e2e-alice").await.unwrap();
     login.set_by_name("token", TOKEN).await.unwrap();
+    mark_page(&c).await;
     login.submit().await.unwrap();
+    new_page(&c).await;
     assert_eq!(text(&c, "main h1").await, "Dead letters");
     assert_eq!(text(&c, ".session .who").await, "e2e-alice");
     screenshot(&c, "dead-letters").await;
@@ -305,11 +354,13 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
             review = Some(row.find(Locator::Css("a.button")).await.unwrap());
         }
     }
+    mark_page(&c).await;
     review
         .expect("a webhook.deliver group")
         .click()
         .await
         .unwrap();
+    new_page(&c).await;
 
     // The dry run: how many, and a sample of errors. Nothing changed yet.
     assert_eq!(
@@ -327,9 +378,11 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .await
         .unwrap();
     screenshot(&c, "redrive-dry-run").await;
+    mark_page(&c).await;
     form.submit_with(Locator::Id("confirm-redrive"))
         .await
         .expect("confirm");
+    new_page(&c).await;
 
     // The progress page, until it says done.
     let mut finished = false;
@@ -360,7 +413,9 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .set_by_name("reason", "stripe degraded (status page incident)")
         .await
         .unwrap();
+    mark_page(&c).await;
     pause.submit().await.unwrap();
+    new_page(&c).await;
     assert!(text(&c, "#notice").await.starts_with("Paused."));
     assert!(text(&c, "#controls").await.contains("stripe"));
     let controls = store.control_list().await.unwrap();
@@ -368,12 +423,14 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     assert_eq!(controls[0].value, "stripe");
     assert_eq!(controls[0].actor, "dashboard:e2e-alice");
     screenshot(&c, "controls").await;
+    mark_page(&c).await;
     c.find(Locator::Css("#controls button"))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
+    new_page(&c).await;
     assert!(text(&c, "#notice").await.starts_with("Resumed"));
     assert!(store.control_list().await.unwrap().is_empty());
     c.close().await.expect("close the browser");
@@ -455,16 +512,20 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
     let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
     login.set_by_name("name", "victim").await.unwrap();
     login.set_by_name("token", TOKEN).await.unwrap();
+    mark_page(&c).await;
     login.submit().await.unwrap();
+    new_page(&c).await;
     assert_eq!(text(&c, ".session .who").await, "victim");
     // The other site's form, submitted in the same browser.
     c.goto(&evil).await.unwrap();
+    mark_page(&c).await;
     c.find(Locator::Css("#f button"))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
+    new_page(&c).await;
     let h1 = text(&c, "main h1").await;
     assert_eq!(h1, "Cross-site request refused");
     c.close().await.expect("close the browser");
