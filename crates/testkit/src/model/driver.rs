@@ -8,7 +8,7 @@ use oprec_core::operator::{
 };
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
-    RescueParams,
+    RescueParams, WakeDueParams,
 };
 use oprec_core::{
     Error, Failure, FailureClass, NewOperation, Operation, OperationError, OperationId,
@@ -124,6 +124,7 @@ impl<S: OperatorStore> Driver<S> {
         let got = match *action {
             Action::Enqueue {
                 key,
+                woken,
                 delay,
                 deadline,
                 max_attempts,
@@ -141,7 +142,7 @@ impl<S: OperatorStore> Driver<S> {
                         dependency: None,
                         enqueue_params: serde_json::json!({}),
                         created_at: now,
-                        last_woken_at: None,
+                        last_woken_at: woken.then_some(now),
                     })
                     .await
                     .map_err(|e| format!("enqueue: {e}"))?;
@@ -311,6 +312,52 @@ impl<S: OperatorStore> Driver<S> {
                     .map_err(|e| format!("redrive: {e}"))?
                     .len() as u64,
             ),
+            Action::RedriveAsNew {
+                op,
+                include_cancelled,
+                deadline,
+            } => {
+                let done = store
+                    .operation_redrive(RedriveParams {
+                        filter: self.filter(op),
+                        include_cancelled,
+                        mode: RedriveMode::AsNew {
+                            deadline: deadline.map(Duration::seconds),
+                        },
+                        limit: 10,
+                        start_at: now,
+                        spacing: Duration::zero(),
+                    })
+                    .await
+                    .map_err(|e| format!("redrive as new: {e}"))?;
+                for r in &done {
+                    ensure!(
+                        r.from == self.ids[op] && r.to != r.from,
+                        "redrive as new of {} returned {r:?}",
+                        self.ids[op]
+                    );
+                    self.ids.push(r.to);
+                    self.tokens.push(Vec::new());
+                }
+                Expect::Count(done.len() as u64)
+            }
+            Action::WakeDue { rewake_secs, limit } => {
+                let woken = store
+                    .operation_wake_due(WakeDueParams {
+                        rewake_after: Duration::seconds(rewake_secs),
+                        limit,
+                    })
+                    .await
+                    .map_err(|e| format!("wake due: {e}"))?;
+                let mut picked = Vec::with_capacity(woken.len());
+                for id in woken {
+                    let i = self.ids.iter().position(|known| *known == id);
+                    ensure!(i.is_some(), "wake due returned an unknown id {id}");
+                    picked.push(i.unwrap_or_default());
+                }
+                picked.sort_unstable();
+                Expect::Woken(picked)
+            }
         };
         ensure!(
             got == expect,
@@ -340,6 +387,7 @@ impl<S: OperatorStore> Driver<S> {
                 m.vanished_streak,
                 m.redrive_count,
                 m.history,
+                (m.last_woken_at, m.redrive_of.map(|o| self.ids[o])),
             );
             let have = (
                 row.status,
@@ -353,11 +401,13 @@ impl<S: OperatorStore> Driver<S> {
                 row.vanished_streak,
                 row.redrive_count,
                 *history,
+                (row.last_woken_at, row.redrive_of),
             );
             ensure!(
                 want == have,
                 "operation {i}: the store has (status, attempt, max, eligible, give up, lease, \
-                 reason, class, streak, redrives, history) = {have:?}, the model {want:?}"
+                 reason, class, streak, redrives, history, (woken, redrive of)) = {have:?}, \
+                 the model {want:?}"
             );
             let token = self.tokens[i].last().copied();
             if m.status == Status::Running {

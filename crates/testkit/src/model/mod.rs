@@ -1,6 +1,7 @@
 //! A model test of the operation state machine: proptest-state-machine generates sequences of
 //! actions (enqueue, claims, heartbeats, completions with every outcome, lease expiry and rescue,
-//! deadlines, cancel, quarantine, release, pause, reconcile and re-drive), a reference model
+//! deadlines, cancel, quarantine, release, pause, reconcile, re-drive in place and as new, and
+//! the scheduler's wake-up pick), a reference model
 //! predicts what each does, and the driver applies them to a real store and compares, row by row,
 //! after every step. A backend runs it with [`model_tests!`](crate::model_tests).
 //!

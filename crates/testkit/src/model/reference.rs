@@ -10,8 +10,10 @@ use crate::start_time;
 
 /// The kind every modelled operation has.
 pub const KIND: &str = "model.op";
-/// The most operations one sequence creates.
+/// The most operations one sequence enqueues.
 pub(super) const MAX_OPS: usize = 4;
+/// The most operations one sequence holds, counting those re-driven as new.
+pub(super) const MAX_ROWS: usize = 6;
 /// The lease of every claim and heartbeat, in seconds.
 pub(super) const LEASE_SECS: i64 = 30;
 /// Vanished attempts in a row after which the rescuer ends an operation (crash loop).
@@ -63,6 +65,9 @@ pub enum Action {
     Enqueue {
         /// The key, if any.
         key: Option<u8>,
+        /// Inserted already marked woken, as a client with a broker inserts a due operation
+        /// whose wake-up it publishes itself.
+        woken: bool,
         /// Delay before the first attempt.
         delay: i64,
         /// Deadline from now.
@@ -143,6 +148,22 @@ pub enum Action {
         /// New deadline, seconds after now.
         extend: Option<i64>,
     },
+    /// Re-drive one terminal operation as a new operation linked to it; the old row stays.
+    RedriveAsNew {
+        /// Which.
+        op: usize,
+        /// Cancelled operations too.
+        include_cancelled: bool,
+        /// The new operation's deadline, seconds after now.
+        deadline: Option<i64>,
+    },
+    /// The scheduler's pick: mark due operations woken and return them.
+    WakeDue {
+        /// How long a wake-up is trusted before the operation is woken again, in seconds.
+        rewake_secs: i64,
+        /// The most operations.
+        limit: u32,
+    },
 }
 
 /// The model of one operation.
@@ -163,6 +184,10 @@ pub struct ModelOp {
     pub(super) redrive_count: u32,
     /// Rows of attempt history.
     pub(super) history: usize,
+    /// When the scheduler (or the enqueuing client) last published a wake-up for it.
+    pub(super) last_woken_at: Option<DateTime<Utc>>,
+    /// The operation it was re-driven from, as new.
+    pub(super) redrive_of: Option<usize>,
 }
 
 /// The reference model: the clock, the operations in creation order and the pause.
@@ -180,6 +205,8 @@ pub(super) enum Expect {
     Enqueued { op: usize, created: bool },
     /// Claims: the operations claimed, by index, in the order returned.
     Claimed(Vec<usize>),
+    /// The scheduler's pick: the operations woken, by index, in index order.
+    Woken(Vec<usize>),
     /// Heartbeat or completion: whether the token held.
     Fenced(bool),
     /// Rescue: (vanished, retried, dead).
@@ -198,6 +225,21 @@ impl Model {
             && o.status == Status::Pending
             && o.next_eligible_at <= self.now
             && o.give_up_at.is_none_or(|g| g >= self.now)
+    }
+
+    /// Dead (or cancelled, when asked) and not already re-driven as new.
+    fn redrivable(&self, op: usize, include_cancelled: bool) -> bool {
+        let s = self.ops[op].status;
+        (s == Status::Dead || (include_cancelled && s == Status::Cancelled))
+            && !self.ops.iter().any(|o| o.redrive_of == Some(op))
+    }
+
+    /// Due for a wake-up: eligible, and never woken, woken before it became eligible (a retry),
+    /// or woken longer than `rewake` ago (the wake-up may be lost).
+    fn due(&self, o: &ModelOp, rewake: Duration) -> bool {
+        self.eligible(o)
+            && o.last_woken_at
+                .is_none_or(|w| w < o.next_eligible_at || w < self.now - rewake)
     }
 
     fn claim(&mut self, i: usize) {
@@ -226,6 +268,7 @@ impl Model {
         match *action {
             Action::Enqueue {
                 key,
+                woken,
                 delay,
                 deadline,
                 max_attempts,
@@ -250,6 +293,8 @@ impl Model {
                     vanished_streak: 0,
                     redrive_count: 0,
                     history: 0,
+                    last_woken_at: woken.then_some(now),
+                    redrive_of: None,
                 });
                 Expect::Enqueued {
                     op: self.ops.len() - 1,
@@ -407,6 +452,7 @@ impl Model {
                 if n {
                     o.status = Status::Pending;
                     o.next_eligible_at = now;
+                    o.last_woken_at = None;
                 }
                 Expect::Count(n.into())
             }
@@ -420,6 +466,7 @@ impl Model {
                     return Expect::Resolved(None);
                 }
                 o.next_eligible_at = now;
+                o.last_woken_at = None;
                 if applied {
                     Self::end(o, Status::Succeeded, None);
                 } else if o.max_attempts.is_some_and(|m| o.attempt >= m) {
@@ -434,21 +481,63 @@ impl Model {
                 include_cancelled,
                 extend,
             } => {
+                let n = self.redrivable(op, include_cancelled);
                 let o = &mut self.ops[op];
-                let n = o.status == Status::Dead
-                    || (include_cancelled && o.status == Status::Cancelled);
                 if n {
                     Self::end(o, Status::Pending, None);
                     o.attempt = 0;
                     o.next_eligible_at = now;
                     o.vanished_streak = 0;
                     o.redrive_count += 1;
+                    o.last_woken_at = None;
                     o.give_up_at = match extend {
                         Some(s) => Some(now + Duration::seconds(s)),
                         None => o.give_up_at.filter(|g| *g >= now),
                     };
                 }
                 Expect::Count(n.into())
+            }
+            Action::RedriveAsNew {
+                op,
+                include_cancelled,
+                deadline,
+            } => {
+                let n = self.redrivable(op, include_cancelled);
+                if n {
+                    let old = &self.ops[op];
+                    let new = ModelOp {
+                        key: None,
+                        status: Status::Pending,
+                        attempt: 0,
+                        max_attempts: old.max_attempts,
+                        next_eligible_at: now,
+                        give_up_at: deadline.map(|d| now + Duration::seconds(d)),
+                        lease_until: None,
+                        claims: 0,
+                        terminal_reason: None,
+                        last_failure_class: None,
+                        vanished_streak: 0,
+                        redrive_count: old.redrive_count + 1,
+                        history: 0,
+                        last_woken_at: None,
+                        redrive_of: Some(op),
+                    };
+                    self.ops.push(new);
+                }
+                Expect::Count(n.into())
+            }
+            Action::WakeDue { rewake_secs, limit } => {
+                let rewake = Duration::seconds(rewake_secs);
+                let mut picked: Vec<usize> = (0..self.ops.len())
+                    .filter(|&i| self.due(&self.ops[i], rewake))
+                    .collect();
+                picked.sort_by_key(|&i| (self.ops[i].next_eligible_at, i));
+                picked.truncate(limit as usize);
+                for &i in &picked {
+                    self.ops[i].last_woken_at = Some(now);
+                }
+                picked.sort_unstable();
+                Expect::Woken(picked)
             }
         }
     }
@@ -493,16 +582,20 @@ impl ReferenceStateMachine for Model {
     fn transitions(state: &Model) -> BoxedStrategy<Action> {
         let enqueue = (
             proptest::option::weighted(0.5, 0..3u8),
+            prop::bool::weighted(0.5),
             prop_oneof![Just(0i64), 1..30i64],
             proptest::option::weighted(0.4, 1..120i64),
             proptest::option::weighted(0.4, 1..4u32),
         )
-            .prop_map(|(key, delay, deadline, max_attempts)| Action::Enqueue {
-                key,
-                delay,
-                deadline,
-                max_attempts,
-            });
+            .prop_map(
+                |(key, woken, delay, deadline, max_attempts)| Action::Enqueue {
+                    key,
+                    woken,
+                    delay,
+                    deadline,
+                    max_attempts,
+                },
+            );
         let global = prop_oneof![
             4 => enqueue,
             4 => prop_oneof![Just(1u32), Just(1000u32)]
@@ -511,6 +604,8 @@ impl ReferenceStateMachine for Model {
             2 => Just(Action::Rescue),
             1 => Just(Action::EndPastDeadline),
             1 => any::<bool>().prop_map(|on| Action::Pause { on }),
+            4 => (prop_oneof![Just(0i64), Just(10i64), Just(300i64)], prop_oneof![Just(1u32), Just(1000u32)])
+                .prop_map(|(rewake_secs, limit)| Action::WakeDue { rewake_secs, limit }),
         ];
         if state.ops.is_empty() {
             return global.boxed();
@@ -554,6 +649,16 @@ impl ReferenceStateMachine for Model {
                     include_cancelled,
                     extend,
                 }),
+            1 => (
+                pick(&|s| s.is_terminal()),
+                any::<bool>(),
+                proptest::option::of(1..120i64)
+            )
+                .prop_map(|(op, include_cancelled, deadline)| Action::RedriveAsNew {
+                    op,
+                    include_cancelled,
+                    deadline,
+                }),
         ]
         .boxed()
     }
@@ -564,6 +669,7 @@ impl ReferenceStateMachine for Model {
             Action::Enqueue { key, .. } => {
                 n < MAX_OPS || key.is_some_and(|k| state.ops.iter().any(|o| o.key == Some(k)))
             }
+            Action::RedriveAsNew { op, .. } => op < n && n < MAX_ROWS,
             Action::ClaimById { op, .. }
             | Action::Heartbeat { op, .. }
             | Action::Complete { op, .. }
