@@ -18,6 +18,7 @@ use std::time::Duration as StdDuration;
 
 use chrono::Duration;
 use common::{TOKEN, count_in, dashboard, fresh_store, seed};
+use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator};
 use oprec_core::operator::OperationFilter;
 use oprec_core::{OperatorStore, Status, Store};
@@ -169,17 +170,18 @@ async fn text(c: &Client, css: &str) -> String {
     }
 }
 
-/// Marks the document the browser shows, so that `new_page` can tell when it has been replaced.
-/// A click or submit returns before the navigation it starts; without this, the next lookup can
-/// find an element of the page being left.
-async fn mark_page(c: &Client) {
+/// Runs `action`, a click or submit that opens another page, and waits (up to 10 s) for that
+/// page to be loaded. Such an action returns before the navigation it starts; without the wait,
+/// the next lookup can find an element of the page being left. The document shown before is
+/// marked, and the wait ends when the marked document is gone and its successor complete.
+/// (`action` is a future, so nothing of it runs before the mark.)
+async fn navigate<T>(c: &Client, action: impl Future<Output = Result<T, CmdError>>, what: &str) {
     c.execute("window.__oprecLeft = true; return null;", vec![])
         .await
         .expect("mark the page");
-}
-
-/// Waits (up to 10 s) until the document marked by `mark_page` is gone and its successor loaded.
-async fn new_page(c: &Client) {
+    if let Err(e) = action.await {
+        panic!("{what}: {e}");
+    }
     let until = std::time::Instant::now() + StdDuration::from_secs(10);
     loop {
         // While the navigation runs, a script may fail ("document unloaded"): not there yet.
@@ -288,9 +290,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     let form = c.form(Locator::Id("filters")).await.expect("filter form");
     form.set_by_name("kind", "webhook.deliver").await.unwrap();
     form.set_by_name("status", "dead").await.unwrap();
-    mark_page(&c).await;
-    form.submit().await.expect("filter");
-    new_page(&c).await;
+    navigate(&c, form.submit(), "filter").await;
     c.wait()
         .at_most(StdDuration::from_secs(10))
         .for_url(&url_of(&format!(
@@ -310,15 +310,8 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     screenshot(&c, "operations").await;
 
     // Open one: the record, the payload, the timeline, the error with its next action.
-    mark_page(&c).await;
-    rows[0]
-        .find(Locator::Css("td a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    new_page(&c).await;
+    let link = rows[0].find(Locator::Css("td a")).await.unwrap();
+    navigate(&c, link.click(), "open the operation").await;
     let attempts = text(&c, "#attempts").await;
     assert!(attempts.contains("Attempt 1"), "{attempts}");
     assert!(attempts.contains("410 Gone"), "{attempts}");
@@ -342,9 +335,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
     login.set_by_name("name", "e2e-alice").await.unwrap();
     login.set_by_name("token", TOKEN).await.unwrap();
-    mark_page(&c).await;
-    login.submit().await.unwrap();
-    new_page(&c).await;
+    navigate(&c, login.submit(), "sign in").await;
     assert_eq!(text(&c, "main h1").await, "Dead letters");
     assert_eq!(text(&c, ".session .who").await, "e2e-alice");
     screenshot(&c, "dead-letters").await;
@@ -354,13 +345,8 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
             review = Some(row.find(Locator::Css("a.button")).await.unwrap());
         }
     }
-    mark_page(&c).await;
-    review
-        .expect("a webhook.deliver group")
-        .click()
-        .await
-        .unwrap();
-    new_page(&c).await;
+    let review = review.expect("a webhook.deliver group");
+    navigate(&c, review.click(), "review the group").await;
 
     // The dry run: how many, and a sample of errors. Nothing changed yet.
     assert_eq!(
@@ -378,11 +364,12 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .await
         .unwrap();
     screenshot(&c, "redrive-dry-run").await;
-    mark_page(&c).await;
-    form.submit_with(Locator::Id("confirm-redrive"))
-        .await
-        .expect("confirm");
-    new_page(&c).await;
+    navigate(
+        &c,
+        form.submit_with(Locator::Id("confirm-redrive")),
+        "confirm",
+    )
+    .await;
 
     // The progress page, until it says done.
     let mut finished = false;
@@ -413,9 +400,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         .set_by_name("reason", "stripe degraded (status page incident)")
         .await
         .unwrap();
-    mark_page(&c).await;
-    pause.submit().await.unwrap();
-    new_page(&c).await;
+    navigate(&c, pause.submit(), "pause").await;
     assert!(text(&c, "#notice").await.starts_with("Paused."));
     assert!(text(&c, "#controls").await.contains("stripe"));
     let controls = store.control_list().await.unwrap();
@@ -423,14 +408,8 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     assert_eq!(controls[0].value, "stripe");
     assert_eq!(controls[0].actor, "dashboard:e2e-alice");
     screenshot(&c, "controls").await;
-    mark_page(&c).await;
-    c.find(Locator::Css("#controls button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    new_page(&c).await;
+    let resume = c.find(Locator::Css("#controls button")).await.unwrap();
+    navigate(&c, resume.click(), "resume").await;
     assert!(text(&c, "#notice").await.starts_with("Resumed"));
     assert!(store.control_list().await.unwrap().is_empty());
     c.close().await.expect("close the browser");
@@ -512,20 +491,12 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
     let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
     login.set_by_name("name", "victim").await.unwrap();
     login.set_by_name("token", TOKEN).await.unwrap();
-    mark_page(&c).await;
-    login.submit().await.unwrap();
-    new_page(&c).await;
+    navigate(&c, login.submit(), "sign in").await;
     assert_eq!(text(&c, ".session .who").await, "victim");
     // The other site's form, submitted in the same browser.
     c.goto(&evil).await.unwrap();
-    mark_page(&c).await;
-    c.find(Locator::Css("#f button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    new_page(&c).await;
+    let prize = c.find(Locator::Css("#f button")).await.unwrap();
+    navigate(&c, prize.click(), "submit the other site's form").await;
     let h1 = text(&c, "main h1").await;
     assert_eq!(h1, "Cross-site request refused");
     c.close().await.expect("close the browser");

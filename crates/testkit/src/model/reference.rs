@@ -227,6 +227,17 @@ impl Model {
             && o.give_up_at.is_none_or(|g| g >= self.now)
     }
 
+    /// Up to `limit` operations matching `wanted`, by index, in the stores' order: eligible time,
+    /// then id (= creation order).
+    fn first_eligible(&self, limit: u32, wanted: impl Fn(&ModelOp) -> bool) -> Vec<usize> {
+        let mut picked: Vec<usize> = (0..self.ops.len())
+            .filter(|&i| wanted(&self.ops[i]))
+            .collect();
+        picked.sort_by_key(|&i| (self.ops[i].next_eligible_at, i));
+        picked.truncate(limit as usize);
+        picked
+    }
+
     /// Dead (or cancelled, when asked) and not already re-driven as new.
     fn redrivable(&self, op: usize, include_cancelled: bool) -> bool {
         let s = self.ops[op].status;
@@ -310,11 +321,7 @@ impl Model {
                 }
             }
             Action::ClaimEligible { limit } => {
-                let mut picked: Vec<usize> = (0..self.ops.len())
-                    .filter(|&i| self.eligible(&self.ops[i]))
-                    .collect();
-                picked.sort_by_key(|&i| (self.ops[i].next_eligible_at, i));
-                picked.truncate(limit as usize);
+                let picked = self.first_eligible(limit, |o| self.eligible(o));
                 for &i in &picked {
                     self.claim(i);
                 }
@@ -528,11 +535,7 @@ impl Model {
             }
             Action::WakeDue { rewake_secs, limit } => {
                 let rewake = Duration::seconds(rewake_secs);
-                let mut picked: Vec<usize> = (0..self.ops.len())
-                    .filter(|&i| self.due(&self.ops[i], rewake))
-                    .collect();
-                picked.sort_by_key(|&i| (self.ops[i].next_eligible_at, i));
-                picked.truncate(limit as usize);
+                let mut picked = self.first_eligible(limit, |o| self.due(o, rewake));
                 for &i in &picked {
                     self.ops[i].last_woken_at = Some(now);
                 }
@@ -626,6 +629,12 @@ impl ReferenceStateMachine for Model {
         let running = pick(&|s| s == Status::Running);
         let waiting = pick(&|s| matches!(s, Status::Pending | Status::Held | Status::Reconciling));
         let some_op = pick(&|_| true);
+        // Which terminal operation, cancelled ones too or not, and a deadline from now.
+        let redrive = (
+            pick(&|s| s.is_terminal()),
+            any::<bool>(),
+            proptest::option::of(1..120i64),
+        );
         prop_oneof![
             8 => global,
             2 => (some_op, prop::bool::weighted(0.85))
@@ -639,21 +648,13 @@ impl ReferenceStateMachine for Model {
             1 => pick(&|s| s == Status::Held).prop_map(|op| Action::ReleaseHeld { op }),
             2 => (pick(&|s| s == Status::Reconciling), any::<bool>())
                 .prop_map(|(op, applied)| Action::Resolve { op, applied }),
-            2 => (
-                pick(&|s| s.is_terminal()),
-                any::<bool>(),
-                proptest::option::of(1..120i64)
-            )
+            2 => redrive.clone()
                 .prop_map(|(op, include_cancelled, extend)| Action::Redrive {
                     op,
                     include_cancelled,
                     extend,
                 }),
-            1 => (
-                pick(&|s| s.is_terminal()),
-                any::<bool>(),
-                proptest::option::of(1..120i64)
-            )
+            1 => redrive
                 .prop_map(|(op, include_cancelled, deadline)| Action::RedriveAsNew {
                     op,
                     include_cancelled,
