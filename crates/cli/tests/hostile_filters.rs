@@ -178,14 +178,7 @@ fn moved_none(v: &Value) -> bool {
 /// pending, delayed one (for a too-broad quarantine to move).
 fn seed(o: &Oprec) -> String {
     let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.work_until_idle();
     assert_eq!(o.show(&dead)["operation"]["status"], "dead");
     o.run(&[
         "enqueue",

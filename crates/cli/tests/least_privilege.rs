@@ -151,14 +151,7 @@ fn the_runtime_role_works_without_ddl_rights() {
     o.run(&["pause", "--kind", "demo.slow", "--reason", "test"])
         .ok();
     o.run(&["resume", "--kind", "demo.slow"]).ok();
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.work_until_idle();
     for id in ids.iter().chain([&effect]) {
         assert_eq!(o.show(id)["operation"]["status"], "succeeded", "{id}");
     }

@@ -9,14 +9,7 @@ use common::Oprec;
 
 fn dead_one(o: &Oprec) -> String {
     let id = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.work_until_idle();
     id
 }
 

@@ -7,14 +7,7 @@ mod common;
 use common::Oprec;
 
 fn work(o: &Oprec) {
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.work_until_idle();
 }
 
 #[test]

@@ -37,8 +37,9 @@ pub fn port_open(port: u16) -> bool {
     TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
 }
 
-/// A name for a folder or node that no other test (in this run or an earlier one) uses.
-fn unique_tag(prefix: &str) -> String {
+/// A name for a folder, node, schema or queue that no other test (in this run or an earlier
+/// one) uses: `{prefix}_{pid}_{nanos}_{n}`.
+pub fn unique_tag(prefix: &str) -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -140,6 +140,20 @@ impl Oprec {
         v["id"].as_str().expect("id").to_owned()
     }
 
+    /// Works everything eligible with the demo kinds, poll-only, until idle; fails the test if
+    /// the worker does not exit 0. Returns what it printed.
+    pub fn work_until_idle(&self) -> String {
+        self.run(&[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--exit-when-idle",
+        ])
+        .ok()
+        .to_owned()
+    }
+
     /// `ops show ID --json`.
     pub fn show(&self, id: &str) -> serde_json::Value {
         self.run(&["ops", "show", id, "--json"]).json()

@@ -16,8 +16,7 @@ use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -38,20 +37,6 @@ pub fn env_or(name: &str, default: &str) -> String {
 pub fn with_param(url: &str, param: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}{param}")
-}
-
-/// A name no other test (in this run or an earlier one) uses.
-pub fn unique_tag() -> String {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!(
-        "{}_{nanos:x}_{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 /// The Redis URL, on logical database 9 unless the URL names one (as `tests/broker.rs`).
@@ -151,7 +136,7 @@ impl Rig {
 
     /// A migrated, empty rig on `servers`.
     pub fn on(kind: RigKind, test: &str, servers: Servers) -> Rig {
-        let tag = unique_tag();
+        let tag = oprec_testkit::services::unique_tag("rig");
         let dir = tempfile::tempdir().expect("temp dir");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
