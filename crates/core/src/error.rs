@@ -1,4 +1,7 @@
+//! oprec's error: what a core or store call can fail with, and whether trying again may help.
+
 use crate::OperationId;
+
 
 /// Every way a core or store call can fail.
 #[derive(Debug, thiserror::Error)]
@@ -16,6 +19,13 @@ pub enum Error {
     /// No operation has this id.
     #[error("operation {0} not found")]
     NotFound(OperationId),
+    /// The database has no oprec tables (or not all of them): `oprec migrate` (or
+    /// [`Store::migrate`](crate::Store::migrate)) has not been run against it.
+    #[error("the database has no oprec tables: run `oprec migrate` first ({detail})")]
+    SchemaMissing {
+        /// What the database said.
+        detail: String,
+    },
     /// A value given by a caller is not acceptable (bad policy, bad filter, oversized payload).
     #[error("invalid input: {0}")]
     InvalidInput(String),

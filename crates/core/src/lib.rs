@@ -7,17 +7,28 @@
 //!
 //! It is not a driver: it has no database, broker or network code, so every decision here can be
 //! tested deterministically with a [`ManualClock`].
+//!
+//! Core decides, stores apply: every state change a store writes was decided here
+//! ([`Transition`] for the end of a claim, including a vanished one; [`Ending`] for the deadline
+//! pass and quarantine; [`Settlement`] for a resolved reconciliation; [`IdempotentBatch`] for a
+//! batch that repeats a key; [`not_held_back_sql`] for what a pause holds back), with its words.
 
 mod clock;
+mod control;
+mod ending;
+mod enqueue;
 mod error;
 mod failure;
 pub mod frame;
 mod id;
 mod ladder;
+pub mod maintenance;
 mod operation;
 pub mod operator;
 mod outcome;
 mod policy;
+mod resolution;
+mod stats;
 mod status;
 pub mod store;
 mod transition;
@@ -29,16 +40,26 @@ pub use error::{Error, Result};
 pub use failure::{Failure, FailureClass, OperationError};
 pub use id::OperationId;
 pub use ladder::{Exponential, Jitter, Ladder};
-pub use operation::{
-    Attempt, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, NewOperation, Operation, OperationDetail,
-};
+pub use control::{Control, ControlAction, ControlScope, not_held_back_sql};
+pub use ending::{Ending, ErrorPatch};
+pub use enqueue::{DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, IdempotentBatch, NewOperation};
+pub use maintenance::MaintenanceStore;
+pub use operation::{Attempt, Operation, OperationDetail, PayloadMode};
 pub use operator::OperatorStore;
+pub use resolution::{Resolution, Settlement};
+pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};
 pub use outcome::Outcome;
 pub use policy::{
     Bounded, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
 };
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
-pub use store::Store;
-pub use transition::{ClaimContext, RetryDecision, Transition};
+pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
+pub use transition::{ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule};
 pub use transport::{AckToken, Delivery, Transport};
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
+
+/// Every store trait at once: what a process that enqueues, works and maintains (or an operator
+/// front end) holds. Implemented for every type that implements them all.
+pub trait FullStore: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore {}
+
+impl<T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore> FullStore for T {}

@@ -1,6 +1,7 @@
-//! What operators do to many operations at once — re-drive, quarantine, release, pause, resolve
-//! reconciliations — and what they look at: stats and the audit log. A separate trait from
-//! [`Store`] because it is the operator's path, not the worker's; every store implements both.
+//! What operators do to many operations at once (re-drive, quarantine, release, cancel, pause)
+//! and what they look at (stats, activity, the audit log, the workers): the [`OperatorStore`]
+//! trait and its vocabulary. Operator workflows (plan, dry run, apply in batches, audit) are
+//! built on it by the `oprec-ops` crate; this module only says what one store call does.
 
 use std::collections::BTreeMap;
 
@@ -8,10 +9,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::status::named_enum;
+pub use crate::control::{Control, ControlAction, ControlScope};
+pub use crate::resolution::{Resolution, Settlement};
+pub use crate::stats::{AgeBucket, OldestEligible, StatsReport};
 use crate::{
-    FailureClass, Operation, OperationId, Result, Status, Store, TerminalReason, UnhandledKind,
-    WorkerBeatParams, WorkerRecord,
+    FailureClass, OperationId, PayloadMode, Result, Status, Store, TerminalReason, UnhandledKind,
+    WorkerRecord,
 };
 
 /// Which operations an operator action touches. Every field narrows; empty lists match all.
@@ -43,47 +46,6 @@ pub struct OperationFilter {
     /// Only operations that ended before this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal_until: Option<DateTime<Utc>>,
-}
-
-named_enum! {
-    /// What a control applies to.
-    ControlScope, "control scope" {
-        /// Operations of one kind.
-        Kind => "kind",
-        /// Operations whose last failure has one class.
-        FailureClass => "failure_class",
-        /// Operations that call one dependency.
-        Dependency => "dependency",
-    }
-}
-
-named_enum! {
-    /// What a control does. Both stop claims and wake-ups of the matching operations; nothing else.
-    ControlAction, "control action" {
-        /// Stopped until resumed (or until `until`).
-        Pause => "pause",
-        /// Stopped until a stated time.
-        Postpone => "postpone",
-    }
-}
-
-/// A pause or postponement in force (or expired, when listed).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Control {
-    /// What it applies to.
-    pub scope: ControlScope,
-    /// The kind, class or dependency name.
-    pub value: String,
-    /// Pause or postpone.
-    pub action: ControlAction,
-    /// When it lapses by itself, if ever.
-    pub until: Option<DateTime<Utc>>,
-    /// Why.
-    pub reason: Option<String>,
-    /// Who set it.
-    pub actor: String,
-    /// When it was set.
-    pub created_at: DateTime<Utc>,
 }
 
 /// Set (or replace) the control on `scope`/`value`.
@@ -183,6 +145,9 @@ pub struct RedrivePreview {
 pub struct PreviewGroup {
     /// The kind.
     pub kind: String,
+    /// Whether the re-drive replays a snapshot or acts on today's data (`None`: enqueued before
+    /// oprec kept it).
+    pub payload_mode: Option<PayloadMode>,
     /// The last failure class.
     pub class: Option<FailureClass>,
     /// The terminal reason.
@@ -202,7 +167,8 @@ pub struct PreviewSample {
     pub error: Option<String>,
 }
 
-/// Move pending operations matching `filter` to held (quarantine), with a reason.
+/// Move pending operations matching `filter` to held (quarantine), with
+/// [`Ending::quarantined`](crate::Ending::quarantined) saying who and why.
 #[derive(Clone, Debug)]
 pub struct QuarantineParams {
     /// Which operations (only pending ones are touched).
@@ -222,93 +188,6 @@ pub struct ReleaseParams {
     pub filter: OperationFilter,
     /// The most operations.
     pub limit: u32,
-}
-
-/// Take reconciling operations whose reconcile time has come, for the kind's reconcile hook.
-/// Each one's next reconcile time is pushed to now + `lease` in the same statement, so two
-/// reconcilers do not run the same hook at once.
-#[derive(Clone, Debug)]
-pub struct ReconcileDueParams {
-    /// Only these kinds (the ones with a hook here).
-    pub kinds: Vec<String>,
-    /// The most operations.
-    pub limit: u32,
-    /// How long the hook has before another reconciler may take the operation.
-    pub lease: Duration,
-}
-
-/// What became of an unknown outcome.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "resolution")]
-pub enum Resolution {
-    /// The effect happened: succeeded, with its remote id when known.
-    Applied {
-        /// The remote identity.
-        remote_id: Option<String>,
-    },
-    /// The effect did not happen: pending again, eligible now, safe to retry.
-    NotApplied,
-    /// Still unknown: look again at `retry_at`.
-    StillUnknown {
-        /// The next reconcile time.
-        retry_at: DateTime<Utc>,
-    },
-}
-
-/// Resolve one reconciling operation.
-#[derive(Clone, Debug)]
-pub struct ResolveParams {
-    /// The operation (must be reconciling).
-    pub id: OperationId,
-    /// What was found.
-    pub resolution: Resolution,
-    /// Who decided: a reconcile hook (`reconciler:<worker>`) or an operator.
-    pub actor: String,
-}
-
-/// The figures that answer "what is failing, why, and is it safe" at a glance — the seed
-/// article's list of retry observations.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct StatsReport {
-    /// When the figures were taken.
-    pub at: Option<DateTime<Utc>>,
-    /// Operations by status.
-    pub by_status: BTreeMap<String, u64>,
-    /// Pending operations by last failure class (`none` when they have not failed).
-    pub pending_by_class: BTreeMap<String, u64>,
-    /// Attempts recorded per succeeded operation (1.0 is perfect).
-    pub attempts_per_success: Option<f64>,
-    /// The pending operation that has waited longest past its eligible time, and since when.
-    pub oldest_eligible: Option<OldestEligible>,
-    /// Dead operations per kind.
-    pub dead_by_kind: BTreeMap<String, u64>,
-    /// Operations promoted to dead in the last hour, per kind.
-    pub dead_last_hour_by_kind: BTreeMap<String, u64>,
-    /// Operations promoted to dead in the last day, per kind.
-    pub dead_last_day_by_kind: BTreeMap<String, u64>,
-    /// Operations promoted to dead in the last day, per code version of their last attempt.
-    pub dead_last_day_by_code_version: BTreeMap<String, u64>,
-    /// Unknown outcomes awaiting reconciliation.
-    pub reconciling: u64,
-    /// Attempts that ended in the last hour, per dependency (`none` for kinds without one).
-    pub attempts_last_hour_by_dependency: BTreeMap<String, u64>,
-    /// Age of the oldest non-terminal operation, by its original creation time.
-    pub backlog_age_seconds: Option<i64>,
-    /// Non-terminal operations by age bucket of their creation time (<1h, 1h-1d, 1d-7d, >7d).
-    pub backlog_by_age: BTreeMap<String, u64>,
-    /// Pending operations, per kind, that no live worker handles (see [`OperatorStore::worker_list`]).
-    pub unhandled: Vec<UnhandledKind>,
-}
-
-/// The pending operation most overdue.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OldestEligible {
-    /// The operation.
-    pub id: OperationId,
-    /// Its kind.
-    pub kind: String,
-    /// When it became eligible.
-    pub next_eligible_at: DateTime<Utc>,
 }
 
 /// What happened in one minute: a point of the dashboard's activity chart.
@@ -353,6 +232,62 @@ pub struct AuditRecord {
     pub entry: AuditEntry,
 }
 
+
+/// Remove the control on `scope`/`value`.
+#[derive(Clone, Debug)]
+pub struct ControlRemoveParams {
+    /// What it applies to.
+    pub scope: ControlScope,
+    /// The kind, class or dependency name.
+    pub value: String,
+}
+
+/// Count what an operator action would touch.
+#[derive(Clone, Debug)]
+pub struct CountMatchingParams {
+    /// Which operations.
+    pub filter: OperationFilter,
+}
+
+/// The dry run of a re-drive.
+#[derive(Clone, Debug)]
+pub struct RedrivePreviewParams {
+    /// Which operations.
+    pub filter: OperationFilter,
+    /// Cancelled operations too.
+    pub include_cancelled: bool,
+    /// How many matches to sample with their errors.
+    pub samples: u32,
+}
+
+/// Cancel operations that are not terminal and not running.
+#[derive(Clone, Debug)]
+pub struct CancelParams {
+    /// The operations.
+    pub ids: Vec<OperationId>,
+}
+
+/// Attempts and promotions to dead per minute since a time.
+#[derive(Clone, Copy, Debug)]
+pub struct ActivityParams {
+    /// The first minute.
+    pub since: DateTime<Utc>,
+}
+
+/// The newest audit rows.
+#[derive(Clone, Copy, Debug)]
+pub struct AuditListParams {
+    /// The most rows.
+    pub limit: u32,
+}
+
+/// The workers seen lately, or the pending kinds none of them handles.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerListParams {
+    /// Only workers seen within this long.
+    pub seen_within: Duration,
+}
+
 /// The operator's side of a store.
 #[async_trait]
 pub trait OperatorStore: Store {
@@ -360,25 +295,20 @@ pub trait OperatorStore: Store {
     async fn control_set(&self, params: ControlSetParams) -> Result<Control>;
 
     /// Removes the control on `scope`/`value`; false when there was none.
-    async fn control_remove(&self, scope: ControlScope, value: &str) -> Result<bool>;
+    async fn control_remove(&self, params: ControlRemoveParams) -> Result<bool>;
 
     /// Controls in force now (lapsed ones are left out).
     async fn control_list(&self) -> Result<Vec<Control>>;
 
-    /// How many operations match `filter`, per status (statuses with none are left out): what a
+    /// How many operations match the filter, per status (statuses with none are left out): what a
     /// quarantine, release or pause would touch, counted before it runs.
     async fn operation_count_matching(
         &self,
-        filter: &OperationFilter,
+        params: CountMatchingParams,
     ) -> Result<BTreeMap<Status, u64>>;
 
     /// The dry run of a re-drive.
-    async fn redrive_preview(
-        &self,
-        filter: &OperationFilter,
-        include_cancelled: bool,
-        samples: u32,
-    ) -> Result<RedrivePreview>;
+    async fn redrive_preview(&self, params: RedrivePreviewParams) -> Result<RedrivePreview>;
 
     /// Re-drives one batch; see [`RedriveParams`].
     async fn operation_redrive(&self, params: RedriveParams) -> Result<Vec<Redriven>>;
@@ -389,42 +319,26 @@ pub trait OperatorStore: Store {
     /// Releases held operations; returns how many.
     async fn operation_release(&self, params: ReleaseParams) -> Result<u64>;
 
-    /// Takes reconciling operations due for their reconcile hook.
-    async fn operation_reconcile_due(&self, params: ReconcileDueParams) -> Result<Vec<Operation>>;
-
-    /// Resolves a reconciling operation; [`Error::InvalidInput`](crate::Error::InvalidInput) when
-    /// it is not reconciling.
-    async fn operation_reconcile_resolve(&self, params: ResolveParams) -> Result<Status>;
+    /// Cancels operations that are not terminal and not running; returns the ids cancelled, in
+    /// the order asked for.
+    async fn operation_cancel(&self, params: CancelParams) -> Result<Vec<OperationId>>;
 
     /// The at-a-glance figures.
     async fn stats(&self) -> Result<StatsReport>;
 
     /// Attempts and promotions to dead per minute since `since`, oldest minute first; minutes
     /// with neither are left out.
-    async fn activity_per_minute(&self, since: DateTime<Utc>) -> Result<Vec<ActivityMinute>>;
+    async fn activity_per_minute(&self, params: ActivityParams) -> Result<Vec<ActivityMinute>>;
 
     /// Appends to the audit log.
     async fn audit_insert(&self, entry: AuditEntry) -> Result<()>;
 
     /// The newest audit rows first.
-    async fn audit_list(&self, limit: u32) -> Result<Vec<AuditRecord>>;
+    async fn audit_list(&self, params: AuditListParams) -> Result<Vec<AuditRecord>>;
 
-    /// Dead operations whose promotion has not been announced yet, oldest first.
-    async fn operation_dead_unalerted(&self, limit: u32) -> Result<Vec<Operation>>;
-
-    /// Records that these promotions were announced.
-    async fn operation_mark_alerted(&self, ids: Vec<OperationId>) -> Result<()>;
-
-    /// Registers a running worker, or refreshes its row (`last_seen_at` = now); see
-    /// [`WorkerRecord`](crate::WorkerRecord).
-    async fn worker_beat(&self, params: WorkerBeatParams) -> Result<()>;
-
-    /// Removes a worker's row (its clean shutdown); false when there was none.
-    async fn worker_remove(&self, id: &str) -> Result<bool>;
-
-    /// The workers seen within the last `seen_within`, by id.
-    async fn worker_list(&self, seen_within: Duration) -> Result<Vec<WorkerRecord>>;
+    /// The workers seen within `seen_within`, by id.
+    async fn worker_list(&self, params: WorkerListParams) -> Result<Vec<WorkerRecord>>;
 
     /// Pending operations, per kind, whose kind no worker seen within `seen_within` handles.
-    async fn operation_unhandled(&self, seen_within: Duration) -> Result<Vec<UnhandledKind>>;
+    async fn operation_unhandled(&self, params: WorkerListParams) -> Result<Vec<UnhandledKind>>;
 }

@@ -4,6 +4,14 @@ use chrono::Duration;
 
 use crate::{Error, Ladder, Result};
 
+/// The lower of two optional bounds; no bound is no limit.
+fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Builder state: no execution timeout declared yet.
 #[derive(Debug)]
 pub struct NoTimeout;
@@ -85,10 +93,13 @@ impl RetryPolicy {
     /// The effective attempt bound: the declared bound, or the schedule's length, whichever is
     /// smaller; `None` when only a deadline bounds the kind.
     pub fn max_attempts(&self) -> Option<u32> {
-        match (self.max_attempts, self.ladder.max_attempts()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        lower(self.max_attempts, self.ladder.max_attempts())
+    }
+
+    /// The attempt bound of an operation whose own bound (stored at enqueue, or asked for by the
+    /// caller) is `stored`: the lower of the two, since the policy is the ceiling.
+    pub fn attempt_bound(&self, stored: Option<u32>) -> Option<u32> {
+        lower(stored, self.max_attempts())
     }
 
     /// How long after enqueue the kind gives up by default (a caller's deadline overrides it).

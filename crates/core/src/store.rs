@@ -1,8 +1,21 @@
-//! The [`Store`] trait: every read and write of operation records, named noun-first with one
-//! params struct per method, in the spirit of River's driver interface.
+//! The store traits, split by caller, every method named noun-first with one params struct, in the
+//! spirit of River's driver interface:
+//!
+//! | trait | caller |
+//! | --- | --- |
+//! | [`Store`] | everyone: the schema, the store's clock, reading records back |
+//! | [`EnqueueStore`] | producers: inserting operations and recording published wake-ups |
+//! | [`WorkerStore`] | workers: claims, heartbeats, completions, steps, presence |
+//! | [`MaintenanceStore`](crate::MaintenanceStore) | the maintenance leader: wake-ups, rescue, deadlines, reconcile hand-off, alerts |
+//! | [`OperatorStore`](crate::OperatorStore) | operators: controls, re-drive, quarantine, cancel, stats, audit |
+//!
+//! A store only applies what core decided ([`Transition`], [`Settlement`](crate::Settlement),
+//! [`ErrorPatch`](crate::ErrorPatch)); it never chooses a status or writes a text of its own.
 //!
 //! Times: a store holds a [`Clock`](crate::Clock). With the system clock a store may judge leases
 //! by the database's own clock (PostgreSQL does); with a manual clock every "now" is the clock's.
+
+use std::ops::Deref;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
@@ -10,8 +23,8 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
-    FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
-    TerminalReason, Transition,
+    Error, FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
+    TerminalReason, Transition, WorkerBeatParams,
 };
 
 /// What an enqueue did.
@@ -34,7 +47,65 @@ pub struct Claimant {
     pub lease: Duration,
 }
 
-/// Claim these operations, if they are pending, eligible and not past their deadline.
+/// A running operation as its claim left it: the record, with a claim token and a lease that are
+/// always there (a claim without them cannot be expressed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claimed {
+    operation: Operation,
+    claim_token: Uuid,
+    lease_until: DateTime<Utc>,
+}
+
+impl Claimed {
+    /// The claim a stored row describes; a row that is not running with a token and a lease is
+    /// a backend error (the schema's CHECK makes it impossible).
+    pub fn from_operation(operation: Operation) -> Result<Self> {
+        match (operation.status, operation.claim_token, operation.lease_until) {
+            (Status::Running, Some(claim_token), Some(lease_until)) => Ok(Claimed {
+                operation,
+                claim_token,
+                lease_until,
+            }),
+            _ => Err(Error::backend(
+                false,
+                format!(
+                    "operation {} was returned as claimed but is {} without a full claim",
+                    operation.id, operation.status
+                ),
+            )),
+        }
+    }
+
+    /// The token that fences every write of this claim.
+    pub fn claim_token(&self) -> Uuid {
+        self.claim_token
+    }
+
+    /// When the lease ends unless a heartbeat extends it.
+    pub fn lease_until(&self) -> DateTime<Utc> {
+        self.lease_until
+    }
+
+    /// The record as of the claim.
+    pub fn operation(&self) -> &Operation {
+        &self.operation
+    }
+
+    /// The record, giving up the claim's typed view.
+    pub fn into_operation(self) -> Operation {
+        self.operation
+    }
+}
+
+impl Deref for Claimed {
+    type Target = Operation;
+    fn deref(&self) -> &Operation {
+        &self.operation
+    }
+}
+
+/// Claim these operations, if they are pending, eligible, within their deadline and held back
+/// by no control.
 #[derive(Clone, Debug)]
 pub struct ClaimByIdsParams {
     /// The operations named by wake-ups.
@@ -57,9 +128,6 @@ pub struct ClaimEligibleParams {
     pub claimant: Claimant,
 }
 
-/// A claimed operation: the record as of the claim, whose `claim_token` fences every later write.
-pub type Claimed = Operation;
-
 /// Extend a claim's lease.
 #[derive(Clone, Debug)]
 pub struct HeartbeatParams {
@@ -71,7 +139,8 @@ pub struct HeartbeatParams {
     pub lease: Duration,
 }
 
-/// End a claim with a transition; fenced by the token.
+/// End a claim with a transition decided by core; fenced by the token (and, for a vanished
+/// attempt, by the lease having expired: see [`Transition::fence`]).
 #[derive(Clone, Debug)]
 pub struct CompleteParams {
     /// The operation.
@@ -88,30 +157,81 @@ pub struct CompleteParams {
 pub enum CompleteResult {
     /// The transition was applied and the attempt recorded.
     Applied,
-    /// The token did not match a running claim: nothing changed.
+    /// The token did not match a running claim (or its lease had not expired, for a vanished
+    /// attempt): nothing changed.
     Stale,
 }
 
-/// Take back expired leases.
+/// Record the effect's remote identity during an attempt; fenced by the claim token.
 #[derive(Clone, Debug)]
-pub struct RescueParams {
-    /// After this many vanished attempts in a row the operation is dead (crash_loop).
-    pub vanish_limit: u32,
-    /// How long a rescued operation waits before it is eligible again.
-    pub retry_delay: Duration,
-    /// The most operations handled per call.
-    pub limit: u32,
+pub struct RemoteIdSetParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// The remote identity.
+    pub remote_id: String,
 }
 
-/// What a rescue pass did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RescueReport {
-    /// Expired claims recorded as vanished attempts.
-    pub vanished: u64,
-    /// Of those, operations returned to pending.
-    pub retried: u64,
-    /// Of those, operations ended dead (crash_loop, attempts_exhausted or deadline_passed).
-    pub dead: u64,
+/// Read an operation's completed durable steps.
+#[derive(Clone, Copy, Debug)]
+pub struct StepsGetParams {
+    /// The operation.
+    pub id: OperationId,
+}
+
+/// Save a completed durable step; fenced by the claim token.
+#[derive(Clone, Debug)]
+pub struct StepSaveParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+    /// The step's name, unique per operation.
+    pub name: String,
+    /// What the step produced; returned to later attempts instead of running the step again.
+    pub output: serde_json::Value,
+}
+
+/// A completed durable step.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Step {
+    /// The step's name.
+    pub name: String,
+    /// Its stored output.
+    pub output: serde_json::Value,
+    /// The attempt that completed it.
+    pub attempt: u32,
+    /// When it completed.
+    pub completed_at: DateTime<Utc>,
+}
+
+/// Remove a worker's presence row (its clean shutdown).
+#[derive(Clone, Debug)]
+pub struct WorkerRemoveParams {
+    /// The worker's id.
+    pub id: String,
+}
+
+/// Ask whether a worker of these kinds has anything to do.
+#[derive(Clone, Debug)]
+pub struct WorkExistsParams {
+    /// The kinds; empty means any kind.
+    pub kinds: Vec<String>,
+}
+
+/// Record that wake-ups were published for these operations.
+#[derive(Clone, Debug)]
+pub struct MarkWokenParams {
+    /// The operations woken.
+    pub ids: Vec<OperationId>,
+}
+
+/// Read one operation with its attempt history.
+#[derive(Clone, Copy, Debug)]
+pub struct OperationGetParams {
+    /// The operation.
+    pub id: OperationId,
 }
 
 /// Filters for listing operations; every value reaches SQL as a bind parameter.
@@ -154,15 +274,8 @@ pub struct CountRow {
     pub count: u64,
 }
 
-/// Record that wake-ups were published for these operations.
-#[derive(Clone, Debug)]
-pub struct MarkWokenParams {
-    /// The operations woken.
-    pub ids: Vec<OperationId>,
-}
-
-/// The store of operation records. Implemented by `oprec-postgres` and `oprec-sqlite`; both must
-/// pass `oprec-testkit`'s conformance suite.
+/// What every caller reads: the schema, the store's "now", and the records. Implemented by
+/// `oprec-postgres` and `oprec-sqlite`; both pass `oprec-testkit`'s conformance suites.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Creates or upgrades the schema.
@@ -171,19 +284,43 @@ pub trait Store: Send + Sync + 'static {
     /// The store's "now", as used for eligibility and leases.
     async fn now(&self) -> Result<DateTime<Utc>>;
 
+    /// One operation with its attempt history.
+    async fn operation_get(&self, params: OperationGetParams) -> Result<Option<OperationDetail>>;
+
+    /// Operations matching the filters, in id (creation) order, oldest or newest first.
+    async fn operation_list(&self, params: ListParams) -> Result<Vec<Operation>>;
+
+    /// Counts by status, kind and last failure class. Fails with
+    /// [`Error::SchemaMissing`](crate::Error::SchemaMissing) when the tables do not exist.
+    async fn operation_count(&self) -> Result<Vec<CountRow>>;
+}
+
+/// The producer's side: enqueueing.
+#[async_trait]
+pub trait EnqueueStore: Store {
     /// Enqueues operations in one transaction. An idempotency key already present for the kind
-    /// returns the existing operation (`created: false`); the results are in input order.
+    /// returns the existing operation (`created: false`); a key repeated within the batch
+    /// resolves as [`IdempotentBatch`](crate::IdempotentBatch) says; the results are in input
+    /// order.
     async fn operation_insert_many(&self, ops: Vec<NewOperation>) -> Result<Vec<Enqueued>>;
 
-    /// Enqueues one operation; see [`Store::operation_insert_many`].
+    /// Enqueues one operation; see [`EnqueueStore::operation_insert_many`].
     async fn operation_insert(&self, op: NewOperation) -> Result<Enqueued> {
         let mut v = self.operation_insert_many(vec![op]).await?;
         v.pop()
-            .ok_or_else(|| crate::Error::InvalidInput("enqueue returned nothing".into()))
+            .ok_or_else(|| Error::backend(false, "enqueue returned nothing"))
     }
 
-    /// Claims the named operations that are pending, eligible and within their deadline: each gets
-    /// attempt + 1, a new claim token and a lease. Others are skipped (and absent from the result).
+    /// Records that wake-ups were published.
+    async fn operation_mark_woken(&self, params: MarkWokenParams) -> Result<()>;
+}
+
+/// The worker's side: claims and what a claim may write, and the worker's presence.
+#[async_trait]
+pub trait WorkerStore: Store {
+    /// Claims the named operations that are pending, eligible, within their deadline and held
+    /// back by no control: each gets attempt + 1, a new claim token and a lease. Others are
+    /// skipped (and absent from the result).
     async fn operation_claim_by_ids(&self, params: ClaimByIdsParams) -> Result<Vec<Claimed>>;
 
     /// Claims up to `limit` eligible operations, oldest eligible first, skipping rows another
@@ -191,7 +328,7 @@ pub trait Store: Send + Sync + 'static {
     async fn operation_claim_eligible(&self, params: ClaimEligibleParams) -> Result<Vec<Claimed>>;
 
     /// Extends a running claim's lease. A stale token changes nothing and is
-    /// [`Error::StaleClaim`](crate::Error::StaleClaim).
+    /// [`Error::StaleClaim`].
     async fn operation_heartbeat(&self, params: HeartbeatParams) -> Result<DateTime<Utc>>;
 
     /// Ends claims with their transitions, recording each attempt; a stale token changes nothing.
@@ -201,97 +338,34 @@ pub trait Store: Send + Sync + 'static {
         params: Vec<CompleteParams>,
     ) -> Result<Vec<CompleteResult>>;
 
-    /// Ends one claim; a stale token is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    /// Ends one claim; a stale token is [`Error::StaleClaim`].
     async fn operation_complete(&self, params: CompleteParams) -> Result<()> {
         let id = params.id;
         match self.operation_complete_many(vec![params]).await?.pop() {
             Some(CompleteResult::Applied) => Ok(()),
-            _ => Err(crate::Error::StaleClaim { id }),
+            _ => Err(Error::StaleClaim { id }),
         }
     }
 
-    /// Turns expired leases into vanished attempts; after `vanish_limit` in a row the operation is
-    /// dead (crash_loop); past its bound or deadline it is dead too; otherwise pending again.
-    async fn operation_rescue_expired(&self, params: RescueParams) -> Result<RescueReport>;
-
-    /// Ends pending and held operations whose deadline has passed (dead, deadline_passed).
-    async fn operation_end_past_deadline(&self, limit: u32) -> Result<u64>;
-
-    /// Cancels operations that are not terminal and not running; returns the ids cancelled.
-    async fn operation_cancel(&self, ids: Vec<OperationId>) -> Result<Vec<OperationId>>;
-
-    /// Records that wake-ups were published.
-    async fn operation_mark_woken(&self, params: MarkWokenParams) -> Result<()>;
-
     /// Records the effect's remote identity during an attempt. A stale token changes nothing and
-    /// is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    /// is [`Error::StaleClaim`].
     async fn operation_remote_id_set(&self, params: RemoteIdSetParams) -> Result<()>;
 
     /// The operation's completed durable steps.
-    async fn operation_steps_get(&self, id: OperationId) -> Result<Vec<Step>>;
+    async fn operation_steps_get(&self, params: StepsGetParams) -> Result<Vec<Step>>;
 
     /// Saves a completed step (a step already saved keeps its first output). A stale token
-    /// changes nothing and is [`Error::StaleClaim`](crate::Error::StaleClaim).
+    /// changes nothing and is [`Error::StaleClaim`].
     async fn operation_step_save(&self, params: StepSaveParams) -> Result<()>;
 
-    /// Marks due operations woken and returns them for publishing: pending, eligible, within
-    /// their deadline, and never woken, woken before they became eligible, or woken longer than
-    /// `rewake_after` ago. Two schedulers never get the same operation from one call each.
-    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>>;
+    /// Whether any operation of the kinds is running, or pending, eligible now, within its
+    /// deadline and held back by no control: whether a worker of these kinds has work.
+    async fn operation_work_exists(&self, params: WorkExistsParams) -> Result<bool>;
 
-    /// One operation with its attempt history.
-    async fn operation_get(&self, id: OperationId) -> Result<Option<OperationDetail>>;
+    /// Registers a running worker, or refreshes its row (`last_seen_at` = now); see
+    /// [`WorkerRecord`](crate::WorkerRecord).
+    async fn worker_beat(&self, params: WorkerBeatParams) -> Result<()>;
 
-    /// Operations matching the filters, in id (creation) order, oldest or newest first.
-    async fn operation_list(&self, params: ListParams) -> Result<Vec<Operation>>;
-
-    /// Counts by status, kind and last failure class.
-    async fn operation_count(&self) -> Result<Vec<CountRow>>;
-}
-
-/// Record the effect's remote identity during an attempt; fenced by the claim token.
-#[derive(Clone, Debug)]
-pub struct RemoteIdSetParams {
-    /// The operation.
-    pub id: OperationId,
-    /// The claim's token.
-    pub claim_token: Uuid,
-    /// The remote identity.
-    pub remote_id: String,
-}
-
-/// Save a completed durable step; fenced by the claim token.
-#[derive(Clone, Debug)]
-pub struct StepSaveParams {
-    /// The operation.
-    pub id: OperationId,
-    /// The claim's token.
-    pub claim_token: Uuid,
-    /// The step's name, unique per operation.
-    pub name: String,
-    /// What the step produced; returned to later attempts instead of running the step again.
-    pub output: serde_json::Value,
-}
-
-/// A completed durable step.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Step {
-    /// The step's name.
-    pub name: String,
-    /// Its stored output.
-    pub output: serde_json::Value,
-    /// The attempt that completed it.
-    pub attempt: u32,
-    /// When it completed.
-    pub completed_at: DateTime<Utc>,
-}
-
-/// Pick pending, eligible operations whose last wake-up is older than `rewake_after` (or that were
-/// never woken), mark them woken now, and return them for publishing.
-#[derive(Clone, Debug)]
-pub struct WakeDueParams {
-    /// How long a published wake-up is trusted before the operation is woken again.
-    pub rewake_after: Duration,
-    /// The most operations per call.
-    pub limit: u32,
+    /// Removes a worker's row (its clean shutdown); false when there was none.
+    async fn worker_remove(&self, params: WorkerRemoveParams) -> Result<bool>;
 }

@@ -2,8 +2,8 @@ use chrono::{DateTime, Utc};
 use rand::Rng;
 
 use crate::{
-    AttemptOutcome, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy, Status,
-    TerminalReason,
+    AttemptOutcome, Claimed, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy,
+    Status, TerminalReason,
 };
 
 /// What the decision needs to know about the claim that just ended.
@@ -15,6 +15,19 @@ pub struct ClaimContext {
     pub max_attempts: Option<u32>,
     /// The caller's deadline.
     pub give_up_at: Option<DateTime<Utc>>,
+}
+
+impl ClaimContext {
+    /// The attempt bound in force: the lower of the one stored at enqueue and the policy's.
+    pub fn bound(&self, policy: &RetryPolicy) -> Option<u32> {
+        policy.attempt_bound(self.max_attempts)
+    }
+}
+
+impl From<&Claimed> for ClaimContext {
+    fn from(claim: &Claimed) -> Self {
+        ClaimContext::from(claim.operation())
+    }
 }
 
 impl From<&Operation> for ClaimContext {
@@ -54,7 +67,44 @@ enum Target {
         at: DateTime<Utc>,
     },
     CancelObsolete,
+    Vanished {
+        /// Back to pending at this time, or dead for this reason.
+        next: Result<DateTime<Utc>, TerminalReason>,
+        error: OperationError,
+    },
 }
+
+/// How a store must check that a transition still applies before writing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fence {
+    /// The operation is running under the claim token given with the transition.
+    Claim,
+    /// As [`Fence::Claim`], and the claim's lease has expired by the store's clock: a heartbeat
+    /// that extended it since the rescuer looked wins.
+    ExpiredClaim,
+}
+
+/// The rescuer's rule for attempts that vanished (the lease expired with no outcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VanishRule {
+    /// Vanished attempts in a row after which the operation is dead (`crash_loop`).
+    pub vanish_limit: u32,
+    /// How long a rescued operation waits before it is eligible again.
+    pub retry_delay: chrono::Duration,
+}
+
+impl Default for VanishRule {
+    fn default() -> Self {
+        VanishRule {
+            vanish_limit: 3,
+            retry_delay: chrono::Duration::zero(),
+        }
+    }
+}
+
+/// What every vanished attempt's error says happened.
+pub const VANISHED_SUMMARY: &str = "the lease expired with no outcome: the attempt vanished \
+     (worker crashed, was killed, or ran past its lease)";
 
 /// The end of a claim: where a running operation goes next and what its attempt row says.
 ///
@@ -139,6 +189,59 @@ impl Transition {
         }
     }
 
+    /// The lease of `claim` expired with no outcome: the attempt vanished (the worker crashed,
+    /// was killed, or ran past its lease). After `rule.vanish_limit` vanished attempts in a row
+    /// the operation is dead (`crash_loop`); past its stored attempt bound, or when the retry
+    /// would come after its deadline, it is dead too; otherwise it is pending again after
+    /// `rule.retry_delay`. Decided from the row, so every store writes the same thing.
+    pub fn vanished(claim: &Claimed, rule: &VanishRule, now: DateTime<Utc>) -> Self {
+        let streak = claim.vanished_streak.saturating_add(1);
+        let retry_at = now + rule.retry_delay;
+        let reason = if streak >= rule.vanish_limit.max(1) {
+            Some(TerminalReason::CrashLoop)
+        } else if claim.max_attempts.is_some_and(|max| claim.attempt >= max) {
+            Some(TerminalReason::AttemptsExhausted)
+        } else if claim.give_up_at.is_some_and(|g| g < retry_at) {
+            Some(TerminalReason::DeadlinePassed)
+        } else {
+            None
+        };
+        let decision = match reason {
+            Some(TerminalReason::CrashLoop) => {
+                format!("dead: {streak} attempts in a row vanished (crash loop)")
+            }
+            Some(TerminalReason::AttemptsExhausted) => "dead: attempts exhausted".to_owned(),
+            Some(_) => "dead: the deadline passed".to_owned(),
+            None => "retry".to_owned(),
+        };
+        let next_action = match reason {
+            None => "none: retried automatically",
+            Some(_) => "inspect the input for what kills or stalls the worker, then re-drive",
+        };
+        Transition {
+            target: Target::Vanished {
+                next: reason.map_or(Ok(retry_at), Err),
+                error: OperationError::new(VANISHED_SUMMARY)
+                    .decision(decision)
+                    .next_action(next_action),
+            },
+        }
+    }
+
+    /// How the store must check that this transition still applies.
+    pub fn fence(&self) -> Fence {
+        match self.target {
+            Target::Vanished { .. } => Fence::ExpiredClaim,
+            _ => Fence::Claim,
+        }
+    }
+
+    /// Whether the attempt vanished: the crash-loop counter (`vanished_streak`) goes up by one;
+    /// every other end of a claim sets it back to zero.
+    pub fn is_vanished(&self) -> bool {
+        matches!(self.target, Target::Vanished { .. })
+    }
+
     /// The status the operation moves to.
     pub fn status(&self) -> Status {
         match self.target {
@@ -150,6 +253,8 @@ impl Transition {
             Target::Hold { .. } => Status::Held,
             Target::Reconcile { .. } => Status::Reconciling,
             Target::CancelObsolete => Status::Cancelled,
+            Target::Vanished { next: Ok(_), .. } => Status::Pending,
+            Target::Vanished { next: Err(_), .. } => Status::Dead,
         }
     }
 
@@ -166,6 +271,7 @@ impl Transition {
             Target::Reconcile { .. } => AttemptOutcome::Unknown,
             Target::Release { .. } => AttemptOutcome::Released,
             Target::CancelObsolete => AttemptOutcome::Rejected,
+            Target::Vanished { .. } => AttemptOutcome::Vanished,
         }
     }
 
@@ -173,6 +279,7 @@ impl Transition {
     pub fn next_eligible_at(&self) -> Option<DateTime<Utc>> {
         match self.target {
             Target::Retry { at, .. } | Target::Release { at } => Some(at),
+            Target::Vanished { next: Ok(at), .. } => Some(at),
             Target::Snooze { until, .. } => Some(until),
             _ => None,
         }
@@ -190,10 +297,26 @@ impl Transition {
         }
     }
 
+    /// The class to store as `last_failure_class` and in the attempt row; `None` keeps the
+    /// operation's last class (a vanished attempt has no class of its own).
+    pub fn failure_class(&self) -> Option<FailureClass> {
+        self.failure().map(|(c, _)| c)
+    }
+
+    /// The error to store as `last_error` and in the attempt row; `None` keeps the operation's
+    /// last error.
+    pub fn error(&self) -> Option<&OperationError> {
+        match &self.target {
+            Target::Vanished { error, .. } => Some(error),
+            _ => self.failure().map(|(_, e)| e),
+        }
+    }
+
     /// For terminal transitions other than success: why.
     pub fn terminal_reason(&self) -> Option<TerminalReason> {
         match self.target {
             Target::Dead { reason, .. } => Some(reason),
+            Target::Vanished { next: Err(reason), .. } => Some(reason),
             Target::CancelObsolete => Some(TerminalReason::Obsolete),
             _ => None,
         }
@@ -241,10 +364,7 @@ impl RetryPolicy {
                 f.error.next_action = Some(next.to_owned());
             }
         };
-        let bound = match (claim.max_attempts, self.max_attempts()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let bound = claim.bound(self);
         match failure.class {
             FailureClass::Permanent => {
                 default_text(
@@ -328,11 +448,7 @@ impl RetryPolicy {
         now: DateTime<Utc>,
         rng: &mut impl Rng,
     ) -> RetryDecision {
-        let bound = match (claim.max_attempts, self.max_attempts()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        if bound.is_some_and(|b| claim.attempt >= b) {
+        if claim.bound(self).is_some_and(|b| claim.attempt >= b) {
             return RetryDecision::Exhausted;
         }
         let Some(rung) = self.ladder().delay_before(claim.attempt + 1, class) else {

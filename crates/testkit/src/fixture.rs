@@ -13,11 +13,11 @@
 //! attempt 1 at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds, then terminal.
 
 use chrono::{DateTime, Duration, Utc};
-use oprec_core::store::{ClaimByIdsParams, CompleteParams, RescueParams};
+use oprec_core::store::{ClaimByIdsParams, CompleteParams};
 use oprec_core::{
-    AttemptOutcome, ClaimContext, Clock, EnqueueOptions, Failure, FailureClass, Ladder,
-    NewOperation, Operation, OperationError, OperationId, Outcome, RetryPolicy, Status, Store,
-    TerminalReason,
+    AttemptOutcome, ClaimContext, Claimed, Clock, EnqueueOptions, Failure, FailureClass,
+    FullStore, Ladder, NewOperation, OperationError, OperationId, Outcome, RetryPolicy, Status,
+    TerminalReason, VanishRule,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -68,8 +68,8 @@ impl Provider {
 
 /// One delivery of "attempt operation N now": claim it if it is claimable, ask the provider,
 /// decide with the policy and write the outcome. `None` when the claim took nothing.
-async fn deliver<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Option<Status> {
-    let claimed: Vec<Operation> = h
+async fn deliver<S: FullStore>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Option<Status> {
+    let claimed: Vec<Claimed> = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
             kinds: vec![],
@@ -101,7 +101,7 @@ async fn deliver<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provider)
 
 /// Delivers wake-ups at each eligible time until the operation leaves `pending`; returns the
 /// seconds since the start at which attempts were made.
-async fn run_to_rest<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Vec<i64> {
+async fn run_to_rest<S: FullStore>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Vec<i64> {
     let start = crate::start_time();
     let mut times = Vec::new();
     for _ in 0..20 {
@@ -127,7 +127,7 @@ async fn run_to_rest<S: Store>(h: &Harness<S>, id: OperationId, provider: &Provi
     times
 }
 
-async fn enqueue_shipment<S: Store>(
+async fn enqueue_shipment<S: FullStore>(
     h: &Harness<S>,
     payload: Value,
     options: EnqueueOptions,
@@ -151,7 +151,7 @@ fn healthy() -> Provider {
 }
 
 /// Malformed input: one attempt, dead (permanent), and the error names the field.
-pub async fn malformed_input_is_dead_after_one_attempt<S: Store>(h: Harness<S>) {
+pub async fn malformed_input_is_dead_after_one_attempt<S: FullStore>(h: Harness<S>) {
     let id = enqueue_shipment(
         &h,
         json!({"street": "1 Main St"}),
@@ -175,7 +175,7 @@ pub async fn malformed_input_is_dead_after_one_attempt<S: Store>(h: Harness<S>) 
 }
 
 /// Transient outage: attempts at 0, 60 and 360 seconds, then success.
-pub async fn transient_outage_retries_at_0_60_360_then_succeeds<S: Store>(h: Harness<S>) {
+pub async fn transient_outage_retries_at_0_60_360_then_succeeds<S: FullStore>(h: Harness<S>) {
     let provider = Provider {
         recovers_at: Some(crate::start_time() + Duration::seconds(200)),
         timeout_after_write: false,
@@ -203,7 +203,7 @@ pub async fn transient_outage_retries_at_0_60_360_then_succeeds<S: Store>(h: Har
 }
 
 /// Long outage: exactly six attempts at the ladder's times, then dead (attempts_exhausted).
-pub async fn long_outage_ends_after_six_attempts_at_the_ladder_times<S: Store>(h: Harness<S>) {
+pub async fn long_outage_ends_after_six_attempts_at_the_ladder_times<S: FullStore>(h: Harness<S>) {
     let provider = Provider {
         recovers_at: Some(crate::start_time() + Duration::days(30)),
         timeout_after_write: false,
@@ -236,7 +236,7 @@ pub async fn long_outage_ends_after_six_attempts_at_the_ladder_times<S: Store>(h
 }
 
 /// Unknown remote result: reconciling after one attempt, and no further claim succeeds.
-pub async fn unknown_remote_result_goes_to_reconciling<S: Store>(h: Harness<S>) {
+pub async fn unknown_remote_result_goes_to_reconciling<S: FullStore>(h: Harness<S>) {
     let provider = Provider {
         recovers_at: None,
         timeout_after_write: true,
@@ -264,7 +264,7 @@ pub async fn unknown_remote_result_goes_to_reconciling<S: Store>(h: Harness<S>) 
 }
 
 /// Terminal operation: a later delivery changes nothing.
-pub async fn terminal_operation_ignores_later_claims<S: Store>(h: Harness<S>) {
+pub async fn terminal_operation_ignores_later_claims<S: FullStore>(h: Harness<S>) {
     let id = enqueue_shipment(
         &h,
         json!({"postal_code": "10115"}),
@@ -283,7 +283,7 @@ pub async fn terminal_operation_ignores_later_claims<S: Store>(h: Harness<S>) {
 }
 
 /// A deadline earlier than the next rung: dead (deadline_passed), no late attempt.
-pub async fn deadline_before_the_next_rung_ends_dead<S: Store>(h: Harness<S>) {
+pub async fn deadline_before_the_next_rung_ends_dead<S: FullStore>(h: Harness<S>) {
     let provider = Provider {
         recovers_at: Some(crate::start_time() + Duration::days(1)),
         timeout_after_write: false,
@@ -312,17 +312,16 @@ pub async fn deadline_before_the_next_rung_ends_dead<S: Store>(h: Harness<S>) {
 
 /// A crash loop: claims whose leases expire with no outcome end dead (crash_loop) after
 /// [`VANISH_LIMIT`], with each vanished attempt in the history.
-pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: Store>(h: Harness<S>) {
+pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: FullStore>(h: Harness<S>) {
     let id = enqueue_shipment(
         &h,
         json!({"postal_code": "10115"}),
         EnqueueOptions::default(),
     )
     .await;
-    let rescue = RescueParams {
+    let rule = VanishRule {
         vanish_limit: VANISH_LIMIT,
         retry_delay: Duration::seconds(60),
-        limit: 100,
     };
     for round in 1..=VANISH_LIMIT {
         // The worker claims, then dies: no outcome is ever written.
@@ -330,11 +329,7 @@ pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: Store>(h: 
         assert_eq!(claimed.len(), 1, "round {round}");
         assert_eq!(claimed[0].attempt, round);
         h.advance_secs(31);
-        let r = h
-            .store
-            .operation_rescue_expired(rescue.clone())
-            .await
-            .unwrap();
+        let r = h.rescue_with(rule).await;
         assert_eq!(r.vanished, 1);
         h.advance_secs(60);
     }

@@ -1,4 +1,4 @@
-//! oprec-testkit: one conformance suite that every [`Store`] runs against its real database, in
+//! oprec-testkit: one conformance suite that every [`Store`](oprec_core::Store) runs against its real database, in
 //! the manner of River's `riverdrivertest` and apalis's `generic_storage_test!`.
 //!
 //! A backend's test file defines an async `setup()` returning a fresh, migrated, empty
@@ -17,8 +17,14 @@ pub mod transport_cases;
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use oprec_core::store::{ClaimEligibleParams, Claimant};
-use oprec_core::{ManualClock, Operation, OperationDetail, OperationId, Store};
+use oprec_core::maintenance::{LeaseExpiredListParams, ReconcileResolveParams, RescueManyParams};
+use oprec_core::store::{
+    ClaimEligibleParams, Claimant, CompleteParams, CompleteResult, OperationGetParams,
+};
+use oprec_core::{
+    Claimed, FullStore, ManualClock, OperationDetail, OperationId, Resolution, Status, Transition,
+    VanishRule,
+};
 
 /// The time every case starts at.
 pub fn start_time() -> DateTime<Utc> {
@@ -33,7 +39,74 @@ pub struct Harness<S> {
     pub clock: Arc<ManualClock>,
 }
 
-impl<S: Store> Harness<S> {
+/// What one rescue pass did, as the cases check it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rescued {
+    /// Expired claims recorded as vanished attempts.
+    pub vanished: u64,
+    /// Of those, operations pending again.
+    pub retried: u64,
+    /// Of those, operations ended dead.
+    pub dead: u64,
+}
+
+/// The rescuer's pass as the runtime makes it: list expired leases, let core decide each one
+/// ([`Transition::vanished`]), apply the decisions fenced by token and expiry.
+pub async fn rescue_pass<S: FullStore>(store: &S, rule: &VanishRule) -> oprec_core::Result<Rescued> {
+    let expired = store
+        .operation_lease_expired_list(LeaseExpiredListParams { limit: 1000 })
+        .await?;
+    let now = store.now().await?;
+    let rescues: Vec<CompleteParams> = expired
+        .iter()
+        .map(|c| CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token(),
+            transition: Transition::vanished(c, rule, now),
+        })
+        .collect();
+    let dead: Vec<bool> = rescues
+        .iter()
+        .map(|r| r.transition.status() == Status::Dead)
+        .collect();
+    let results = store
+        .operation_rescue_many(RescueManyParams { rescues })
+        .await?;
+    let mut r = Rescued::default();
+    for (result, dead) in results.into_iter().zip(dead) {
+        if result == CompleteResult::Applied {
+            r.vanished += 1;
+            if dead {
+                r.dead += 1;
+            } else {
+                r.retried += 1;
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// A resolution as the runtime's reconciler and the operator commands make it: read the
+/// operation, let core settle it ([`Resolution::settle`]), write the settlement fenced by the
+/// operation still being reconciling.
+pub async fn resolve<S: FullStore>(
+    store: &S,
+    id: OperationId,
+    resolution: Resolution,
+    actor: &str,
+) -> oprec_core::Result<Status> {
+    let op = store
+        .operation_get(OperationGetParams { id })
+        .await?
+        .ok_or(oprec_core::Error::NotFound(id))?
+        .operation;
+    let settlement = resolution.settle(&op, actor, store.now().await?);
+    store
+        .operation_reconcile_resolve(ReconcileResolveParams { id, settlement })
+        .await
+}
+
+impl<S: FullStore> Harness<S> {
     /// A harness over `store`, which must already read `clock`.
     pub fn new(store: S, clock: Arc<ManualClock>) -> Self {
         Harness { store, clock }
@@ -49,7 +122,7 @@ impl<S: Store> Harness<S> {
     }
 
     /// Claims every eligible operation (up to 1,000) as `worker`.
-    pub async fn claim_all(&self, worker: &str) -> Vec<Operation> {
+    pub async fn claim_all(&self, worker: &str) -> Vec<Claimed> {
         self.store
             .operation_claim_eligible(ClaimEligibleParams {
                 kinds: vec![],
@@ -63,10 +136,24 @@ impl<S: Store> Harness<S> {
     /// The operation and its history; panics if it does not exist.
     pub async fn get(&self, id: OperationId) -> OperationDetail {
         self.store
-            .operation_get(id)
+            .operation_get(OperationGetParams { id })
             .await
             .expect("get")
             .unwrap_or_else(|| panic!("operation {id} not found"))
+    }
+
+    /// One rescue pass with `vanish_limit` and no retry delay; see [`rescue_pass`].
+    pub async fn rescue(&self, vanish_limit: u32) -> Rescued {
+        self.rescue_with(VanishRule {
+            vanish_limit,
+            retry_delay: Duration::zero(),
+        })
+        .await
+    }
+
+    /// One rescue pass under `rule`.
+    pub async fn rescue_with(&self, rule: VanishRule) -> Rescued {
+        rescue_pass(&self.store, &rule).await.expect("rescue")
     }
 
     /// Moves the clock by whole seconds.
@@ -95,6 +182,8 @@ macro_rules! store_conformance_tests {
             store_cases::each_transition_sets_status_and_history,
             store_cases::rescue_turns_expired_leases_into_vanished_attempts,
             store_cases::rescue_respects_the_attempt_bound_and_deadline,
+            store_cases::rescue_is_fenced_by_the_token_and_the_expired_lease,
+            store_cases::work_exists_only_for_claimable_or_running_operations,
             store_cases::end_past_deadline_kills_waiting_operations_only,
             store_cases::cancel_touches_only_waiting_operations,
             store_cases::list_filters_and_pages,

@@ -2,14 +2,19 @@
 //! audit and dead-letter alerts.
 
 use chrono::Duration;
-use oprec_core::operator::{
-    AuditEntry, ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams,
-    ReconcileDueParams, RedriveMode, RedriveParams, ReleaseParams, Resolution, ResolveParams,
+use oprec_core::maintenance::{
+    DeadUnalertedParams, MarkAlertedParams, ReconcileDueParams, ReconcileResolveParams,
+    WakeDueParams,
 };
-use oprec_core::store::{ClaimByIdsParams, CompleteParams, WakeDueParams};
+use oprec_core::operator::{
+    ActivityParams, AuditEntry, AuditListParams, ControlAction, ControlRemoveParams, ControlScope,
+    ControlSetParams, CountMatchingParams, OperationFilter, QuarantineParams, RedriveMode,
+    RedriveParams, RedrivePreviewParams, ReleaseParams, Resolution, WorkerListParams,
+};
+use oprec_core::store::{ClaimByIdsParams, CompleteParams, WorkerRemoveParams};
 use oprec_core::{
-    Clock, EnqueueOptions, Error, Failure, FailureClass, OperationError, OperationId,
-    OperatorStore, Status, TerminalReason, Transition,
+    AgeBucket, Clock, Ending, EnqueueOptions, Error, PayloadMode, Failure, FailureClass, FullStore, OperationError,
+    OperationId, Status, TerminalReason, Transition,
 };
 use serde_json::json;
 
@@ -17,7 +22,7 @@ use crate::Harness;
 use crate::store_cases::enqueue;
 
 /// Claims `id` and ends the claim with `t`.
-pub async fn finish<S: OperatorStore>(h: &Harness<S>, id: OperationId, t: Transition) {
+pub async fn finish<S: FullStore>(h: &Harness<S>, id: OperationId, t: Transition) {
     let c = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
@@ -52,7 +57,7 @@ fn dead(class: FailureClass, summary: &str) -> Transition {
 }
 
 /// Enqueues `n` operations of `kind` and kills each with `class`.
-pub async fn dead_ops<S: OperatorStore>(
+pub async fn dead_ops<S: FullStore>(
     h: &Harness<S>,
     kind: &str,
     n: usize,
@@ -89,7 +94,7 @@ fn control(
 
 /// A pause by kind stops that kind's claims and wake-ups, and nothing else, until removed; a
 /// postponement lapses by itself.
-pub async fn pauses_stop_only_what_they_name<S: OperatorStore>(h: Harness<S>) {
+pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
     let a = enqueue(&h, "a", EnqueueOptions::default()).await;
     let b = enqueue(&h, "b", EnqueueOptions::default()).await;
     h.store
@@ -125,13 +130,13 @@ pub async fn pauses_stop_only_what_they_name<S: OperatorStore>(h: Harness<S>) {
     );
     assert!(
         h.store
-            .control_remove(ControlScope::Kind, "a")
+            .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: "a".into() })
             .await
             .unwrap()
     );
     assert!(
         !h.store
-            .control_remove(ControlScope::Kind, "a")
+            .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: "a".into() })
             .await
             .unwrap()
     );
@@ -176,7 +181,7 @@ pub async fn pauses_stop_only_what_they_name<S: OperatorStore>(h: Harness<S>) {
 }
 
 /// A pause by failure class holds back operations whose last failure had that class.
-pub async fn pause_by_class_holds_back_that_class<S: OperatorStore>(h: Harness<S>) {
+pub async fn pause_by_class_holds_back_that_class<S: FullStore>(h: Harness<S>) {
     let failing = enqueue(&h, "k", EnqueueOptions::default()).await;
     finish(
         &h,
@@ -198,7 +203,7 @@ pub async fn pause_by_class_holds_back_that_class<S: OperatorStore>(h: Harness<S
         vec![fresh]
     );
     h.store
-        .control_remove(ControlScope::FailureClass, "transient")
+        .control_remove(ControlRemoveParams { scope: ControlScope::FailureClass, value: "transient".into() })
         .await
         .unwrap();
     assert_eq!(
@@ -213,7 +218,7 @@ pub async fn pause_by_class_holds_back_that_class<S: OperatorStore>(h: Harness<S
 
 /// The dry run counts and groups without changing anything; in-place re-drive resets, spreads
 /// eligibility, is batch-by-batch and never re-drives twice; non-terminal matches are refused.
-pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>(h: Harness<S>) {
+pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: FullStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 5, FailureClass::Transient, "provider answered 503").await;
     let pending = enqueue(&h, "k", EnqueueOptions::default()).await;
     let done = enqueue(&h, "k", EnqueueOptions::default()).await;
@@ -222,7 +227,7 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>
         kinds: vec!["k".into()],
         ..Default::default()
     };
-    let preview = h.store.redrive_preview(&filter, false, 3).await.unwrap();
+    let preview = h.store.redrive_preview(RedrivePreviewParams { filter: filter.clone(), include_cancelled: false, samples: 3 }).await.unwrap();
     assert_eq!(preview.matched, 5);
     assert_eq!(
         preview.not_terminal, 1,
@@ -230,6 +235,7 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>
     );
     assert_eq!(preview.groups.len(), 1);
     assert_eq!(preview.groups[0].class, Some(FailureClass::Transient));
+    assert_eq!(preview.groups[0].payload_mode, Some(PayloadMode::Snapshot));
     assert_eq!(
         preview.groups[0].reason,
         Some(TerminalReason::AttemptsExhausted)
@@ -304,7 +310,7 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: OperatorStore>
 }
 
 /// As-new re-drive creates linked operations and leaves the dead ones as they were, once.
-pub async fn redrive_as_new_links_and_leaves_the_original<S: OperatorStore>(h: Harness<S>) {
+pub async fn redrive_as_new_links_and_leaves_the_original<S: FullStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 2, FailureClass::Permanent, "bad field").await;
     let params = RedriveParams {
         filter: OperationFilter {
@@ -337,7 +343,7 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: OperatorStore>(h: H
     );
     assert_eq!(
         h.store
-            .redrive_preview(&OperationFilter::default(), false, 5)
+            .redrive_preview(RedrivePreviewParams { filter: OperationFilter::default(), include_cancelled: false, samples: 5 })
             .await
             .unwrap()
             .matched,
@@ -346,7 +352,7 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: OperatorStore>(h: H
 }
 
 /// Filters by class, reason and literal error text select exactly their operations.
-pub async fn redrive_filters_select_exactly<S: OperatorStore>(h: Harness<S>) {
+pub async fn redrive_filters_select_exactly<S: FullStore>(h: Harness<S>) {
     let transient = dead_ops(
         &h,
         "k",
@@ -365,7 +371,7 @@ pub async fn redrive_filters_select_exactly<S: OperatorStore>(h: Harness<S>) {
     .await;
     let count = |f: OperationFilter| {
         let store = &h.store;
-        async move { store.redrive_preview(&f, false, 0).await.unwrap().matched }
+        async move { store.redrive_preview(RedrivePreviewParams { filter: f.clone(), include_cancelled: false, samples: 0 }).await.unwrap().matched }
     };
     assert_eq!(
         count(OperationFilter {
@@ -456,7 +462,7 @@ pub async fn redrive_filters_select_exactly<S: OperatorStore>(h: Harness<S>) {
 }
 
 /// Quarantine moves pending matches to held with the reason; release returns them.
-pub async fn quarantine_and_release<S: OperatorStore>(h: Harness<S>) {
+pub async fn quarantine_and_release<S: FullStore>(h: Harness<S>) {
     let bad = enqueue(&h, "bad", EnqueueOptions::default()).await;
     let good = enqueue(&h, "good", EnqueueOptions::default()).await;
     let filter = OperationFilter {
@@ -476,11 +482,9 @@ pub async fn quarantine_and_release<S: OperatorStore>(h: Harness<S>) {
     assert_eq!(n, 1);
     let o = h.get(bad).await.operation;
     assert_eq!(o.status, Status::Held);
-    let decision = o.last_error.unwrap().decision.unwrap();
-    assert!(
-        decision.contains("alice") && decision.contains("importer v2"),
-        "{decision}"
-    );
+    // Core's words, applied to an operation that had no error yet.
+    let words = Ending::quarantined("alice", "malformed payloads from importer v2").patch;
+    assert_eq!(o.last_error, Some(words.apply(None)));
     assert_eq!(
         h.claim_all("w")
             .await
@@ -507,7 +511,7 @@ pub async fn quarantine_and_release<S: OperatorStore>(h: Harness<S>) {
 }
 
 /// Reconciling operations are handed to one reconciler at a time and resolved three ways.
-pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
+pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
     let mut ids = Vec::new();
     for _ in 0..3 {
         let id = enqueue(&h, "pay", EnqueueOptions::default()).await;
@@ -519,7 +523,7 @@ pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
         .await;
         ids.push(id);
     }
-    async fn due<S: OperatorStore>(
+    async fn due<S: FullStore>(
         h: &Harness<S>,
     ) -> oprec_core::Result<Vec<oprec_core::Operation>> {
         h.store
@@ -532,20 +536,9 @@ pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
     }
     assert_eq!(due(&h).await.unwrap().len(), 3);
     assert!(due(&h).await.unwrap().is_empty(), "taken for a minute");
-    let resolve = |id, resolution| ResolveParams {
-        id,
-        resolution,
-        actor: "bob".into(),
-    };
-    let s = h
-        .store
-        .operation_reconcile_resolve(resolve(
-            ids[0],
-            Resolution::Applied {
+    let s = crate::resolve(&h.store, ids[0], Resolution::Applied {
                 remote_id: Some("ch_1".into()),
-            },
-        ))
-        .await
+            }, "bob").await
         .unwrap();
     assert_eq!(s, Status::Succeeded);
     let o = h.get(ids[0]).await.operation;
@@ -554,10 +547,7 @@ pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
         (Status::Succeeded, Some("ch_1"))
     );
     assert!(o.terminal_at.is_some());
-    let s = h
-        .store
-        .operation_reconcile_resolve(resolve(ids[1], Resolution::NotApplied))
-        .await
+    let s = crate::resolve(&h.store, ids[1], Resolution::NotApplied, "bob").await
         .unwrap();
     assert_eq!(s, Status::Pending);
     assert_eq!(
@@ -569,33 +559,31 @@ pub async fn reconcile_due_and_resolve<S: OperatorStore>(h: Harness<S>) {
         vec![ids[1]]
     );
     let later = h.clock.now() + Duration::minutes(5);
-    let s = h
-        .store
-        .operation_reconcile_resolve(resolve(
-            ids[2],
-            Resolution::StillUnknown { retry_at: later },
-        ))
-        .await
+    let s = crate::resolve(&h.store, ids[2], Resolution::StillUnknown { retry_at: later }, "bob").await
         .unwrap();
     assert_eq!(s, Status::Reconciling);
     h.advance_secs(299);
     assert!(due(&h).await.unwrap().is_empty());
     h.advance_secs(1);
     assert_eq!(due(&h).await.unwrap().len(), 1);
-    let again = h
-        .store
-        .operation_reconcile_resolve(resolve(ids[0], Resolution::NotApplied))
-        .await;
+    let again = crate::resolve(&h.store, ids[0], Resolution::NotApplied, "bob").await;
     assert!(matches!(again, Err(Error::InvalidInput(m)) if m.contains("not reconciling")));
+    let missing = crate::resolve(&h.store, OperationId::new(), Resolution::NotApplied, "bob").await;
+    assert!(matches!(missing, Err(Error::NotFound(_))));
+    // The store's own answer for an id it does not have.
+    let settlement = Resolution::NotApplied.settle(&h.get(ids[0]).await.operation, "bob", h.clock.now());
     let missing = h
         .store
-        .operation_reconcile_resolve(resolve(OperationId::new(), Resolution::NotApplied))
+        .operation_reconcile_resolve(ReconcileResolveParams {
+            id: OperationId::new(),
+            settlement,
+        })
         .await;
     assert!(matches!(missing, Err(Error::NotFound(_))));
 }
 
 /// The stats figures match a population built by hand.
-pub async fn stats_answer_the_retry_questions<S: OperatorStore>(h: Harness<S>) {
+pub async fn stats_answer_the_retry_questions<S: FullStore>(h: Harness<S>) {
     // Two succeeded (one after a retry), two dead of kind "x" with code version test-1, one
     // pending after a transient failure, one fresh pending, one reconciling.
     let s1 = enqueue(&h, "x", EnqueueOptions::default()).await;
@@ -640,12 +628,12 @@ pub async fn stats_answer_the_retry_questions<S: OperatorStore>(h: Harness<S>) {
     let rec = enqueue(&h, "z", EnqueueOptions::default()).await;
     finish(&h, rec, Transition::reconcile(Failure::unknown("?"))).await;
     let r = h.store.stats().await.unwrap();
-    assert_eq!(r.by_status.get("succeeded"), Some(&2));
-    assert_eq!(r.by_status.get("dead"), Some(&2));
-    assert_eq!(r.by_status.get("pending"), Some(&2));
+    assert_eq!(r.by_status.get(&Status::Succeeded), Some(&2));
+    assert_eq!(r.by_status.get(&Status::Dead), Some(&2));
+    assert_eq!(r.by_status.get(&Status::Pending), Some(&2));
     assert_eq!(r.reconciling, 1);
-    assert_eq!(r.pending_by_class.get("transient"), Some(&1));
-    assert_eq!(r.pending_by_class.get("none"), Some(&1));
+    assert_eq!(r.pending_by_class.get(&Some(FailureClass::Transient)), Some(&1));
+    assert_eq!(r.pending_by_class.get(&None), Some(&1));
     assert_eq!(r.attempts_per_success, Some(1.5));
     let oldest = r.oldest_eligible.expect("an overdue operation");
     assert_eq!(oldest.id, retrying);
@@ -655,11 +643,11 @@ pub async fn stats_answer_the_retry_questions<S: OperatorStore>(h: Harness<S>) {
     assert_eq!(r.attempts_last_hour_by_dependency.get("smtp"), Some(&2));
     assert_eq!(r.attempts_last_hour_by_dependency.get("none"), Some(&5));
     assert_eq!(r.backlog_age_seconds, Some(10));
-    assert_eq!(r.backlog_by_age.get("<1h"), Some(&3));
+    assert_eq!(r.backlog_by_age.get(&AgeBucket::UnderAnHour), Some(&3));
 }
 
 /// Audit entries read back newest first.
-pub async fn audit_log_keeps_every_action<S: OperatorStore>(h: Harness<S>) {
+pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
     for (i, action) in ["pause", "redrive"].iter().enumerate() {
         h.store
             .audit_insert(AuditEntry {
@@ -673,7 +661,7 @@ pub async fn audit_log_keeps_every_action<S: OperatorStore>(h: Harness<S>) {
             .await
             .unwrap();
     }
-    let log = h.store.audit_list(10).await.unwrap();
+    let log = h.store.audit_list(AuditListParams { limit: 10 }).await.unwrap();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].entry.action, "redrive");
     assert_eq!(log[0].entry.affected, 10);
@@ -683,28 +671,28 @@ pub async fn audit_log_keeps_every_action<S: OperatorStore>(h: Harness<S>) {
 }
 
 /// Every promotion to dead is announced once.
-pub async fn dead_promotions_are_announced_once<S: OperatorStore>(h: Harness<S>) {
+pub async fn dead_promotions_are_announced_once<S: FullStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 3, FailureClass::Permanent, "bad").await;
-    let pending = h.store.operation_dead_unalerted(10).await.unwrap();
+    let pending = h.store.operation_dead_unalerted(DeadUnalertedParams { limit: 10 }).await.unwrap();
     assert_eq!(pending.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
     h.store
-        .operation_mark_alerted(ids[..2].to_vec())
+        .operation_mark_alerted(MarkAlertedParams { ids: ids[..2].to_vec() })
         .await
         .unwrap();
-    let left = h.store.operation_dead_unalerted(10).await.unwrap();
+    let left = h.store.operation_dead_unalerted(DeadUnalertedParams { limit: 10 }).await.unwrap();
     assert_eq!(left.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[2]]);
 }
 
 /// Counting matches per status: what an operator action would touch, every value bound (a
 /// hostile search text is only text).
-pub async fn count_matching_counts_by_status<S: OperatorStore>(h: Harness<S>) {
+pub async fn count_matching_counts_by_status<S: FullStore>(h: Harness<S>) {
     dead_ops(&h, "k", 2, FailureClass::Transient, "provider answered 503").await;
     dead_ops(&h, "k", 1, FailureClass::Permanent, "bad field").await;
     enqueue(&h, "k", EnqueueOptions::default()).await;
     enqueue(&h, "other", EnqueueOptions::default()).await;
     let count = |filter: OperationFilter| {
         let store = &h.store;
-        async move { store.operation_count_matching(&filter).await.unwrap() }
+        async move { store.operation_count_matching(CountMatchingParams { filter: filter.clone() }).await.unwrap() }
     };
     let by_kind = count(OperationFilter {
         kinds: vec!["k".into()],
@@ -779,7 +767,7 @@ macro_rules! operator_conformance_tests {
 }
 
 /// Attempts (and failed ones) and promotions to dead, counted per minute for the dashboard chart.
-pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h: Harness<S>) {
+pub async fn activity_counts_attempts_and_deaths_per_minute<S: FullStore>(h: Harness<S>) {
     let t0 = h.clock.now();
     let ok = enqueue(&h, "x", EnqueueOptions::default()).await;
     finish(&h, ok, Transition::succeeded(None)).await;
@@ -795,7 +783,7 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h:
     dead_ops(&h, "x", 2, FailureClass::Permanent, "bad").await;
     let all = h
         .store
-        .activity_per_minute(t0 - Duration::minutes(10))
+        .activity_per_minute(ActivityParams { since: t0 - Duration::minutes(10) })
         .await
         .unwrap();
     let got: Vec<(i64, u64, u64, u64)> = all
@@ -805,7 +793,7 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h:
     assert_eq!(got, vec![(0, 2, 1, 0), (2, 3, 2, 2)]);
     let recent = h
         .store
-        .activity_per_minute(t0 + Duration::minutes(1))
+        .activity_per_minute(ActivityParams { since: t0 + Duration::minutes(1) })
         .await
         .unwrap();
     assert_eq!(recent.len(), 1, "only minutes since the given time");
@@ -814,7 +802,7 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: OperatorStore>(h:
 
 /// Workers register, beat and leave; pending operations of a kind no live worker handles are
 /// reported as unhandled (count, eligible, oldest), and only those.
-pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harness<S>) {
+pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<S>) {
     use oprec_core::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams};
     let live = Duration::seconds(WORKER_LIVE_SECS);
     let t0 = h.clock.now();
@@ -833,7 +821,7 @@ pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harn
     };
     let row = |k: &str, p: u64, e: u64| (k.to_owned(), p, e);
 
-    assert!(h.store.worker_list(live).await.unwrap().is_empty());
+    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
     enqueue(&h, "a", EnqueueOptions::default()).await;
     h.advance_secs(1);
     enqueue(&h, "a", EnqueueOptions::default()).await;
@@ -846,7 +834,7 @@ pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harn
     finish(&h, done, Transition::succeeded(None)).await;
 
     // No worker: every pending operation is unhandled; finished ones never are.
-    let u = h.store.operation_unhandled(live).await.unwrap();
+    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
     assert_eq!(kinds_of(&u), vec![row("a", 2, 2), row("b", 1, 0)]);
     assert_eq!(u[0].oldest_created_at, t0);
 
@@ -855,7 +843,7 @@ pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harn
         .worker_beat(beat("w1", &["x", "a", "a"]))
         .await
         .unwrap();
-    let w = h.store.worker_list(live).await.unwrap();
+    let w = h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap();
     assert_eq!(w.len(), 1);
     assert_eq!(
         (w[0].id.as_str(), w[0].host.as_str(), w[0].pid, &w[0].kinds),
@@ -863,26 +851,26 @@ pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harn
     );
     assert_eq!(w[0].code_version.as_deref(), Some("v7"));
     assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
-    let u = h.store.operation_unhandled(live).await.unwrap();
+    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
     assert_eq!(kinds_of(&u), vec![row("b", 1, 0)]);
     assert_eq!(h.store.stats().await.unwrap().unhandled, u);
 
     // A heartbeat moves last_seen_at and keeps one row.
     h.advance_secs(30);
     h.store.worker_beat(beat("w1", &["a", "x"])).await.unwrap();
-    let w = h.store.worker_list(live).await.unwrap();
+    let w = h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap();
     assert_eq!(w.len(), 1);
     assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
 
     // Silent past the TTL: gone from the list, and a is unhandled again.
     h.advance_secs(WORKER_LIVE_SECS + 1);
-    assert!(h.store.worker_list(live).await.unwrap().is_empty());
+    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
     h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
-    let u = h.store.operation_unhandled(live).await.unwrap();
+    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
     assert_eq!(kinds_of(&u), vec![row("a", 2, 2)]);
     let ids: Vec<String> = h
         .store
-        .worker_list(Duration::hours(1))
+        .worker_list(WorkerListParams { seen_within: Duration::hours(1) })
         .await
         .unwrap()
         .into_iter()
@@ -896,10 +884,10 @@ pub async fn workers_register_and_unhandled_kinds_show<S: OperatorStore>(h: Harn
     h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
     let claimed = h.claim_all("w2").await;
     assert_eq!(claimed.len(), 3);
-    assert!(h.store.operation_unhandled(live).await.unwrap().is_empty());
+    assert!(h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
 
     // A clean shutdown removes the row, once.
-    assert!(h.store.worker_remove("w2").await.unwrap());
-    assert!(!h.store.worker_remove("w2").await.unwrap());
-    assert!(h.store.worker_list(live).await.unwrap().is_empty());
+    assert!(h.store.worker_remove(WorkerRemoveParams { id: "w2".into() }).await.unwrap());
+    assert!(!h.store.worker_remove(WorkerRemoveParams { id: "w2".into() }).await.unwrap());
+    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
 }

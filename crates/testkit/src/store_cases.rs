@@ -1,13 +1,21 @@
 //! The Store conformance cases: what every backend must do, row for row.
 
 use chrono::Duration;
+use oprec_core::maintenance::{
+    EndPastDeadlineParams, LeaseExpiredListParams, RescueManyParams, WakeDueParams,
+};
+use oprec_core::operator::{
+    CancelParams, ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
+};
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
-    ListParams, MarkWokenParams, RescueParams,
+    ListParams, MarkWokenParams, OperationGetParams, WorkExistsParams,
+    StepsGetParams,
 };
 use oprec_core::{
-    AttemptOutcome, Clock, EnqueueOptions, Error, Failure, FailureClass, NewOperation,
-    OperationError, OperationId, RetryPolicy, Status, Store, TerminalReason, Transition,
+    AttemptOutcome, Clock, EnqueueOptions, Ending, Error, Failure, FailureClass, FullStore,
+    NewOperation, PayloadMode,
+    OperationError, OperationId, RetryPolicy, Status, TerminalReason, Transition, VanishRule,
 };
 use serde_json::json;
 
@@ -24,7 +32,7 @@ pub fn plain_policy() -> RetryPolicy {
 }
 
 /// Enqueues one operation of `kind` with `options`, at the harness's time.
-pub async fn enqueue<S: Store>(h: &Harness<S>, kind: &str, options: EnqueueOptions) -> OperationId {
+pub async fn enqueue<S: FullStore>(h: &Harness<S>, kind: &str, options: EnqueueOptions) -> OperationId {
     let op = NewOperation::new(
         kind,
         json!({"n": 1}),
@@ -36,16 +44,15 @@ pub async fn enqueue<S: Store>(h: &Harness<S>, kind: &str, options: EnqueueOptio
     h.store.operation_insert(op).await.expect("enqueue").id
 }
 
-fn rescue(vanish_limit: u32) -> RescueParams {
-    RescueParams {
+fn rescue(vanish_limit: u32) -> VanishRule {
+    VanishRule {
         vanish_limit,
         retry_delay: Duration::zero(),
-        limit: 1000,
     }
 }
 
 /// Every column written at enqueue reads back the same.
-pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
+pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
     let now = h.clock.now();
     let deadline = now + Duration::hours(48);
     let payload = json!({"to": "Zoë", "amount_cents": 1250, "nested": {"list": [1, 2, 3]}});
@@ -63,6 +70,10 @@ pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
         now,
     )
     .unwrap();
+    let op = NewOperation {
+        payload_mode: PayloadMode::Reference,
+        ..op
+    };
     let id = op.id;
     let e = h.store.operation_insert(op).await.unwrap();
     assert_eq!(e.id, id);
@@ -79,6 +90,7 @@ pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
     assert_eq!(o.next_eligible_at, now + Duration::seconds(90));
     assert_eq!(o.give_up_at, Some(deadline));
     assert_eq!(o.dependency.as_deref(), Some("smtp"));
+    assert_eq!(o.payload_mode, Some(PayloadMode::Reference));
     assert_eq!(o.created_at, now);
     assert_eq!(o.enqueue_params["idempotency_key"], "order-42");
     assert_eq!(o.enqueue_params["delay"], 90.0);
@@ -86,7 +98,7 @@ pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
     assert!(d.attempts.is_empty());
     assert!(
         h.store
-            .operation_get(OperationId::new())
+            .operation_get(OperationGetParams { id: OperationId::new() })
             .await
             .unwrap()
             .is_none()
@@ -95,7 +107,7 @@ pub async fn enqueue_then_get_round_trips<S: Store>(h: Harness<S>) {
 
 /// The same key for the same kind returns the first operation, within a batch and across calls;
 /// another kind may use the same key.
-pub async fn idempotency_key_returns_the_existing_operation<S: Store>(h: Harness<S>) {
+pub async fn idempotency_key_returns_the_existing_operation<S: FullStore>(h: Harness<S>) {
     let now = h.clock.now();
     let mk = |kind: &str, key: Option<&str>| {
         NewOperation::new(
@@ -141,7 +153,7 @@ pub async fn idempotency_key_returns_the_existing_operation<S: Store>(h: Harness
 }
 
 /// A claim moves pending → running, counts the attempt, and gives a token and a lease.
-pub async fn claim_counts_the_attempt_and_sets_a_lease<S: Store>(h: Harness<S>) {
+pub async fn claim_counts_the_attempt_and_sets_a_lease<S: FullStore>(h: Harness<S>) {
     let id = enqueue(&h, "k", EnqueueOptions::default()).await;
     let claimed = h.claim_all("w1").await;
     assert_eq!(claimed.len(), 1);
@@ -162,7 +174,7 @@ pub async fn claim_counts_the_attempt_and_sets_a_lease<S: Store>(h: Harness<S>) 
 }
 
 /// An operation is not claimable before `next_eligible_at`, and is at that instant.
-pub async fn claim_waits_for_next_eligible_at<S: Store>(h: Harness<S>) {
+pub async fn claim_waits_for_next_eligible_at<S: FullStore>(h: Harness<S>) {
     let id = enqueue(
         &h,
         "k",
@@ -192,7 +204,7 @@ pub async fn claim_waits_for_next_eligible_at<S: Store>(h: Harness<S>) {
 }
 
 /// Claim by id takes pending eligible operations and ignores running, terminal and unknown ids.
-pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: Store>(h: Harness<S>) {
+pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: FullStore>(h: Harness<S>) {
     let a = enqueue(&h, "k", EnqueueOptions::default()).await;
     let b = enqueue(&h, "k", EnqueueOptions::default()).await;
     let c = enqueue(&h, "k", EnqueueOptions::default()).await;
@@ -205,7 +217,7 @@ pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: Store>(h: Ha
     };
     // b becomes running, c becomes cancelled (terminal).
     assert_eq!(by_ids(vec![b]).await.unwrap().len(), 1);
-    assert_eq!(h.store.operation_cancel(vec![c]).await.unwrap(), vec![c]);
+    assert_eq!(h.store.operation_cancel(CancelParams { ids: vec![c] }).await.unwrap(), vec![c]);
     let got = by_ids(vec![a, b, c, OperationId::new(), a]).await.unwrap();
     assert_eq!(got.iter().map(|o| o.id).collect::<Vec<_>>(), vec![a]);
     assert_eq!(got[0].attempt, 1, "a repeated id is claimed once");
@@ -215,7 +227,7 @@ pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: Store>(h: Ha
 }
 
 /// Claim eligible honours the kinds filter and the limit, oldest eligible first.
-pub async fn claim_eligible_honours_kinds_limit_and_order<S: Store>(h: Harness<S>) {
+pub async fn claim_eligible_honours_kinds_limit_and_order<S: FullStore>(h: Harness<S>) {
     let later = enqueue(
         &h,
         "a",
@@ -245,7 +257,7 @@ pub async fn claim_eligible_honours_kinds_limit_and_order<S: Store>(h: Harness<S
 }
 
 /// No claim is made after `give_up_at`.
-pub async fn claim_skips_operations_past_their_deadline<S: Store>(h: Harness<S>) {
+pub async fn claim_skips_operations_past_their_deadline<S: FullStore>(h: Harness<S>) {
     let deadline = h.clock.now() + Duration::seconds(10);
     let id = enqueue(
         &h,
@@ -263,7 +275,7 @@ pub async fn claim_skips_operations_past_their_deadline<S: Store>(h: Harness<S>)
 }
 
 /// A heartbeat extends the lease; with a stale token it changes nothing and says so.
-pub async fn heartbeat_extends_the_lease_and_is_fenced<S: Store>(h: Harness<S>) {
+pub async fn heartbeat_extends_the_lease_and_is_fenced<S: FullStore>(h: Harness<S>) {
     enqueue(&h, "k", EnqueueOptions::default()).await;
     let c = h.claim_all("w").await.remove(0);
     h.advance_secs(20);
@@ -291,11 +303,11 @@ pub async fn heartbeat_extends_the_lease_and_is_fenced<S: Store>(h: Harness<S>) 
 }
 
 /// A worker whose lease was taken over cannot overwrite the newer result.
-pub async fn late_completion_with_an_old_token_changes_nothing<S: Store>(h: Harness<S>) {
+pub async fn late_completion_with_an_old_token_changes_nothing<S: FullStore>(h: Harness<S>) {
     let id = enqueue(&h, "k", EnqueueOptions::default()).await;
     let old = h.claim_all("zombie").await.remove(0);
     h.advance_secs(31);
-    let r = h.store.operation_rescue_expired(rescue(3)).await.unwrap();
+    let r = h.rescue(3).await;
     assert_eq!(r.vanished, 1);
     let new = h.claim_all("healthy").await.remove(0);
     assert_eq!(new.attempt, 2);
@@ -330,7 +342,7 @@ pub async fn late_completion_with_an_old_token_changes_nothing<S: Store>(h: Harn
 }
 
 /// A batch of completions reports applied and stale per item, in order.
-pub async fn complete_many_reports_each_result_in_order<S: Store>(h: Harness<S>) {
+pub async fn complete_many_reports_each_result_in_order<S: FullStore>(h: Harness<S>) {
     for _ in 0..3 {
         enqueue(&h, "k", EnqueueOptions::default()).await;
     }
@@ -365,7 +377,7 @@ pub async fn complete_many_reports_each_result_in_order<S: Store>(h: Harness<S>)
 }
 
 /// Backpressure gives the attempt back; the history still shows the claim.
-pub async fn snooze_refunds_the_attempt<S: Store>(h: Harness<S>) {
+pub async fn snooze_refunds_the_attempt<S: FullStore>(h: Harness<S>) {
     let id = enqueue(&h, "k", EnqueueOptions::default()).await;
     let c = h.claim_all("w").await.remove(0);
     let until = h.clock.now() + Duration::seconds(5);
@@ -389,7 +401,7 @@ pub async fn snooze_refunds_the_attempt<S: Store>(h: Harness<S>) {
 }
 
 /// Every transition constructor lands in its status with its history row.
-pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
+pub async fn each_transition_sets_status_and_history<S: FullStore>(h: Harness<S>) {
     let now = h.clock.now();
     let err = || OperationError::new("boom").field("f").next_action("look");
     let cases = vec![
@@ -477,21 +489,19 @@ pub async fn each_transition_sets_status_and_history<S: Store>(h: Harness<S>) {
 
 /// An expired lease becomes a vanished attempt and the operation is claimable again; a live
 /// lease is left alone.
-pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: Store>(h: Harness<S>) {
+pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: FullStore>(h: Harness<S>) {
     let id = enqueue(&h, "k", EnqueueOptions::default()).await;
     let c = h.claim_all("w").await.remove(0);
     h.advance_secs(30);
-    let r = h.store.operation_rescue_expired(rescue(3)).await.unwrap();
+    let r = h.rescue(3).await;
     assert_eq!(r.vanished, 0, "a lease that ends now has not expired");
     h.advance_secs(1);
     let r = h
-        .store
-        .operation_rescue_expired(RescueParams {
+        .rescue_with(VanishRule {
             retry_delay: Duration::seconds(10),
             ..rescue(3)
         })
-        .await
-        .unwrap();
+        .await;
     assert_eq!((r.vanished, r.retried, r.dead), (1, 1, 0));
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Pending);
@@ -503,14 +513,11 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: Store>(h: Har
     assert_eq!(d.attempts.len(), 1);
     assert_eq!(d.attempts[0].outcome, AttemptOutcome::Vanished);
     assert_eq!(d.attempts[0].claimed_at, c.claimed_at.unwrap());
-    assert!(
-        d.attempts[0]
-            .error
-            .as_ref()
-            .unwrap()
-            .summary
-            .contains("vanished")
-    );
+    // What core decided, word for word, on the row and in the history.
+    let decided = Transition::vanished(&c, &rescue(3), h.clock.now());
+    assert_eq!(d.attempts[0].error.as_ref(), decided.error());
+    assert_eq!(d.operation.last_error.as_ref(), decided.error());
+    assert_eq!(d.attempts[0].failure_class, None);
     // A completed attempt resets the streak.
     h.advance_secs(10);
     let c2 = h.claim_all("w").await.remove(0);
@@ -526,7 +533,7 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: Store>(h: Har
 }
 
 /// A vanished attempt that was the last allowed, or whose retry would pass the deadline, ends dead.
-pub async fn rescue_respects_the_attempt_bound_and_deadline<S: Store>(h: Harness<S>) {
+pub async fn rescue_respects_the_attempt_bound_and_deadline<S: FullStore>(h: Harness<S>) {
     let bounded = enqueue(
         &h,
         "k",
@@ -549,13 +556,11 @@ pub async fn rescue_respects_the_attempt_bound_and_deadline<S: Store>(h: Harness
     assert_eq!(h.claim_all("w").await.len(), 2);
     h.advance_secs(31);
     let r = h
-        .store
-        .operation_rescue_expired(RescueParams {
+        .rescue_with(VanishRule {
             retry_delay: Duration::seconds(20),
             ..rescue(5)
         })
-        .await
-        .unwrap();
+        .await;
     assert_eq!((r.vanished, r.retried, r.dead), (2, 0, 2));
     let b = h.get(bounded).await.operation;
     assert_eq!(b.status, Status::Dead);
@@ -567,7 +572,7 @@ pub async fn rescue_respects_the_attempt_bound_and_deadline<S: Store>(h: Harness
 }
 
 /// Pending and held operations past their deadline end dead; others are untouched.
-pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harness<S>) {
+pub async fn end_past_deadline_kills_waiting_operations_only<S: FullStore>(h: Harness<S>) {
     let deadline = Some(h.clock.now() + Duration::seconds(100));
     let opts = || EnqueueOptions {
         deadline,
@@ -603,9 +608,9 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harnes
         })
         .await
         .unwrap();
-    assert_eq!(h.store.operation_end_past_deadline(100).await.unwrap(), 0);
+    assert_eq!(h.store.operation_end_past_deadline(EndPastDeadlineParams { limit: 100 }).await.unwrap(), 0);
     h.advance_secs(101);
-    assert_eq!(h.store.operation_end_past_deadline(100).await.unwrap(), 2);
+    assert_eq!(h.store.operation_end_past_deadline(EndPastDeadlineParams { limit: 100 }).await.unwrap(), 2);
     for id in [waiting, held] {
         let o = h.get(id).await.operation;
         assert_eq!(o.status, Status::Dead);
@@ -619,10 +624,176 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: Store>(h: Harnes
     );
     assert_eq!(h.get(running).await.operation.status, Status::Running);
     assert_eq!(h.get(no_deadline).await.operation.status, Status::Pending);
+    // The words are core's: the patch applied to the error each one had.
+    let patch = Ending::deadline_passed().patch;
+    assert_eq!(
+        h.get(waiting).await.operation.last_error,
+        Some(patch.apply(None))
+    );
+    assert_eq!(
+        h.get(held).await.operation.last_error,
+        Some(patch.apply(Some(&OperationError::new("401 from provider").decision("held: configuration must be repaired").next_action("repair the configuration, then resume the operation"))))
+    );
+}
+
+/// A vanished transition applies only while the claim it was decided for is still running with
+/// an expired lease: a heartbeat that extended the lease, or a completion, since the rescuer
+/// looked, wins; the listing returns each expired claim with its token.
+pub async fn rescue_is_fenced_by_the_token_and_the_expired_lease<S: FullStore>(h: Harness<S>) {
+    let a = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let claims = h.claim_all("w").await;
+    assert_eq!(claims.len(), 3);
+    assert!(
+        h.store
+            .operation_lease_expired_list(LeaseExpiredListParams { limit: 10 })
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    h.advance_secs(31);
+    let expired = h
+        .store
+        .operation_lease_expired_list(LeaseExpiredListParams { limit: 10 })
+        .await
+        .unwrap();
+    let mut ids: Vec<_> = expired.iter().map(|e| e.id).collect();
+    ids.sort();
+    let mut want = vec![a, b, c];
+    want.sort();
+    assert_eq!(ids, want);
+    let token = |id| claims.iter().find(|x| x.id == id).unwrap().claim_token();
+    for e in &expired {
+        assert_eq!(e.claim_token(), token(e.id));
+    }
+    // a's worker heartbeats after all; b's worker completes; c stays silent.
+    h.store
+        .operation_heartbeat(HeartbeatParams {
+            id: a,
+            claim_token: token(a),
+            lease: Duration::seconds(30),
+        })
+        .await
+        .unwrap();
+    h.store
+        .operation_complete(CompleteParams {
+            id: b,
+            claim_token: token(b),
+            transition: Transition::succeeded(None),
+        })
+        .await
+        .unwrap();
+    let now = h.clock.now();
+    let rescues = expired
+        .iter()
+        .map(|e| CompleteParams {
+            id: e.id,
+            claim_token: e.claim_token(),
+            transition: Transition::vanished(e, &rescue(3), now),
+        })
+        .collect::<Vec<_>>();
+    let order: Vec<_> = rescues.iter().map(|r| r.id).collect();
+    let results = h
+        .store
+        .operation_rescue_many(RescueManyParams { rescues })
+        .await
+        .unwrap();
+    for (id, result) in order.iter().zip(&results) {
+        let want = if *id == c {
+            CompleteResult::Applied
+        } else {
+            CompleteResult::Stale
+        };
+        assert_eq!(*result, want, "{id}");
+    }
+    assert_eq!(h.get(a).await.operation.status, Status::Running);
+    assert_eq!(h.get(b).await.operation.status, Status::Succeeded);
+    let cd = h.get(c).await;
+    assert_eq!(cd.operation.status, Status::Pending);
+    assert_eq!(cd.attempts.len(), 1);
+    assert_eq!(cd.attempts[0].outcome, AttemptOutcome::Vanished);
+    // Applying the same decision again finds the claim gone.
+    let again = h
+        .store
+        .operation_rescue_many(RescueManyParams {
+            rescues: vec![CompleteParams {
+                id: c,
+                claim_token: token(c),
+                transition: Transition::vanished(
+                    expired.iter().find(|e| e.id == c).unwrap(),
+                    &rescue(3),
+                    now,
+                ),
+            }],
+        })
+        .await
+        .unwrap();
+    assert_eq!(again, vec![CompleteResult::Stale]);
+    assert_eq!(h.get(c).await.attempts.len(), 1);
+}
+
+/// Work exists for a worker of some kinds while one of them is running, or pending, eligible,
+/// within its deadline and held back by no control.
+pub async fn work_exists_only_for_claimable_or_running_operations<S: FullStore>(h: Harness<S>) {
+    let exists = |kinds: &[&str]| {
+        let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+        let store = &h.store;
+        async move {
+            store
+                .operation_work_exists(WorkExistsParams { kinds })
+                .await
+                .unwrap()
+        }
+    };
+    assert!(!exists(&[]).await);
+    let id = enqueue(
+        &h,
+        "a",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(10)),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(!exists(&["a"]).await, "not eligible yet");
+    h.advance_secs(10);
+    assert!(exists(&["a"]).await && exists(&[]).await && exists(&["b", "a"]).await);
+    assert!(!exists(&["b"]).await, "another kind");
+    h.store
+        .control_set(ControlSetParams {
+            scope: ControlScope::Kind,
+            value: "a".into(),
+            action: ControlAction::Pause,
+            until: None,
+            reason: None,
+            actor: "t".into(),
+        })
+        .await
+        .unwrap();
+    assert!(!exists(&["a"]).await, "paused");
+    h.store
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::Kind,
+            value: "a".into(),
+        })
+        .await
+        .unwrap();
+    let c = h.claim_all("w").await.remove(0);
+    assert!(exists(&["a"]).await, "running");
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: c.claim_token(),
+            transition: Transition::succeeded(None),
+        })
+        .await
+        .unwrap();
+    assert!(!exists(&["a"]).await, "done");
 }
 
 /// Cancel ends pending, held and reconciling operations and leaves running and terminal ones.
-pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
+pub async fn cancel_touches_only_waiting_operations<S: FullStore>(h: Harness<S>) {
     let pending = enqueue(&h, "k", EnqueueOptions::default()).await;
     let running = enqueue(&h, "k", EnqueueOptions::default()).await;
     h.store
@@ -635,7 +806,7 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
         .unwrap();
     let got = h
         .store
-        .operation_cancel(vec![pending, running, OperationId::new()])
+        .operation_cancel(CancelParams { ids: vec![pending, running, OperationId::new()] })
         .await
         .unwrap();
     assert_eq!(got, vec![pending]);
@@ -644,7 +815,7 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
     assert_eq!(o.terminal_reason, Some(TerminalReason::Operator));
     assert!(
         h.store
-            .operation_cancel(vec![pending])
+            .operation_cancel(CancelParams { ids: vec![pending] })
             .await
             .unwrap()
             .is_empty()
@@ -653,7 +824,7 @@ pub async fn cancel_touches_only_waiting_operations<S: Store>(h: Harness<S>) {
 }
 
 /// Listing filters by status, kind and class, in id order, with keyset pages.
-pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
+pub async fn list_filters_and_pages<S: FullStore>(h: Harness<S>) {
     let mut ids = Vec::new();
     for i in 0..5 {
         ids.push(
@@ -745,7 +916,7 @@ pub async fn list_filters_and_pages<S: Store>(h: Harness<S>) {
 
 /// SQL fragments, quotes, NULs-free oddities and very long strings in filters are plain data: an
 /// empty result, and the table is still there.
-pub async fn hostile_filter_values_are_only_data<S: Store>(h: Harness<S>) {
+pub async fn hostile_filter_values_are_only_data<S: FullStore>(h: Harness<S>) {
     enqueue(&h, "k", EnqueueOptions::default()).await;
     let hostile = [
         "k' OR '1'='1".to_owned(),
@@ -784,7 +955,7 @@ pub async fn hostile_filter_values_are_only_data<S: Store>(h: Harness<S>) {
 }
 
 /// Counts group by status, kind and last failure class.
-pub async fn count_groups_by_status_kind_and_class<S: Store>(h: Harness<S>) {
+pub async fn count_groups_by_status_kind_and_class<S: FullStore>(h: Harness<S>) {
     for _ in 0..3 {
         enqueue(&h, "a", EnqueueOptions::default()).await;
     }
@@ -825,7 +996,7 @@ pub async fn count_groups_by_status_kind_and_class<S: Store>(h: Harness<S>) {
 }
 
 /// Publishing wake-ups is recorded on the rows.
-pub async fn mark_woken_records_the_time<S: Store>(h: Harness<S>) {
+pub async fn mark_woken_records_the_time<S: FullStore>(h: Harness<S>) {
     let a = enqueue(&h, "k", EnqueueOptions::default()).await;
     let b = enqueue(&h, "k", EnqueueOptions::default()).await;
     h.advance_secs(3);
@@ -838,7 +1009,7 @@ pub async fn mark_woken_records_the_time<S: Store>(h: Harness<S>) {
 }
 
 /// A wake-up for a kind the worker does not run claims nothing.
-pub async fn claim_by_ids_honours_kinds<S: Store>(h: Harness<S>) {
+pub async fn claim_by_ids_honours_kinds<S: FullStore>(h: Harness<S>) {
     let mine = enqueue(&h, "mine", EnqueueOptions::default()).await;
     let theirs = enqueue(&h, "theirs", EnqueueOptions::default()).await;
     let got = h
@@ -855,7 +1026,7 @@ pub async fn claim_by_ids_honours_kinds<S: Store>(h: Harness<S>) {
 }
 
 /// The remote id and durable steps are written only under a live claim.
-pub async fn remote_id_and_steps_are_fenced<S: Store>(h: Harness<S>) {
+pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
     use oprec_core::store::{RemoteIdSetParams, StepSaveParams};
     let id = enqueue(&h, "k", EnqueueOptions::default()).await;
     let c = h.claim_all("w").await.remove(0);
@@ -905,7 +1076,7 @@ pub async fn remote_id_and_steps_are_fenced<S: Store>(h: Harness<S>) {
             .await,
         Err(Error::StaleClaim { .. })
     ));
-    let steps = h.store.operation_steps_get(id).await.unwrap();
+    let steps = h.store.operation_steps_get(StepsGetParams { id: id }).await.unwrap();
     let names: Vec<_> = steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["reserve", "charge"]);
     assert_eq!(steps[0].output, json!({"r": 1}));
@@ -926,7 +1097,7 @@ pub async fn remote_id_and_steps_are_fenced<S: Store>(h: Harness<S>) {
     );
     assert!(
         h.store
-            .operation_steps_get(OperationId::new())
+            .operation_steps_get(StepsGetParams { id: OperationId::new() })
             .await
             .unwrap()
             .is_empty()
@@ -935,9 +1106,8 @@ pub async fn remote_id_and_steps_are_fenced<S: Store>(h: Harness<S>) {
 
 /// The scheduler's pick: due operations once, again after the re-wake interval, and again as
 /// soon as a retry becomes eligible; never running, waiting or terminal ones.
-pub async fn wake_due_picks_each_due_operation_once_per_interval<S: Store>(h: Harness<S>) {
-    use oprec_core::store::WakeDueParams;
-    async fn due<S: Store>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
+pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h: Harness<S>) {
+    async fn due<S: FullStore>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
         h.store
             .operation_wake_due(WakeDueParams {
                 rewake_after: Duration::seconds(30),
@@ -1009,8 +1179,7 @@ pub async fn wake_due_picks_each_due_operation_once_per_interval<S: Store>(h: Ha
 
 /// An operation inserted already marked woken (its enqueuer publishes the wake-up) keeps that
 /// time, and the scheduler leaves it alone until the re-wake interval has passed.
-pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: Store>(h: Harness<S>) {
-    use oprec_core::store::WakeDueParams;
+pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: FullStore>(h: Harness<S>) {
     let mut op = NewOperation::new(
         "k",
         json!({"n": 1}),
@@ -1044,7 +1213,7 @@ pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: Store>(h: Harnes
 
 /// The dashboard's filters: terminal reason, error text (literal, case-insensitive), creation
 /// time range, and keyset pages newest first.
-pub async fn list_filters_by_reason_error_and_time_newest_first<S: Store>(h: Harness<S>) {
+pub async fn list_filters_by_reason_error_and_time_newest_first<S: FullStore>(h: Harness<S>) {
     let start = h.clock.now();
     let mut ids = Vec::new();
     for i in 0..5 {

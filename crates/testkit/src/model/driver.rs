@@ -2,17 +2,17 @@
 //! and that the store's invariants hold.
 
 use chrono::Duration;
+use oprec_core::maintenance::{EndPastDeadlineParams, WakeDueParams};
 use oprec_core::operator::{
-    ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams, RedriveMode,
-    RedriveParams, ReleaseParams, Resolution, ResolveParams,
+    CancelParams, ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
+    OperationFilter, QuarantineParams, RedriveMode, RedriveParams, ReleaseParams, Resolution,
 };
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
-    RescueParams, WakeDueParams,
 };
 use oprec_core::{
-    Error, Failure, FailureClass, NewOperation, Operation, OperationError, OperationId,
-    OperatorStore, Status, TerminalReason, Transition,
+    Claimed, Error, Failure, FailureClass, FullStore, NewOperation, Operation, OperationError,
+    OperationId, PayloadMode, Status, TerminalReason, Transition, VanishRule,
 };
 use uuid::Uuid;
 
@@ -41,7 +41,7 @@ macro_rules! ensure {
     };
 }
 
-impl<S: OperatorStore> Driver<S> {
+impl<S: FullStore> Driver<S> {
     fn token(&self, op: usize, pick: TokenPick) -> Uuid {
         let issued = &self.tokens[op];
         match pick {
@@ -100,7 +100,7 @@ impl<S: OperatorStore> Driver<S> {
         rows
     }
 
-    fn claimed(&mut self, got: Vec<Operation>) -> Vec<usize> {
+    fn claimed(&mut self, got: Vec<Claimed>) -> Vec<usize> {
         got.into_iter()
             .map(|o| {
                 let i = self
@@ -108,7 +108,7 @@ impl<S: OperatorStore> Driver<S> {
                     .iter()
                     .position(|id| *id == o.id)
                     .expect("known id");
-                self.tokens[i].push(o.claim_token.expect("a claim has a token"));
+                self.tokens[i].push(o.claim_token());
                 i
             })
             .collect()
@@ -140,6 +140,7 @@ impl<S: OperatorStore> Driver<S> {
                         next_eligible_at: now + Duration::seconds(delay),
                         give_up_at: deadline.map(|d| now + Duration::seconds(d)),
                         dependency: None,
+                        payload_mode: PayloadMode::Snapshot,
                         enqueue_params: serde_json::json!({}),
                         created_at: now,
                         last_woken_at: woken.then_some(now),
@@ -210,25 +211,26 @@ impl<S: OperatorStore> Driver<S> {
                 Expect::Nothing
             }
             Action::Rescue => {
-                let r = store
-                    .operation_rescue_expired(RescueParams {
+                let r = crate::rescue_pass(
+                    store,
+                    &VanishRule {
                         vanish_limit: VANISH_LIMIT,
                         retry_delay: Duration::seconds(RESCUE_DELAY_SECS),
-                        limit: 1000,
-                    })
-                    .await
-                    .map_err(|e| format!("rescue: {e}"))?;
+                    },
+                )
+                .await
+                .map_err(|e| format!("rescue: {e}"))?;
                 Expect::Rescued(r.vanished, r.retried, r.dead)
             }
             Action::EndPastDeadline => Expect::Count(
                 store
-                    .operation_end_past_deadline(1000)
+                    .operation_end_past_deadline(EndPastDeadlineParams { limit: 1000 })
                     .await
                     .map_err(|e| format!("end past deadline: {e}"))?,
             ),
             Action::Cancel { op } => Expect::Count(
                 store
-                    .operation_cancel(vec![self.ids[op]])
+                    .operation_cancel(CancelParams { ids: vec![self.ids[op]] })
                     .await
                     .map_err(|e| format!("cancel: {e}"))?
                     .len() as u64,
@@ -268,24 +270,19 @@ impl<S: OperatorStore> Driver<S> {
                         .map_err(|e| format!("pause: {e}"))?;
                 } else {
                     store
-                        .control_remove(ControlScope::Kind, KIND)
+                        .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: KIND.into() })
                         .await
                         .map_err(|e| format!("resume: {e}"))?;
                 }
                 Expect::Nothing
             }
             Action::Resolve { op, applied } => {
-                let r = store
-                    .operation_reconcile_resolve(ResolveParams {
-                        id: self.ids[op],
-                        resolution: if applied {
-                            Resolution::Applied { remote_id: None }
-                        } else {
-                            Resolution::NotApplied
-                        },
-                        actor: "model".into(),
-                    })
-                    .await;
+                let resolution = if applied {
+                    Resolution::Applied { remote_id: None }
+                } else {
+                    Resolution::NotApplied
+                };
+                let r = crate::resolve(store, self.ids[op], resolution, "model").await;
                 match r {
                     Ok(s) => Expect::Resolved(Some(s)),
                     Err(Error::InvalidInput(_)) => Expect::Resolved(None),

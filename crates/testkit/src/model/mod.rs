@@ -15,7 +15,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 
-use oprec_core::OperatorStore;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use proptest_state_machine::ReferenceStateMachine;
 
@@ -41,7 +40,7 @@ pub type SetupFuture<S> = Pin<Box<dyn Future<Output = Harness<S>>>>;
 /// `source_file` (`<file>.proptest-regressions`), so it runs first from then on.
 pub fn run<S, F>(setup: F, cases: u32, source_file: &'static str)
 where
-    S: OperatorStore,
+    S: oprec_core::FullStore,
     F: Fn() -> SetupFuture<S>,
 {
     let cases = std::env::var("OPREC_MODEL_CASES")

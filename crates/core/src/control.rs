@@ -1,0 +1,126 @@
+//! Pauses and postponements: a control names a kind, a last failure class or a dependency and
+//! holds back claims and wake-ups of the operations it matches, nothing else, until it is removed
+//! or its `until` passes.
+//!
+//! The matching rule is defined once, here: [`Control::holds_back`] in Rust, and
+//! [`not_held_back_sql`], generated from the same scope-to-column table, as the condition every
+//! store's claim, wake-up and work-exists statements splice in.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::status::named_enum;
+use crate::Operation;
+
+named_enum! {
+    /// What a control applies to.
+    ControlScope, "control scope" {
+        /// Operations of one kind.
+        Kind => "kind",
+        /// Operations whose last failure has one class.
+        FailureClass => "failure_class",
+        /// Operations that call one dependency.
+        Dependency => "dependency",
+    }
+}
+
+impl ControlScope {
+    /// The `operations` column a control of this scope compares its value with.
+    pub const fn operation_column(self) -> &'static str {
+        match self {
+            ControlScope::Kind => "kind",
+            ControlScope::FailureClass => "last_failure_class",
+            ControlScope::Dependency => "dependency",
+        }
+    }
+
+    /// The operation's value in this scope's column, as stored.
+    pub fn value_of(self, op: &Operation) -> Option<&str> {
+        match self {
+            ControlScope::Kind => Some(op.kind.as_str()),
+            ControlScope::FailureClass => op.last_failure_class.map(|c| c.as_str()),
+            ControlScope::Dependency => op.dependency.as_deref(),
+        }
+    }
+}
+
+named_enum! {
+    /// What a control does. Both stop claims and wake-ups of the matching operations; nothing else.
+    ControlAction, "control action" {
+        /// Stopped until resumed (or until `until`).
+        Pause => "pause",
+        /// Stopped until a stated time.
+        Postpone => "postpone",
+    }
+}
+
+/// A pause or postponement in force (or expired, when listed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Control {
+    /// What it applies to.
+    pub scope: ControlScope,
+    /// The kind, class or dependency name.
+    pub value: String,
+    /// Pause or postpone.
+    pub action: ControlAction,
+    /// When it lapses by itself, if ever.
+    pub until: Option<DateTime<Utc>>,
+    /// Why.
+    pub reason: Option<String>,
+    /// Who set it.
+    pub actor: String,
+    /// When it was set.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Control {
+    /// Whether the control is in force at `now`: no `until`, or an `until` still ahead.
+    pub fn in_force(&self, now: DateTime<Utc>) -> bool {
+        self.until.is_none_or(|u| u > now)
+    }
+
+    /// Whether the control holds `op` back at `now`.
+    pub fn holds_back(&self, op: &Operation, now: DateTime<Utc>) -> bool {
+        self.in_force(now) && self.scope.value_of(op) == Some(self.value.as_str())
+    }
+}
+
+/// The SQL condition that no control in force at `now` holds back the `operations` row named
+/// `row`: plain SQL that PostgreSQL and SQLite both read, with `now` the caller's expression for
+/// the time (a bind parameter, or `coalesce($1::timestamptz, now())`). With no controls at all
+/// (the usual case) the first arm decides once per statement, not once per row.
+pub fn not_held_back_sql(row: &str, now: &str) -> String {
+    let matches: Vec<String> = ControlScope::ALL
+        .iter()
+        .map(|s| {
+            format!(
+                "(c.scope = '{}' AND c.value = {row}.{})",
+                s.as_str(),
+                s.operation_column()
+            )
+        })
+        .collect();
+    format!(
+        "(NOT EXISTS (SELECT 1 FROM controls) OR NOT EXISTS (SELECT 1 FROM controls c \
+         WHERE (c.until IS NULL OR c.until > {now}) AND ({})))",
+        matches.join(" OR ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sql_names_every_scope_and_its_column() {
+        let sql = not_held_back_sql("o", "?1");
+        for s in ControlScope::ALL {
+            assert!(sql.contains(&format!(
+                "c.scope = '{}' AND c.value = o.{}",
+                s.as_str(),
+                s.operation_column()
+            )));
+        }
+        assert!(sql.contains("c.until > ?1"));
+    }
+}

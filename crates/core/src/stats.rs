@@ -1,0 +1,108 @@
+//! The at-a-glance figures ([`StatsReport`]) and their typed keys.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Serialize, Serializer};
+
+use crate::status::named_enum;
+use crate::{FailureClass, OperationId, Status, UnhandledKind};
+
+named_enum! {
+    /// How long ago a waiting operation was created: the backlog's age buckets.
+    AgeBucket, "age bucket" {
+        /// Created within the last hour.
+        UnderAnHour => "<1h",
+        /// Between an hour and a day ago.
+        UnderADay => "1h-1d",
+        /// Between a day and a week ago.
+        UnderAWeek => "1d-7d",
+        /// More than a week ago.
+        OverAWeek => ">7d",
+    }
+}
+
+impl AgeBucket {
+    /// The bucket's upper bound on age (`None` for the last, unbounded one).
+    pub fn upper_bound(self) -> Option<Duration> {
+        match self {
+            AgeBucket::UnderAnHour => Some(Duration::hours(1)),
+            AgeBucket::UnderADay => Some(Duration::days(1)),
+            AgeBucket::UnderAWeek => Some(Duration::days(7)),
+            AgeBucket::OverAWeek => None,
+        }
+    }
+
+    /// The bucket of an operation created at `created_at`, seen at `now`.
+    pub fn of(created_at: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        let age = now - created_at;
+        AgeBucket::ALL
+            .iter()
+            .copied()
+            .find(|b| b.upper_bound().is_none_or(|max| age <= max))
+            .unwrap_or(AgeBucket::OverAWeek)
+    }
+}
+
+/// The name a missing failure class is shown under.
+pub const NO_CLASS: &str = "none";
+
+fn class_keys<S: Serializer>(
+    map: &BTreeMap<Option<FailureClass>, u64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(
+        map.iter()
+            .map(|(k, v)| (k.map_or(NO_CLASS, |c| c.as_str()), v)),
+    )
+}
+
+/// The figures that answer "what is failing, why, and is it safe" at a glance: the retry
+/// observations an operator needs (pending by failure class, attempts per completed effect, the
+/// oldest eligible operation, deaths per kind and their rate, unknown outcomes, attempts by
+/// dependency, backlog age by creation time).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StatsReport {
+    /// When the figures were taken.
+    pub at: Option<DateTime<Utc>>,
+    /// Operations by status.
+    pub by_status: BTreeMap<Status, u64>,
+    /// Pending operations by last failure class (`None`, shown as `none`, when they have not
+    /// failed).
+    #[serde(serialize_with = "class_keys")]
+    pub pending_by_class: BTreeMap<Option<FailureClass>, u64>,
+    /// Attempts recorded per succeeded operation (1.0 is perfect).
+    pub attempts_per_success: Option<f64>,
+    /// The pending operation that has waited longest past its eligible time, and since when.
+    pub oldest_eligible: Option<OldestEligible>,
+    /// Dead operations per kind.
+    pub dead_by_kind: BTreeMap<String, u64>,
+    /// Operations promoted to dead in the last hour, per kind.
+    pub dead_last_hour_by_kind: BTreeMap<String, u64>,
+    /// Operations promoted to dead in the last day, per kind.
+    pub dead_last_day_by_kind: BTreeMap<String, u64>,
+    /// Operations promoted to dead in the last day, per code version of their last attempt.
+    pub dead_last_day_by_code_version: BTreeMap<String, u64>,
+    /// Unknown outcomes awaiting reconciliation.
+    pub reconciling: u64,
+    /// Attempts that ended in the last hour, per dependency (`none` for kinds without one).
+    pub attempts_last_hour_by_dependency: BTreeMap<String, u64>,
+    /// Age of the oldest non-terminal operation, by its original creation time.
+    pub backlog_age_seconds: Option<i64>,
+    /// Non-terminal operations by age bucket of their creation time.
+    pub backlog_by_age: BTreeMap<AgeBucket, u64>,
+    /// Pending operations, per kind, that no live worker handles (see [`OperatorStore::worker_list`](crate::OperatorStore::worker_list)).
+    pub unhandled: Vec<UnhandledKind>,
+}
+
+/// The pending operation most overdue.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OldestEligible {
+    /// The operation.
+    pub id: OperationId,
+    /// Its kind.
+    pub kind: String,
+    /// When it became eligible.
+    pub next_eligible_at: DateTime<Utc>,
+}
+
