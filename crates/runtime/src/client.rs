@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use oprec_core::store::Enqueued;
 use oprec_core::{
-    Clock, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, Error, NewOperation, OperationId, Result,
-    Store, SystemClock, Transport,
+    Clock, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, EnqueueStore, Error, NewOperation,
+    OperationId, Result, SystemClock, Transport,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -21,7 +21,7 @@ use crate::{Registry, Stats};
 /// Enqueues operations of registered kinds.
 #[derive(Clone)]
 pub struct Client {
-    store: Arc<dyn Store>,
+    store: Arc<dyn EnqueueStore>,
     transport: Option<Arc<dyn Transport>>,
     registry: Arc<Registry>,
     clock: Arc<dyn Clock>,
@@ -41,7 +41,7 @@ impl std::fmt::Debug for Client {
 impl Client {
     /// A client over `store`, publishing to `transport` when there is one (poll-only otherwise).
     pub fn new(
-        store: Arc<dyn Store>,
+        store: Arc<dyn EnqueueStore>,
         transport: Option<Arc<dyn Transport>>,
         registry: Arc<Registry>,
     ) -> Self {
@@ -106,14 +106,16 @@ impl Client {
         let mut ops = payloads
             .into_iter()
             .map(|p| {
-                NewOperation::with_payload_limit(
+                let mut op = NewOperation::with_payload_limit(
                     kind,
                     p,
                     k.policy(),
                     options.clone(),
                     now,
                     self.max_payload_bytes,
-                )
+                )?;
+                op.payload_mode = k.payload_mode();
+                Ok(op)
             })
             .collect::<Result<Vec<_>>>()?;
         if self.transport.is_some() {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::Store;
+use oprec_core::WorkerStore;
 use oprec_core::store::{CompleteParams, CompleteResult};
 use tokio::sync::mpsc;
 
@@ -19,7 +19,7 @@ pub(crate) type CompletionSender = mpsc::UnboundedSender<CompleteParams>;
 
 /// Runs until every sender is dropped and the queue is empty.
 pub(crate) async fn run(
-    store: Arc<dyn Store>,
+    store: Arc<dyn WorkerStore>,
     mut rx: mpsc::UnboundedReceiver<CompleteParams>,
     stats: Arc<Stats>,
 ) {

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use oprec_core::store::{RemoteIdSetParams, StepSaveParams};
-use oprec_core::{OperationId, Store};
+use oprec_core::store::{RemoteIdSetParams, StepSaveParams, StepsGetParams};
+use oprec_core::{OperationId, WorkerStore};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -26,7 +26,7 @@ struct Inner {
     deadline: Option<DateTime<Utc>>,
     effect_key: String,
     claim_token: Uuid,
-    store: Arc<dyn Store>,
+    store: Arc<dyn WorkerStore>,
     steps: Mutex<Option<HashMap<String, Value>>>,
 }
 
@@ -44,7 +44,7 @@ impl Context {
     pub(crate) fn new(
         op: &oprec_core::Operation,
         claim_token: Uuid,
-        store: Arc<dyn Store>,
+        store: Arc<dyn WorkerStore>,
     ) -> Self {
         Context {
             inner: Arc::new(Inner {
@@ -112,7 +112,11 @@ impl Context {
     {
         let mut steps = self.inner.steps.lock().await;
         if steps.is_none() {
-            let loaded = self.inner.store.operation_steps_get(self.inner.id).await?;
+            let loaded = self
+                .inner
+                .store
+                .operation_steps_get(StepsGetParams { id: self.inner.id })
+                .await?;
             *steps = Some(loaded.into_iter().map(|s| (s.name, s.output)).collect());
         }
         if let Some(done) = steps.as_ref().and_then(|m| m.get(name)) {

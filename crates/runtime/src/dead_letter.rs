@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use oprec_core::{Operation, OperatorStore};
+use oprec_core::maintenance::{DeadUnalertedParams, MarkAlertedParams};
+use oprec_core::{MaintenanceStore, Operation};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -159,11 +160,15 @@ impl Default for AlerterConfig {
 
 /// One pass: announces what is due; returns how many were announced.
 pub async fn alert_once(
-    store: &dyn OperatorStore,
+    store: &dyn MaintenanceStore,
     registry: &Registry,
     config: &AlerterConfig,
 ) -> oprec_core::Result<u64> {
-    let dead = store.operation_dead_unalerted(config.batch).await?;
+    let dead = store
+        .operation_dead_unalerted(DeadUnalertedParams {
+            limit: config.batch,
+        })
+        .await?;
     let mut done = Vec::with_capacity(dead.len());
     for op in &dead {
         let alert = DeadLetter::from(op);
@@ -185,14 +190,16 @@ pub async fn alert_once(
     }
     let n = done.len() as u64;
     if !done.is_empty() {
-        store.operation_mark_alerted(done).await?;
+        store
+            .operation_mark_alerted(MarkAlertedParams { ids: done })
+            .await?;
     }
     Ok(n)
 }
 
 /// Runs passes until `stop` is cancelled.
 pub(crate) async fn run(
-    store: Arc<dyn OperatorStore>,
+    store: Arc<dyn MaintenanceStore>,
     registry: Arc<Registry>,
     config: AlerterConfig,
     stop: CancellationToken,

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec_core::store::{CompleteParams, HeartbeatParams};
-use oprec_core::{ClaimContext, Clock, Error, Failure, Operation, Outcome, Store, Transition};
+use oprec_core::{ClaimContext, Claimed, Clock, Error, Failure, Outcome, Transition, WorkerStore};
 
 use crate::completer::CompletionSender;
 use crate::{Context, Registry, Stats};
 
 pub(crate) struct Executor {
-    pub store: Arc<dyn Store>,
+    pub store: Arc<dyn WorkerStore>,
     pub registry: Arc<Registry>,
     pub clock: Arc<dyn Clock>,
     pub stats: Arc<Stats>,
@@ -20,8 +20,8 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    pub async fn execute(&self, op: Operation) {
-        let Some(token) = op.claim_token else { return };
+    pub async fn execute(&self, op: Claimed) {
+        let token = op.claim_token();
         let finish = |transition: Transition| {
             let _ = self.completions.send(CompleteParams {
                 id: op.id,
@@ -91,7 +91,7 @@ impl Executor {
     }
 
     /// Extends the lease every third of its length; returns only when the claim is lost.
-    async fn heartbeat(&self, op: &Operation, token: uuid::Uuid) -> Error {
+    async fn heartbeat(&self, op: &Claimed, token: uuid::Uuid) -> Error {
         let every = (self.lease / 3).to_std().unwrap_or(Duration::from_secs(10));
         loop {
             tokio::time::sleep(every).await;

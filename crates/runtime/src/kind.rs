@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use oprec_core::{Failure, OperationError, RetryPolicy};
+use oprec_core::{Failure, OperationError, PayloadMode, RetryPolicy};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -18,17 +18,6 @@ type HandlerFn = dyn Fn(Context, Value) -> BoxFuture<anyhow::Result<()>> + Send 
 type ReconcileFn = dyn Fn(Context, Value) -> BoxFuture<Reconciled> + Send + Sync;
 type StillNeededFn = dyn Fn(Value) -> BoxFuture<bool> + Send + Sync;
 type ClassifierFn = dyn Fn(&anyhow::Error) -> Failure + Send + Sync;
-
-/// Whether a re-drive replays the enqueue-time snapshot or acts on today's data. Operators see it
-/// in a re-drive's dry run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PayloadMode {
-    /// The payload is a full snapshot of the input, taken at enqueue.
-    Snapshot,
-    /// The payload references current state that the handler reads at run time.
-    Reference,
-}
 
 /// What a reconcile hook found out about an effect whose outcome was unknown.
 #[derive(Clone, Debug, PartialEq, Eq)]

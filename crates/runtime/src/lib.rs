@@ -27,10 +27,11 @@ pub use context::Context;
 pub use dead_letter::{
     AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, WebhookSink, alert_once,
 };
-pub use kind::{Kind, PayloadMode, Reconciled, Registry};
+pub use kind::{Kind, Reconciled, Registry};
+pub use oprec_core::PayloadMode;
 pub use memory::MemoryTransport;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
-pub use rescuer::{RescuerConfig, rescue_once};
+pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
 pub use scheduler::{SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 pub use worker::{RunReport, Worker, WorkerConfig};

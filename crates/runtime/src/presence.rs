@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::{OperatorStore, WorkerBeatParams};
+use oprec_core::store::WorkerRemoveParams;
+use oprec_core::{WorkerBeatParams, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
 /// How often a worker refreshes its row; well inside [`oprec_core::WORKER_LIVE_SECS`].
@@ -25,7 +26,7 @@ pub(crate) fn host_name() -> String {
 
 /// Beats at once and every [`BEAT_EVERY`] until `stop`, then removes the row.
 pub(crate) async fn run(
-    store: Arc<dyn OperatorStore>,
+    store: Arc<dyn WorkerStore>,
     params: WorkerBeatParams,
     stop: CancellationToken,
 ) {
@@ -39,7 +40,7 @@ pub(crate) async fn run(
             _ = tokio::time::sleep(BEAT_EVERY) => {}
         }
     }
-    if let Err(e) = store.worker_remove(&id).await {
+    if let Err(e) = store.worker_remove(WorkerRemoveParams { id: id.clone() }).await {
         tracing::warn!(error = %e, worker = %id, "removing this worker from `workers` failed");
     }
 }

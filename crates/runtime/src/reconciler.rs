@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::operator::{ReconcileDueParams, Resolution, ResolveParams};
-use oprec_core::{Clock, OperatorStore, Store};
+use oprec_core::maintenance::{ReconcileDueParams, ReconcileResolveParams};
+use oprec_core::{Clock, FullStore, Resolution, WorkerStore};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -53,7 +53,7 @@ pub struct ReconcileReport {
 
 /// One pass over the reconciling operations of kinds that have a hook.
 pub async fn reconcile_once(
-    store: &Arc<dyn OperatorStore>,
+    store: &Arc<dyn FullStore>,
     registry: &Registry,
     clock: &dyn Clock,
     config: &ReconcilerConfig,
@@ -74,7 +74,7 @@ pub async fn reconcile_once(
             lease: config.lease,
         })
         .await?;
-    let as_store: Arc<dyn Store> = store.clone();
+    let as_store: Arc<dyn WorkerStore> = store.clone();
     for op in due {
         let Some(kind) = registry.get(&op.kind) else {
             continue;
@@ -103,11 +103,13 @@ pub async fn reconcile_once(
                 }
             }
         };
+        // Core decides from the row what the resolution means; the write is fenced by the
+        // operation still being reconciling.
+        let settlement = resolution.settle(&op, &config.actor, clock.now());
         if let Err(e) = store
-            .operation_reconcile_resolve(ResolveParams {
+            .operation_reconcile_resolve(ReconcileResolveParams {
                 id: op.id,
-                resolution,
-                actor: config.actor.clone(),
+                settlement,
             })
             .await
         {
@@ -120,7 +122,7 @@ pub async fn reconcile_once(
 
 /// Runs passes until `stop` is cancelled.
 pub(crate) async fn run(
-    store: Arc<dyn OperatorStore>,
+    store: Arc<dyn FullStore>,
     registry: Arc<Registry>,
     clock: Arc<dyn Clock>,
     config: ReconcilerConfig,

@@ -1,11 +1,18 @@
 //! The rescuer: expired leases become vanished attempts (and, K in a row, a crash loop ends dead);
 //! waiting operations past their deadline end dead.
+//!
+//! The store lists the expired claims; core decides each one ([`Transition::vanished`]); the
+//! store applies the decisions, each fenced by its claim token and by the lease still being
+//! expired, so a worker that heartbeats or finishes meanwhile wins and two rescuers never record
+//! the same vanished attempt twice.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::Store;
-use oprec_core::store::RescueParams;
+use oprec_core::maintenance::{EndPastDeadlineParams, LeaseExpiredListParams, RescueManyParams};
+use oprec_core::store::{CompleteParams, CompleteResult};
+use oprec_core::{MaintenanceStore, Status, Transition, VanishRule};
+use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::Stats;
@@ -15,10 +22,9 @@ use crate::Stats;
 pub struct RescuerConfig {
     /// How often to look.
     pub interval: Duration,
-    /// Vanished attempts in a row before an operation is dead (crash_loop).
-    pub vanish_limit: u32,
-    /// How long a rescued operation waits before it may run again.
-    pub retry_delay: chrono::Duration,
+    /// Vanished attempts in a row before an operation is dead (crash_loop), and how long a
+    /// rescued operation waits before it may run again.
+    pub rule: VanishRule,
     /// The most operations handled per pass.
     pub batch: u32,
 }
@@ -27,26 +33,65 @@ impl Default for RescuerConfig {
     fn default() -> Self {
         RescuerConfig {
             interval: Duration::from_secs(5),
-            vanish_limit: 3,
-            retry_delay: chrono::Duration::zero(),
+            rule: VanishRule::default(),
             batch: 1000,
         }
     }
 }
 
-/// One pass: rescues and ends what is due; returns (vanished, ended past deadline).
+/// What one rescue pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RescueReport {
+    /// Expired claims recorded as vanished attempts.
+    pub vanished: u64,
+    /// Of those, operations pending again.
+    pub retried: u64,
+    /// Of those, operations ended dead (crash_loop, attempts_exhausted or deadline_passed).
+    pub dead: u64,
+    /// Waiting operations ended dead because their deadline passed.
+    pub past_deadline: u64,
+}
+
+/// One pass: rescues the expired claims and ends what is past its deadline.
 pub async fn rescue_once(
-    store: &dyn Store,
+    store: &dyn MaintenanceStore,
     config: &RescuerConfig,
     stats: &Stats,
-) -> oprec_core::Result<(u64, u64)> {
-    let r = store
-        .operation_rescue_expired(RescueParams {
-            vanish_limit: config.vanish_limit,
-            retry_delay: config.retry_delay,
+) -> oprec_core::Result<RescueReport> {
+    let mut r = RescueReport::default();
+    let expired = store
+        .operation_lease_expired_list(LeaseExpiredListParams {
             limit: config.batch,
         })
         .await?;
+    if !expired.is_empty() {
+        let now = store.now().await?;
+        let rescues: Vec<CompleteParams> = expired
+            .iter()
+            .map(|claim| CompleteParams {
+                id: claim.id,
+                claim_token: claim.claim_token(),
+                transition: Transition::vanished(claim, &config.rule, now),
+            })
+            .collect();
+        let dead: Vec<bool> = rescues
+            .iter()
+            .map(|p| p.transition.status() == Status::Dead)
+            .collect();
+        let results = store
+            .operation_rescue_many(RescueManyParams { rescues })
+            .await?;
+        for (result, dead) in results.into_iter().zip(dead) {
+            if result == CompleteResult::Applied {
+                r.vanished += 1;
+                if dead {
+                    r.dead += 1;
+                } else {
+                    r.retried += 1;
+                }
+            }
+        }
+    }
     if r.vanished > 0 {
         tracing::warn!(
             vanished = r.vanished,
@@ -55,18 +100,22 @@ pub async fn rescue_once(
             "expired leases: attempts vanished (worker crashed, killed or stalled)"
         );
     }
-    let ended = store.operation_end_past_deadline(config.batch).await?;
-    if ended > 0 {
-        tracing::info!(ended, "operations past their deadline ended dead");
+    r.past_deadline = store
+        .operation_end_past_deadline(EndPastDeadlineParams {
+            limit: config.batch,
+        })
+        .await?;
+    if r.past_deadline > 0 {
+        tracing::info!(ended = r.past_deadline, "operations past their deadline ended dead");
     }
     Stats::add(&stats.vanished, r.vanished);
-    Stats::add(&stats.deadline_dead, ended);
-    Ok((r.vanished, ended))
+    Stats::add(&stats.deadline_dead, r.past_deadline);
+    Ok(r)
 }
 
 /// Runs passes until `stop` is cancelled.
 pub(crate) async fn run(
-    store: Arc<dyn Store>,
+    store: Arc<dyn MaintenanceStore>,
     config: RescuerConfig,
     stats: Arc<Stats>,
     stop: CancellationToken,

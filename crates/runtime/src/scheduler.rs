@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::store::WakeDueParams;
-use oprec_core::{Store, Transport};
+use oprec_core::maintenance::WakeDueParams;
+use oprec_core::{MaintenanceStore, Transport};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +40,7 @@ impl Default for SchedulerConfig {
 
 /// One pass: returns how many wake-ups were published.
 pub async fn schedule_once(
-    store: &dyn Store,
+    store: &dyn MaintenanceStore,
     transport: &dyn Transport,
     config: &SchedulerConfig,
     stats: &Stats,
@@ -74,7 +74,7 @@ pub async fn schedule_once(
 
 /// Runs passes until `stop` is cancelled.
 pub(crate) async fn run(
-    store: Arc<dyn Store>,
+    store: Arc<dyn MaintenanceStore>,
     transport: Arc<dyn Transport>,
     config: SchedulerConfig,
     stats: Arc<Stats>,

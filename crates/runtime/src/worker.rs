@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
-    Clock, Operation, OperationId, OperatorStore, Store, SystemClock, Transition, Transport,
-    WorkerBeatParams,
+    Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport, WorkerBeatParams,
 };
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -78,8 +77,7 @@ impl Default for WorkerConfig {
 
 /// Takes wake-ups and runs operations until told to stop.
 pub struct Worker {
-    operator: Arc<dyn OperatorStore>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn FullStore>,
     transport: Option<Arc<dyn Transport>>,
     registry: Arc<Registry>,
     clock: Arc<dyn Clock>,
@@ -114,10 +112,10 @@ const CLAIMS_IN_FLIGHT: usize = 2;
 
 /// A claim in flight: what it claimed, and the permits it reserved for them.
 type ClaimFuture<'a> =
-    Pin<Box<dyn Future<Output = (Vec<Operation>, OwnedSemaphorePermit)> + Send + 'a>>;
+    Pin<Box<dyn Future<Output = (Vec<Claimed>, OwnedSemaphorePermit)> + Send + 'a>>;
 
 /// Waits for the first of `claims` to finish and removes it.
-async fn next_claimed(claims: &mut Vec<ClaimFuture<'_>>) -> (Vec<Operation>, OwnedSemaphorePermit) {
+async fn next_claimed(claims: &mut Vec<ClaimFuture<'_>>) -> (Vec<Claimed>, OwnedSemaphorePermit) {
     std::future::poll_fn(|cx| {
         for i in 0..claims.len() {
             if let Poll::Ready(done) = claims[i].as_mut().poll(cx) {
@@ -133,14 +131,13 @@ async fn next_claimed(claims: &mut Vec<ClaimFuture<'_>>) -> (Vec<Operation>, Own
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
     pub fn new(
-        store: Arc<dyn OperatorStore>,
+        store: Arc<dyn FullStore>,
         transport: Option<Arc<dyn Transport>>,
         registry: Arc<Registry>,
         config: WorkerConfig,
     ) -> Self {
         Worker {
-            store: store.clone(),
-            operator: store,
+            store,
             transport,
             registry,
             clock: Arc::new(SystemClock),
@@ -177,7 +174,7 @@ impl Worker {
         let mut maintenance = JoinSet::new();
         // This worker's row in `workers`, removed only after the drain.
         maintenance.spawn(presence::run(
-            self.operator.clone(),
+            self.store.clone(),
             WorkerBeatParams {
                 id: self.config.worker_id.clone(),
                 host: presence::host_name(),
@@ -196,14 +193,14 @@ impl Worker {
                 maintenance_stop.clone(),
             ));
             maintenance.spawn(reconciler::run(
-                self.operator.clone(),
+                self.store.clone(),
                 self.registry.clone(),
                 self.clock.clone(),
                 self.config.reconciler.clone(),
                 maintenance_stop.clone(),
             ));
             maintenance.spawn(dead_letter::run(
-                self.operator.clone(),
+                self.store.clone(),
                 self.registry.clone(),
                 self.config.alerter.clone(),
                 maintenance_stop.clone(),
@@ -270,12 +267,10 @@ impl Worker {
                     // Cannot happen: a claim never returns more than it reserved permits for.
                     break;
                 };
-                if let Some(token) = op.claim_token {
-                    in_flight
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(op.id, token);
-                }
+                in_flight
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(op.id, op.claim_token());
                 let (executor, in_flight) = (executor.clone(), in_flight.clone());
                 tasks.spawn(async move {
                     let id = op.id;
@@ -333,7 +328,7 @@ impl Worker {
         max: usize,
         kinds: &[String],
         shutdown: &CancellationToken,
-    ) -> Vec<Operation> {
+    ) -> Vec<Claimed> {
         let deliveries = tokio::select! {
             _ = shutdown.cancelled() => return Vec::new(),
             r = t.receive(max, self.config.idle_wait) => r,
@@ -410,7 +405,7 @@ impl Worker {
         max: usize,
         kinds: &[String],
         shutdown: &CancellationToken,
-    ) -> Vec<Operation> {
+    ) -> Vec<Claimed> {
         match self
             .store
             .operation_claim_eligible(ClaimEligibleParams {

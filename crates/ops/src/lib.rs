@@ -1,0 +1,41 @@
+//! oprec-ops: the operator's workflows, written once for every front end. The `oprec` CLI, the
+//! dashboard and library users call the same functions, so a re-drive paces, fences and audits
+//! the same way wherever it is started, and a value a person types is read by one grammar.
+//!
+//! Each bulk workflow has one shape: a request checked from what was typed, a review (the dry
+//! run: what matches now, changing nothing), an apply in batches with progress and a stop
+//! between two batches, and one audit entry for what was done:
+//!
+//! | workflow | module |
+//! | --- | --- |
+//! | re-drive dead (or cancelled) operations, in place or as new, at a pace | [`redrive`] |
+//! | quarantine pending operations, release held ones | [`moves`] |
+//! | cancel operations that have not started their last attempt | [`cancel`] |
+//! | resolve an unknown outcome | [`resolve`] |
+//! | pause, postpone and resume a kind, class or dependency | [`controls`] |
+//!
+//! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`]) checks every value before a store
+//! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
+//! front end's own words ([`Spelling`]).
+//!
+//! Not here: rendering (tables, HTML, JSON layouts beyond a review's own) or transport; and no
+//! decision about operations (which status, which words): those are `oprec-core`'s.
+
+mod actor;
+pub mod batches;
+pub mod cancel;
+pub mod controls;
+mod error;
+pub mod filter;
+pub mod moves;
+mod pace;
+pub mod redrive;
+pub mod resolve;
+mod spelling;
+pub mod time;
+
+pub use actor::{MAX_ACTOR, MAX_REASON, Who, reason};
+pub use error::{Error, InputError, Result};
+pub use pace::Pace;
+pub use spelling::{Spelling, cut};
+pub use tokio_util::sync::CancellationToken;
