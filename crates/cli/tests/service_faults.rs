@@ -196,8 +196,8 @@ fn postgres_restarted_mid_run() {
 /// The broker-restart scenario (item 4): `restart` kills the broker in the middle of a run and
 /// brings it back. With a re-wake interval of 3 s the scheduler (a pass a second) re-wakes what the
 /// broker lost: every claim after the return follows a wake-up made after the loss, and the first
-/// comes within the re-wake interval, the scheduler's pass, the consumer's retry pause (0.5 s) and
-/// 1.5 s of slack for a loaded machine.
+/// comes within the re-wake interval, the scheduler's pass, the consumer's retry pause (at most 1 s) and
+/// 1 s of slack for a loaded machine.
 fn broker_restarted_mid_run(rig: &Rig, what: &str, restart: impl FnOnce()) {
     const OPS: i64 = 1500;
     const REWAKE_S: i64 = 3;

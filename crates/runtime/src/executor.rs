@@ -57,8 +57,11 @@ impl Executor {
                 return;
             }
         };
-        metrics::histogram!("oprec_handler_duration_seconds", "kind" => op.kind.clone())
+        #[cfg(feature = "metrics")]
+        metrics::histogram!(crate::metrics::names::HANDLER_DURATION, "kind" => op.kind.clone())
             .record(started.elapsed().as_secs_f64());
+        #[cfg(not(feature = "metrics"))]
+        let _ = started;
         let outcome = match result {
             Ok(Ok(())) => {
                 Stats::add(&self.stats.succeeded, 1);

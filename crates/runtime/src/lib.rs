@@ -5,28 +5,36 @@
 //! attempts and ends operations past their deadline. Also here: the kind registry and the
 //! in-memory transport, the embedded default.
 //!
-//! Not here: SQL or broker protocols (the store and transport crates), or operator commands
-//! (oprec-cli).
+//! Features: `metrics` (counters, the handler histogram and the store's figures through the
+//! `metrics` facade, names in [`metrics::names`]), `webhook` ([`WebhookSink`]).
+//!
+//! Not here: SQL or broker protocols (the store and transport crates), or operator workflows
+//! (oprec-ops).
 
 mod client;
 mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod idle;
 mod kind;
 mod memory;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod presence;
 mod reconciler;
 mod rescuer;
 mod scheduler;
 mod stats;
 mod worker;
+#[cfg(feature = "webhook")]
+mod webhook;
 
 pub use client::Client;
 pub use context::Context;
-pub use dead_letter::{
-    AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, WebhookSink, alert_once,
-};
+pub use dead_letter::{AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once};
+#[cfg(feature = "webhook")]
+pub use webhook::WebhookSink;
 pub use kind::{Kind, Reconciled, Registry};
 pub use oprec_core::PayloadMode;
 pub use memory::MemoryTransport;

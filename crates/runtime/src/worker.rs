@@ -5,6 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, Complet
 use oprec_core::{
     Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport, WorkerBeatParams,
 };
+use rand::Rng;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +52,10 @@ pub struct WorkerConfig {
     pub alerter: AlerterConfig,
     /// Whether this process runs the scheduler, rescuer, reconciler and dead-letter alerter too.
     pub run_maintenance: bool,
+    /// How often the store's figures are read into gauges (feature `metrics`); `None` (the
+    /// default) reads none: each read is a stats query.
+    #[cfg(feature = "metrics")]
+    pub figures_every: Option<Duration>,
 }
 
 impl Default for WorkerConfig {
@@ -71,6 +77,8 @@ impl Default for WorkerConfig {
             reconciler: ReconcilerConfig::default(),
             alerter: AlerterConfig::default(),
             run_maintenance: true,
+            #[cfg(feature = "metrics")]
+            figures_every: None,
         }
     }
 }
@@ -83,6 +91,8 @@ pub struct Worker {
     clock: Arc<dyn Clock>,
     config: WorkerConfig,
     stats: Arc<Stats>,
+    /// Failed transport or store calls in a row, for the back-off.
+    failures: AtomicU32,
 }
 
 impl std::fmt::Debug for Worker {
@@ -102,6 +112,9 @@ pub struct RunReport {
     pub stats: StatsSnapshot,
     /// In-flight attempts released unfinished at the drain timeout.
     pub released: u64,
+    /// The run stopped because there was no work left ([`Worker::run_until_idle`]), not because
+    /// it was told to.
+    pub idle: bool,
 }
 
 type InFlight = Arc<Mutex<HashMap<OperationId, uuid::Uuid>>>;
@@ -143,6 +156,7 @@ impl Worker {
             clock: Arc::new(SystemClock),
             config,
             stats: Arc::new(Stats::default()),
+            failures: AtomicU32::new(0),
         }
     }
 
@@ -165,6 +179,36 @@ impl Worker {
         }
     }
 
+    /// Runs until `shutdown` is cancelled or, earlier, until no operation of this worker's kinds
+    /// has been running, or pending, eligible and held back by no control, for `quiet_for`; then
+    /// drains as [`Worker::run`] does. For tests, batch jobs and examples: work enqueued by other
+    /// processes counts too.
+    pub async fn run_until_idle(
+        self,
+        quiet_for: Duration,
+        shutdown: CancellationToken,
+    ) -> RunReport {
+        let idle = CancellationToken::new();
+        let stop = shutdown.child_token();
+        let watcher = tokio::spawn({
+            let (store, kinds, idle, stop) = (
+                self.store.clone(),
+                self.registry.names(),
+                idle.clone(),
+                stop.clone(),
+            );
+            async move {
+                crate::idle::wait_until_idle(store, kinds, quiet_for).await;
+                idle.cancel();
+                stop.cancel();
+            }
+        });
+        let mut report = self.run(stop).await;
+        watcher.abort();
+        report.idle = idle.is_cancelled();
+        report
+    }
+
     /// Runs until `shutdown` is cancelled, then drains: stops taking work, lets in-flight attempts
     /// finish up to the drain timeout, releases the rest, and writes every outcome.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
@@ -185,6 +229,20 @@ impl Worker {
             },
             maintenance_stop.clone(),
         ));
+        #[cfg(feature = "metrics")]
+        {
+            maintenance.spawn(crate::metrics::counters(
+                self.stats.clone(),
+                maintenance_stop.clone(),
+            ));
+            if let Some(every) = self.config.figures_every {
+                maintenance.spawn(crate::metrics::figures(
+                    self.store.clone(),
+                    every,
+                    maintenance_stop.clone(),
+                ));
+            }
+        }
         if self.config.run_maintenance {
             maintenance.spawn(rescuer::run(
                 self.store.clone(),
@@ -318,6 +376,7 @@ impl Worker {
         RunReport {
             stats: self.stats.snapshot(),
             released,
+            idle: false,
         }
     }
 
@@ -334,7 +393,10 @@ impl Worker {
             r = t.receive(max, self.config.idle_wait) => r,
         };
         let deliveries = match deliveries {
-            Ok(d) => d,
+            Ok(d) => {
+                self.recovered();
+                d
+            }
             Err(e) => {
                 tracing::warn!(error = %e, transport = t.name(), "receiving wake-ups failed");
                 self.pause(shutdown).await;
@@ -416,10 +478,12 @@ impl Worker {
             .await
         {
             Ok(claimed) if !claimed.is_empty() => {
+                self.recovered();
                 Stats::add(&self.stats.claimed, claimed.len() as u64);
                 claimed
             }
             Ok(_) => {
+                self.recovered();
                 tokio::select! {
                     _ = shutdown.cancelled() => {}
                     _ = tokio::time::sleep(self.config.idle_wait) => {}
@@ -434,10 +498,22 @@ impl Worker {
         }
     }
 
+    /// Waits before trying the transport or the store again after a failure: up to 100 ms after
+    /// the first, doubling with each failure in a row up to 1 s, drawn with jitter so that a
+    /// fleet that lost its broker together does not come back in step; a success resets it.
     async fn pause(&self, shutdown: &CancellationToken) {
+        let streak = self.failures.fetch_add(1, Ordering::Relaxed).min(4);
+        let ceiling = Duration::from_millis(100 * (1 << streak)).min(Duration::from_secs(1));
+        let wait = ceiling.mul_f64(rand::rng().random_range(0.5..1.0));
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
+
+    /// A call succeeded: the next failure waits the shortest pause again.
+    fn recovered(&self) {
+        self.failures.store(0, Ordering::Relaxed);
+    }
+
 }
