@@ -1,36 +1,22 @@
-//! Opening what the URLs name: the store behind `Arc<dyn Store>`, with the concrete store kept
-//! beside it for the few places that need its pool (the `demo_effects` table), and the transport.
-//! Also turns "the tables are missing" into "run `oprec migrate` first".
+//! Opening what the URLs name: the store (through the facade's [`oprec::open`], behind every
+//! store trait, with the concrete store kept beside it for the few places that need its pool:
+//! the demo's `demo_effects` table), and the transport. A store error that says the tables are
+//! missing reads "run `oprec migrate` first" ([`oprec::Error::SchemaMissing`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context as _;
-use oprec::postgres::PgStore;
-use oprec::sqlite::SqliteStore;
-use oprec::{Clock, OperatorStore, Transport};
+use oprec::{AnyStore, Clock, ConnectOptions, FullStore, Transport};
 
 use crate::exit::bad;
-
-/// How long opening a PostgreSQL store may take before the command gives up.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The store a URL named, as its concrete type.
-#[derive(Clone, Debug)]
-pub(crate) enum ConcreteStore {
-    /// `sqlite:` URLs.
-    Sqlite(SqliteStore),
-    /// `postgres://` and `postgresql://` URLs.
-    Postgres(PgStore),
-}
 
 /// An open store.
 #[derive(Clone)]
 pub(crate) struct Backend {
-    /// The store, for everything that goes through the `Store` and `OperatorStore` traits.
-    pub store: Arc<dyn OperatorStore>,
+    /// The store, for everything that goes through the store traits.
+    pub store: Arc<dyn FullStore>,
     /// The same store, for direct SQL on its pool.
-    pub concrete: ConcreteStore,
+    pub concrete: AnyStore,
     /// The URL with any password masked, for messages.
     pub url: String,
 }
@@ -47,43 +33,19 @@ impl Backend {
         clock: Option<Arc<dyn Clock>>,
     ) -> anyhow::Result<Self> {
         let shown = oprec::redact_url(url);
-        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
-        let opening = || format!("cannot open the database {shown}");
-        let concrete = match scheme {
-            "sqlite" => {
-                let mut s = SqliteStore::connect(url).await.with_context(opening)?;
-                if let Some(c) = clock {
-                    s = s.with_clock(c);
-                }
-                ConcreteStore::Sqlite(s)
-            }
-            "postgres" | "postgresql" => {
-                // sqlx retries a refused connection until its pool's acquire timeout (30 s).
-                let mut s = tokio::time::timeout(CONNECT_TIMEOUT, PgStore::connect(url))
-                    .await
-                    .map_err(|_| {
-                        anyhow::anyhow!("no answer within {} s", CONNECT_TIMEOUT.as_secs())
-                    })
-                    .with_context(opening)?
-                    .with_context(opening)?;
-                if let Some(c) = clock {
-                    s = s.with_clock(c);
-                }
-                ConcreteStore::Postgres(s)
-            }
-            _ => {
-                return Err(bad(format!(
-                    "unsupported database URL {shown}; use one of: {}",
-                    oprec::supported_database_schemes().join(", ")
-                )));
-            }
+        let options = ConnectOptions {
+            clock,
+            ..ConnectOptions::default()
         };
-        let store: Arc<dyn OperatorStore> = match &concrete {
-            ConcreteStore::Sqlite(s) => Arc::new(s.clone()),
-            ConcreteStore::Postgres(s) => Arc::new(s.clone()),
+        let concrete = match oprec::open(url, &options).await {
+            Ok(s) => s,
+            Err(oprec::Error::InvalidInput(m)) => return Err(bad(m)),
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot open the database {shown}"));
+            }
         };
         Ok(Backend {
-            store,
+            store: concrete.to_dyn(),
             concrete,
             url: shown,
         })
@@ -91,27 +53,15 @@ impl Backend {
 
     /// Fails with "run `oprec migrate` first" when the schema is missing.
     pub(crate) async fn ensure_schema(&self) -> anyhow::Result<()> {
-        self.store.operation_count().await.map_err(store_error)?;
+        self.store.operation_count().await?;
         Ok(())
     }
 }
 
-/// Whether a store error says the tables do not exist (SQLite's "no such table", PostgreSQL's
-/// undefined_table).
-fn is_missing_schema(e: &oprec::Error) -> bool {
-    let text = format!("{e:#}");
-    text.contains("no such table")
-        || text.contains("42P01")
-        || (text.contains("relation \"") && text.contains("does not exist"))
-}
-
-/// A store error for the user: a missing schema says what to run.
+/// A store error for the user. The store's own error says what to do when the schema is missing
+/// ([`oprec::Error::SchemaMissing`]).
 pub(crate) fn store_error(e: oprec::Error) -> anyhow::Error {
-    if is_missing_schema(&e) {
-        anyhow::Error::new(e).context("the database has no oprec tables: run `oprec migrate` first")
-    } else {
-        e.into()
-    }
+    e.into()
 }
 
 /// The transport `url` names; `None` for `poll` (workers claim from the store).

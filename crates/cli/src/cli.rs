@@ -138,6 +138,10 @@ impl Command {
 /// `oprec migrate`.
 #[derive(Debug, Args)]
 pub(crate) struct MigrateArgs {
+    /// Also create the demo kinds' `demo_effects` table, so that `oprec worker --demo` can run
+    /// under a role without DDL rights (a worker that may create it does so itself).
+    #[arg(long)]
+    pub demo: bool,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

@@ -17,6 +17,12 @@ impl fmt::Display for BadInput {
 
 impl std::error::Error for BadInput {}
 
+impl From<oprec::ops::InputError> for BadInput {
+    fn from(e: oprec::ops::InputError) -> Self {
+        BadInput(e.0)
+    }
+}
+
 /// A [`BadInput`] as an `anyhow::Error`.
 pub(crate) fn bad(message: impl Into<String>) -> anyhow::Error {
     BadInput(message.into()).into()
@@ -26,6 +32,11 @@ pub(crate) fn bad(message: impl Into<String>) -> anyhow::Error {
 pub(crate) fn code(e: &anyhow::Error) -> ExitCode {
     let is_input = e.chain().any(|c| {
         c.is::<BadInput>()
+            || c.is::<oprec::ops::InputError>()
+            || matches!(
+                c.downcast_ref::<oprec::ops::Error>(),
+                Some(oprec::ops::Error::Input(_))
+            )
             || matches!(
                 c.downcast_ref::<oprec::Error>(),
                 Some(oprec::Error::InvalidInput(_))
@@ -67,6 +78,8 @@ mod tests {
         let core: anyhow::Error = oprec::Error::InvalidInput("payload too big".into()).into();
         assert_eq!(code(&core.context("enqueueing")), ExitCode::from(2));
         assert_eq!(code(&anyhow::anyhow!("database down")), ExitCode::FAILURE);
+        let ops: anyhow::Error = oprec::ops::InputError::new("--rate is bad").into();
+        assert_eq!(code(&ops), ExitCode::from(2));
         assert_eq!(one_line(&anyhow::anyhow!("a\nb").context("c")), "c: a b");
     }
 }

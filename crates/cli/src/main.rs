@@ -1,10 +1,11 @@
 //! `oprec`: the operator's command line for oprec. It migrates the schema, enqueues operations of
 //! the demo kinds, shows and lists operations with their attempt history, purges or measures the
 //! transport, runs a worker (with scheduler, rescuer, reconciler, dead-letter alerts and
-//! Prometheus metrics), runs the seed fixture as a demo, and acts on operations as an operator:
+//! Prometheus metrics), runs the retry fixture as a demo, and acts on operations as an operator:
 //! re-drive, pause and resume, quarantine and release, cancel, reconcile, stats, audit.
 //!
-//! Not a library: commands call the `oprec` facade and print; the behaviour lives in the crates.
+//! Not a library: commands parse flags, call the `oprec` facade (the operator workflows are
+//! `oprec::ops`, shared with the dashboard) and print; the behaviour lives in the crates.
 //! Exit codes: 0 ok, 1 failure, 2 bad usage or bad input (see [`exit`]).
 
 mod audit_trail;
@@ -16,12 +17,10 @@ mod demo_kinds;
 mod duration;
 mod exit;
 mod filter;
-mod idle;
 mod import;
 mod logging;
 mod metrics;
 mod output;
-mod pace;
 #[cfg(test)]
 mod parser_fuzz;
 mod progress;

@@ -132,7 +132,7 @@ fn the_runtime_role_works_without_ddl_rights() {
 
     // The owner migrates.
     let owner = Oprec::with_url(url_as(&base, &roles.owner));
-    owner.run(&["migrate"]).ok();
+    owner.run(&["migrate", "--demo"]).ok();
     // The README's optional step: the runtime role never reads the migrations' own table.
     let revoke = format!(
         "REVOKE ALL ON {}._sqlx_migrations FROM {}",

@@ -14,6 +14,24 @@ fn migrate_enqueue_list_and_show() {
         "{text}"
     );
     assert_eq!(o.run(&["migrate", "--json"]).json()["migrated"], true);
+    // A schema that runs no demo gets no demo table; `--demo` adds it.
+    let demo_table = || {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        rt.block_on(async {
+            let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&o.url)
+                .await
+                .unwrap();
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'demo_effects'",
+            )
+            .fetch_one(&mut c)
+            .await
+            .unwrap()
+        })
+    };
+    assert_eq!(demo_table(), 0, "migrate without --demo made demo_effects");
+    assert!(o.run(&["migrate", "--demo"]).ok().contains("demo_effects"));
+    assert_eq!(demo_table(), 1);
 
     let plain = o.run(&["enqueue", "--kind", "demo.noop", "--payload", "{\"n\": 1}"]);
     let id = plain.ok().trim().to_owned();

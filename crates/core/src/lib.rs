@@ -32,6 +32,7 @@ mod stats;
 mod status;
 pub mod store;
 mod transition;
+mod url;
 pub mod transport;
 mod worker_record;
 
@@ -56,6 +57,7 @@ pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
 pub use transition::{ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule};
 pub use transport::{AckToken, Delivery, Transport};
+pub use url::redact_url;
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
 
 /// Every store trait at once: what a process that enqueues, works and maintains (or an operator

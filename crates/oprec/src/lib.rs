@@ -13,11 +13,14 @@
 //! | `redis` | [`redis::RedisTransport`], wake-ups on Redis Streams |
 //! | `amqp` | [`amqp::AmqpTransport`], wake-ups on RabbitMQ |
 //!
-//! The in-memory transport ([`MemoryTransport`]) is always there. [`connect`] and
-//! [`connect_transport`] pick a backend by URL at run time, for binaries that let an operator
-//! choose; libraries should use the concrete types.
+//! The in-memory transport ([`MemoryTransport`]) is always there, and so are the operator
+//! workflows ([`ops`]: re-drive, quarantine, release, cancel, resolve, pause, with their input
+//! grammar and audit trail), the same ones the `oprec` CLI and the dashboard run.
+//! [`connect`], [`open`] and [`connect_transport`] pick a backend by URL at run time, for
+//! binaries that let an operator choose; libraries should use the concrete types.
 
 pub use oprec_core::*;
+pub use oprec_ops as ops;
 pub use oprec_runtime as runtime;
 pub use oprec_runtime::{
     Client, Context, Kind, MemoryTransport, PayloadMode, Reconciled, Registry, Worker, WorkerConfig,
@@ -34,9 +37,6 @@ pub use oprec_sqlite as sqlite;
 
 #[cfg(any(feature = "redis", feature = "amqp", test))]
 mod transport_url;
-mod url;
-
-pub use url::redact_url;
 
 use std::sync::Arc;
 
@@ -44,20 +44,96 @@ fn scheme(url: &str) -> &str {
     url.split_once(':').map(|(s, _)| s).unwrap_or(url)
 }
 
-/// Connects to the store a URL names and returns it behind `dyn Store`: `postgres://` or
-/// `postgresql://` (feature `postgres`), `sqlite:` (feature `sqlite`). Does not migrate.
-pub async fn connect(url: &str) -> Result<Arc<dyn Store>> {
+/// How [`open`] connects.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// The clock the store judges time by (a manual clock in tests and simulations); `None` is
+    /// the system clock (and, on PostgreSQL, the database's own).
+    pub clock: Option<Arc<dyn Clock>>,
+    /// How long opening a server-backed store may take before it fails: a driver may otherwise
+    /// retry a refused connection for much longer.
+    pub timeout: std::time::Duration,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            clock: None,
+            timeout: std::time::Duration::from_secs(10),
+        }
+    }
+}
+
+/// A store a URL named, as its concrete type, for what only that backend can do (its pool).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum AnyStore {
+    /// `postgres://` and `postgresql://` URLs.
+    #[cfg(feature = "postgres")]
+    Postgres(postgres::PgStore),
+    /// `sqlite:` URLs.
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlite::SqliteStore),
+}
+
+impl AnyStore {
+    /// The store behind every store trait.
+    pub fn to_dyn(&self) -> Arc<dyn FullStore> {
+        match self {
+            #[cfg(feature = "postgres")]
+            AnyStore::Postgres(s) => Arc::new(s.clone()),
+            #[cfg(feature = "sqlite")]
+            AnyStore::Sqlite(s) => Arc::new(s.clone()),
+        }
+    }
+}
+
+/// Opens the store a URL names: `postgres://` or `postgresql://` (feature `postgres`), `sqlite:`
+/// (feature `sqlite`). Does not migrate. Errors never show a password of the URL.
+pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
     match scheme(url) {
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Arc::new(postgres::PgStore::connect(url).await?)),
+        "postgres" | "postgresql" => {
+            let store = tokio::time::timeout(options.timeout, postgres::PgStore::connect(url))
+                .await
+                .map_err(|_| {
+                    Error::backend(
+                        true,
+                        format!(
+                            "no answer from {} within {} s",
+                            redact_url(url),
+                            options.timeout.as_secs()
+                        ),
+                    )
+                })??;
+            Ok(AnyStore::Postgres(match &options.clock {
+                Some(c) => store.with_clock(c.clone()),
+                None => store,
+            }))
+        }
         #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Arc::new(sqlite::SqliteStore::connect(url).await?)),
-        other => Err(Error::InvalidInput(format!(
-            "unsupported database URL scheme {other:?} in {}; this build supports: {}",
-            redact_url(url),
-            supported_database_schemes().join(", ")
-        ))),
+        "sqlite" => {
+            let store = sqlite::SqliteStore::connect(url).await?;
+            Ok(AnyStore::Sqlite(match &options.clock {
+                Some(c) => store.with_clock(c.clone()),
+                None => store,
+            }))
+        }
+        other => {
+            let _ = options;
+            Err(Error::InvalidInput(format!(
+                "unsupported database URL scheme {other:?} in {}; this build supports: {}",
+                redact_url(url),
+                supported_database_schemes().join(", ")
+            )))
+        }
     }
+}
+
+/// Connects to the store a URL names with the default options and returns it behind every store
+/// trait; see [`open`].
+pub async fn connect(url: &str) -> Result<Arc<dyn FullStore>> {
+    Ok(open(url, &ConnectOptions::default()).await?.to_dyn())
 }
 
 /// The database URL schemes this build was compiled with.

@@ -1,23 +1,19 @@
 //! `oprec cancel ID...`: ends operations that have not started their last attempt (pending, held
 //! or reconciling) as cancelled. A running operation is not cancellable (its attempt would write
 //! over the decision), nor is a finished one; the command says which were not, with their status,
-//! and exits 1 if any was not cancelled.
-
-use std::collections::HashSet;
+//! and exits 1 if any was not cancelled. The work is the operator library's
+//! ([`oprec::ops::cancel`]).
 
 use clap::Args;
 use oprec::OperationId;
-use oprec::operator::AuditEntry;
+use oprec::ops::cancel::{cancel, status_text};
+use oprec::ops::filter::{self, MAX_IDS};
 use serde_json::json;
 
 use crate::audit_trail::{self, ActorArgs};
-use crate::backend::{Backend, store_error};
+use crate::backend::Backend;
 use crate::cli::Global;
-use crate::filter;
 use crate::output::{self, count};
-
-/// The most ids one command takes.
-const MAX_IDS: usize = 10_000;
 
 /// `oprec cancel`.
 #[derive(Debug, Args)]
@@ -42,64 +38,30 @@ pub(crate) async fn run(global: &Global, args: CancelArgs) -> anyhow::Result<()>
             "at most {MAX_IDS} ids per command"
         )));
     }
-    let mut ids: Vec<OperationId> = Vec::with_capacity(args.ids.len());
-    for text in &args.ids {
-        let id = filter::id("operation id", text)?;
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
-    let actor = args.actor.name()?;
-    let backend = Backend::connect(&global.database_url).await?;
-    let store = backend.store.as_ref();
-    let cancelled: HashSet<OperationId> = store
-        .operation_cancel(ids.clone())
-        .await
-        .map_err(store_error)?
-        .into_iter()
-        .collect();
-    let mut refused = Vec::new();
-    for id in ids.iter().filter(|id| !cancelled.contains(id)) {
-        let status = store
-            .operation_get(*id)
-            .await
-            .map_err(store_error)?
-            .map(|d| d.operation.status.to_string())
-            .unwrap_or_else(|| "not found".to_owned());
-        refused.push((*id, status));
-    }
-    let done: Vec<OperationId> = ids
+    let ids = args
+        .ids
         .iter()
-        .copied()
-        .filter(|id| cancelled.contains(id))
+        .map(|text| filter::id("operation id", text))
+        .collect::<Result<Vec<OperationId>, _>>()?;
+    let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
+    let who = args.actor.who()?;
+    let backend = Backend::connect(&global.database_url).await?;
+    let done = cancel(backend.store.as_ref(), &ids, &who, reason.as_deref()).await?;
+    audit_trail::check(done.audit_failure)?;
+    let refused: Vec<(OperationId, &str)> = done
+        .not_cancelled
+        .iter()
+        .map(|n| (n.id, status_text(n.status)))
         .collect();
-    if !done.is_empty() {
-        audit_trail::record(
-        store,
-        AuditEntry {
-            actor,
-            action: "cancel".to_owned(),
-            filter: json!({"ids": ids}),
-            affected: done.len() as u64,
-            reason,
-            details: json!({
-                "not_cancelled": refused.iter().map(|(id, s)| json!({"id": id, "status": s})).collect::<Vec<_>>(),
-            }),
-        },
-    )
-    .await?;
-    }
-
     if args.json {
         output::json(&json!({
-            "cancelled": done,
+            "cancelled": done.cancelled,
             "not_cancelled": refused.iter().map(|(id, s)| json!({"id": id, "status": s})).collect::<Vec<_>>(),
         }))?;
     } else {
-        if !done.is_empty() {
-            output::line!("cancelled {}:", count(done.len() as u64))?;
-            for id in &done {
+        if !done.cancelled.is_empty() {
+            output::line!("cancelled {}:", count(done.cancelled.len() as u64))?;
+            for id in &done.cancelled {
                 output::line!("  {id}")?;
             }
         }
@@ -119,7 +81,7 @@ pub(crate) async fn run(global: &Global, args: CancelArgs) -> anyhow::Result<()>
         anyhow::bail!(
             "{} of {} operations were not cancelled",
             count(refused.len() as u64),
-            count(ids.len() as u64)
+            count((done.cancelled.len() + refused.len()) as u64)
         )
     }
 }

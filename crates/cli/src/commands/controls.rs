@@ -4,21 +4,16 @@
 //! that dependency: resuming it says the repair is done.
 
 use clap::Args;
-use oprec::operator::{
-    AuditEntry, Control, ControlAction, ControlScope, ControlSetParams, OperationFilter,
-    ReleaseParams,
-};
-use oprec::{FailureClass, OperatorStore};
+use oprec::ops::controls::{self as workflow, ControlTarget};
+use oprec::ops::{InputError, Spelling};
+use oprec::operator::{Control, ControlAction};
 use serde_json::json;
 
 use crate::audit_trail::{self, ActorArgs};
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
+use crate::duration;
 use crate::output::{self, Table, count, cut};
-use crate::{duration, filter};
-
-/// Held operations released per store call by `resume --dependency`.
-const RELEASE_BATCH: u32 = 500;
 
 /// What a control applies to: exactly one of `--kind`, `--class`, `--dependency`.
 #[derive(Debug, Args)]
@@ -36,57 +31,14 @@ pub(crate) struct TargetArgs {
     pub dependency: Option<String>,
 }
 
-/// A checked target.
-struct Target {
-    scope: ControlScope,
-    value: String,
-}
-
 impl TargetArgs {
-    fn target(&self) -> anyhow::Result<Target> {
-        let (scope, value) = match (&self.kind, &self.class, &self.dependency) {
-            (Some(k), None, None) => (ControlScope::Kind, filter::name("--kind", k)?),
-            (None, Some(c), None) => (
-                ControlScope::FailureClass,
-                filter::class("--class", c)?.as_str().to_owned(),
-            ),
-            (None, None, Some(d)) => (ControlScope::Dependency, filter::name("--dependency", d)?),
-            _ => {
-                return Err(crate::exit::bad(
-                    "give exactly one of --kind, --class or --dependency",
-                ));
-            }
-        };
-        Ok(Target { scope, value })
-    }
-}
-
-impl Target {
-    /// The operations it covers, as a filter.
-    fn filter(&self) -> OperationFilter {
-        let mut f = OperationFilter::default();
-        match self.scope {
-            ControlScope::Kind => f.kinds = vec![self.value.clone()],
-            ControlScope::FailureClass => {
-                f.classes = self.value.parse().into_iter().collect();
-            }
-            ControlScope::Dependency => f.dependency = Some(self.value.clone()),
-        }
-        f
-    }
-
-    /// `class transient`, `kind demo.flaky`, `dependency stripe`.
-    fn describe(&self) -> String {
-        let what = match self.scope {
-            ControlScope::Kind => "kind",
-            ControlScope::FailureClass => "class",
-            ControlScope::Dependency => "dependency",
-        };
-        format!("{what} {}", self.value)
-    }
-
-    fn json(&self) -> serde_json::Value {
-        json!({"scope": self.scope.as_str(), "value": self.value})
+    fn target(&self) -> Result<ControlTarget, InputError> {
+        ControlTarget::parse(
+            Spelling::Flags,
+            self.kind.as_deref(),
+            self.class.as_deref(),
+            self.dependency.as_deref(),
+        )
     }
 }
 
@@ -151,24 +103,10 @@ pub(crate) struct ControlsArgs {
     pub json: bool,
 }
 
-/// How many unfinished operations a target covers now.
-async fn in_scope(store: &dyn OperatorStore, target: &Target) -> anyhow::Result<u64> {
-    let counts = store
-        .operation_count_matching(&target.filter())
-        .await
-        .map_err(store_error)?;
-    Ok(counts
-        .iter()
-        .filter(|(s, _)| !s.is_terminal())
-        .map(|(_, n)| n)
-        .sum())
-}
-
 /// Sets a control, audits it and prints it.
-#[allow(clippy::too_many_arguments)]
 async fn set(
     global: &Global,
-    target: Target,
+    target: ControlTarget,
     action: ControlAction,
     until: Option<&str>,
     reason: Option<&str>,
@@ -176,39 +114,17 @@ async fn set(
     json: bool,
 ) -> anyhow::Result<()> {
     let reason = audit_trail::reason("--reason", reason)?;
-    let actor = actor.name()?;
+    let who = actor.who()?;
     let backend = Backend::connect(&global.database_url).await?;
     let store = backend.store.as_ref();
     let now = store.now().await.map_err(store_error)?;
     let until = until
         .map(|u| duration::future("--until", u, now))
         .transpose()?;
-    let control = store
-        .control_set(ControlSetParams {
-            scope: target.scope,
-            value: target.value.clone(),
-            action,
-            until,
-            reason: reason.clone(),
-            actor: actor.clone(),
-        })
-        .await
-        .map_err(store_error)?;
-    let affected = in_scope(store, &target).await?;
-    audit_trail::record(
-        store,
-        AuditEntry {
-            actor,
-            action: action.as_str().to_owned(),
-            filter: target.json(),
-            affected,
-            reason,
-            details: json!({"until": until}),
-        },
-    )
-    .await?;
+    let done = workflow::set(store, &target, action, until, &who, reason.as_deref()).await?;
+    audit_trail::check(done.audit_failure)?;
     if json {
-        return output::json(&json!({"control": control, "in_scope": affected}));
+        return output::json(&json!({"control": done.control, "in_scope": done.in_scope}));
     }
     let verb = match action {
         ControlAction::Pause => "paused",
@@ -222,7 +138,7 @@ async fn set(
         "{verb} {}{when}: {} unfinished operations in scope are neither claimed nor woken; \
          nothing else stops",
         target.describe(),
-        count(affected)
+        count(done.in_scope)
     )
 }
 
@@ -243,10 +159,7 @@ pub(crate) async fn pause(global: &Global, args: PauseArgs) -> anyhow::Result<()
 
 /// `oprec postpone`.
 pub(crate) async fn postpone(global: &Global, args: PostponeArgs) -> anyhow::Result<()> {
-    let target = Target {
-        scope: ControlScope::Dependency,
-        value: filter::name("--dependency", &args.dependency)?,
-    };
+    let target = ControlTarget::parse(Spelling::Flags, None, None, Some(&args.dependency))?;
     set(
         global,
         target,
@@ -259,60 +172,15 @@ pub(crate) async fn postpone(global: &Global, args: PostponeArgs) -> anyhow::Res
     .await
 }
 
-/// Returns held operations of `dependency` whose last failure was a configuration failure to
-/// pending, in batches; returns how many.
-async fn release_repaired(store: &dyn OperatorStore, dependency: &str) -> anyhow::Result<u64> {
-    let filter = OperationFilter {
-        dependency: Some(dependency.to_owned()),
-        classes: vec![FailureClass::Configuration],
-        ..OperationFilter::default()
-    };
-    let mut released = 0;
-    loop {
-        let n = store
-            .operation_release(ReleaseParams {
-                filter: filter.clone(),
-                limit: RELEASE_BATCH,
-            })
-            .await
-            .map_err(store_error)?;
-        released += n;
-        if n < u64::from(RELEASE_BATCH) {
-            return Ok(released);
-        }
-    }
-}
-
 /// `oprec resume`.
 pub(crate) async fn resume(global: &Global, args: ResumeArgs) -> anyhow::Result<()> {
     let target = args.target.target()?;
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
-    let actor = args.actor.name()?;
+    let who = args.actor.who()?;
     let backend = Backend::connect(&global.database_url).await?;
-    let store = backend.store.as_ref();
-    let removed = store
-        .control_remove(target.scope, &target.value)
-        .await
-        .map_err(store_error)?;
-    let released = match target.scope {
-        ControlScope::Dependency => Some(release_repaired(store, &target.value).await?),
-        _ => None,
-    };
-    // Resuming what was not paused, with nothing to release, changed nothing: no entry.
-    if removed || released.unwrap_or(0) > 0 {
-        audit_trail::record(
-            store,
-            AuditEntry {
-                actor,
-                action: "resume".to_owned(),
-                filter: target.json(),
-                affected: released.unwrap_or(0),
-                reason,
-                details: json!({"control_removed": removed, "released_held": released}),
-            },
-        )
-        .await?;
-    }
+    let done = workflow::resume(backend.store.as_ref(), &target, &who, reason.as_deref()).await?;
+    audit_trail::check(done.audit_failure)?;
+    let (removed, released) = (done.removed, done.released_held);
     if args.json {
         return output::json(&json!({
             "scope": target.scope.as_str(),

@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 use clap::{ArgGroup, Args, Subcommand};
-use oprec::operator::{AuditEntry, Resolution, ResolveParams};
-use oprec::store::ListParams;
-use oprec::{Operation, Status};
+use oprec::ops::filter;
+use oprec::ops::resolve::{MAX_REMOTE_ID, resolve as resolve_one};
+use oprec::store::{ListParams, OperationGetParams};
+use oprec::{Operation, Resolution, Status};
 use serde::Serialize;
 use serde_json::json;
 
@@ -15,7 +16,6 @@ use crate::audit_trail::{self, ActorArgs};
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
 use crate::exit::bad;
-use crate::filter;
 use crate::output::{self, Table, cut};
 
 /// `oprec reconcile ...`.
@@ -106,7 +106,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
     for o in ops {
         // The history says when the outcome became unknown; the row only when it was last touched.
         let since = store
-            .operation_get(o.id)
+            .operation_get(OperationGetParams { id: o.id })
             .await
             .map_err(store_error)?
             .and_then(|d| d.attempts.last().map(|a| a.ended_at));
@@ -154,13 +154,15 @@ pub(crate) async fn resolve(global: &Global, args: ResolveArgs) -> anyhow::Resul
     }
     let remote_id = match args.remote_id.as_deref().map(str::trim) {
         Some("") => return Err(bad("--remote-id must not be empty")),
-        Some(r) if r.chars().count() > 500 => {
-            return Err(bad("--remote-id is longer than 500 characters"));
+        Some(r) if r.chars().count() > MAX_REMOTE_ID => {
+            return Err(bad(format!(
+                "--remote-id is longer than {MAX_REMOTE_ID} characters"
+            )));
         }
         r => r.map(str::to_owned),
     };
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
-    let actor = args.actor.name()?;
+    let actor = args.actor.who()?;
     let resolution = if args.applied {
         Resolution::Applied {
             remote_id: remote_id.clone(),
@@ -169,32 +171,25 @@ pub(crate) async fn resolve(global: &Global, args: ResolveArgs) -> anyhow::Resul
         Resolution::NotApplied
     };
     let backend = Backend::connect(&global.database_url).await?;
-    let store = backend.store.as_ref();
-    let status = store
-        .operation_reconcile_resolve(ResolveParams {
-            id,
-            resolution: resolution.clone(),
-            actor: actor.clone(),
-        })
-        .await
-        .map_err(|e| match e {
-            oprec::Error::NotFound(_) => {
-                anyhow::anyhow!("operation {id} not found in {}", backend.url)
-            }
-            other => store_error(other),
-        })?;
-    audit_trail::record(
-        store,
-        AuditEntry {
-            actor,
-            action: "reconcile_resolve".to_owned(),
-            filter: json!({"ids": [id]}),
-            affected: 1,
-            reason,
-            details: json!({"resolution": resolution, "status": status}),
-        },
+    let who = actor;
+    let status = match resolve_one(
+        backend.store.as_ref(),
+        id,
+        resolution.clone(),
+        &who,
+        reason.as_deref(),
     )
-    .await?;
+    .await
+    {
+        Ok(done) => {
+            audit_trail::check(done.audit_failure)?;
+            done.status
+        }
+        Err(oprec::ops::Error::Store(oprec::Error::NotFound(_))) => {
+            anyhow::bail!("operation {id} not found in {}", backend.url)
+        }
+        Err(e) => return Err(e.into()),
+    };
     if args.json {
         return output::json(&json!({"id": id, "resolution": resolution, "status": status}));
     }

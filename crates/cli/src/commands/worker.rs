@@ -8,14 +8,14 @@ use std::time::Duration;
 use oprec::runtime::{
     AlerterConfig, DeadLetterSink, ReconcilerConfig, RescuerConfig, SchedulerConfig, WebhookSink,
 };
-use oprec::{Worker, WorkerConfig};
+use oprec::{VanishRule, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{self, Backend};
 use crate::cli::{Global, WorkerArgs};
 use crate::demo_kinds::{self, DemoPolicy, EffectTable};
 use crate::exit::bad;
-use crate::{duration, idle, metrics, output};
+use crate::{duration, metrics, output};
 
 /// How long `--exit-when-idle` waits with nothing to do.
 const IDLE_FOR: Duration = Duration::from_secs(2);
@@ -77,7 +77,10 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         },
         rescuer: RescuerConfig {
             interval: rescue_every,
-            vanish_limit: args.vanish_limit,
+            rule: VanishRule {
+                vanish_limit: args.vanish_limit,
+                ..VanishRule::default()
+            },
             ..RescuerConfig::default()
         },
         reconciler: ReconcilerConfig {
@@ -122,7 +125,7 @@ async fn on_signals(stop: CancellationToken) {
 
 /// Runs the worker until a signal (or, with `--exit-when-idle`, until idle).
 pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()> {
-    let (config, policy) = config(&args)?;
+    let (mut config, policy) = config(&args)?;
     let metrics_at = args
         .metrics_listen
         .as_deref()
@@ -136,43 +139,25 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     let policy = policy.retry_policy()?;
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;
-    let effects = EffectTable::new(backend.concrete.clone());
+    let effects = EffectTable::new(&backend.concrete);
     effects.ensure().await?;
     let registry = Arc::new(demo_kinds::registry(&policy, effects));
     let transport = backend::transport(&global.transport)?;
     let worker_id = config.worker_id.clone();
+    if let Some(addr) = metrics_at {
+        metrics::install(addr)?;
+        config.figures_every = Some(metrics::EVERY);
+        eprintln!("oprec worker {worker_id}: serving Prometheus metrics on http://{addr}/metrics");
+    }
     let worker = Worker::new(backend.store.clone(), transport, registry.clone(), config);
 
     let stop = CancellationToken::new();
     tokio::spawn(on_signals(stop.clone()));
-    if let Some(addr) = metrics_at {
-        metrics::install(addr)?;
-        tokio::spawn(metrics::publish(
-            backend.store.clone(),
-            worker.stats(),
-            stop.clone(),
-        ));
-        eprintln!("oprec worker {worker_id}: serving Prometheus metrics on http://{addr}/metrics");
-    }
     if let Some(url) = &args.dead_letter_webhook {
         eprintln!(
             "oprec worker {worker_id}: announcing dead operations to {}",
             oprec::redact_url(url)
         );
-    }
-    let idle_stop = CancellationToken::new();
-    if args.exit_when_idle {
-        let (store, kinds, stop, idle_stop) = (
-            backend.store.clone(),
-            registry.names(),
-            stop.clone(),
-            idle_stop.clone(),
-        );
-        tokio::spawn(async move {
-            idle::wait_until_idle(store, kinds, IDLE_FOR).await;
-            idle_stop.cancel();
-            stop.cancel();
-        });
     }
     eprintln!(
         "oprec worker {worker_id}: running {} on {} with transport {}; SIGTERM or ctrl-c drains and stops",
@@ -180,8 +165,12 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
         backend.url,
         oprec::redact_url(&global.transport),
     );
-    let report = worker.run(stop).await;
-    let why = if idle_stop.is_cancelled() {
+    let report = if args.exit_when_idle {
+        worker.run_until_idle(IDLE_FOR, stop).await
+    } else {
+        worker.run(stop).await
+    };
+    let why = if report.idle {
         "idle"
     } else {
         "signal"

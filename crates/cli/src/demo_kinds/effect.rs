@@ -20,7 +20,7 @@ use oprec::{Context, Failure, Kind, Reconciled, RetryPolicy};
 use serde::Deserialize;
 
 use super::DEPENDENCY;
-use crate::backend::ConcreteStore;
+use oprec::AnyStore;
 
 /// The table's schema; the same text on SQLite and PostgreSQL.
 const CREATE: &str = "CREATE TABLE IF NOT EXISTS demo_effects (
@@ -28,6 +28,13 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS demo_effects (
     calls INTEGER NOT NULL DEFAULT 0,
     applied_at TEXT
 )";
+
+/// The database the table lives in: the concrete store's pool.
+#[derive(Clone, Debug)]
+enum ConcreteStore {
+    Sqlite(oprec::sqlite::SqliteStore),
+    Postgres(oprec::postgres::PgStore),
+}
 
 /// The `demo_effects` table, reached through the concrete store's pool.
 #[derive(Clone, Debug)]
@@ -37,7 +44,13 @@ pub(crate) struct EffectTable {
 
 impl EffectTable {
     /// The table on `store`'s database.
-    pub(crate) fn new(store: ConcreteStore) -> Self {
+    pub(crate) fn new(store: &AnyStore) -> Self {
+        let store = match store {
+            AnyStore::Sqlite(s) => ConcreteStore::Sqlite(s.clone()),
+            AnyStore::Postgres(s) => ConcreteStore::Postgres(s.clone()),
+            // This binary is built with both stores; a URL opens no other kind.
+            other => unreachable!("a store this binary cannot open: {other:?}"),
+        };
         EffectTable { store }
     }
 

@@ -1,4 +1,5 @@
-//! Secrets stay out of logs, errors and help text.
+//! Secrets stay out of logs, errors and help text: one way to show a URL without its password,
+//! for every crate that prints one.
 
 /// The URL with any password replaced by `***`: `postgres://app:s3cret@db/x` becomes
 /// `postgres://app:***@db/x`. Text that is not a URL with credentials comes back unchanged.
