@@ -15,9 +15,11 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::Utc;
+use hmac::{Hmac, Mac};
 use rand::RngCore;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 use crate::error::AppError;
 use crate::html::{self, Nav, Page, esc};
@@ -70,7 +72,7 @@ impl Keys {
         rand::rng().fill_bytes(&mut secret);
         Keys {
             token_digest: Sha256::digest(token.0.as_bytes()).into(),
-            key: hmac(&secret, token.0.as_bytes()),
+            key: hmac_sha256(&secret, token.0.as_bytes()),
         }
     }
 
@@ -81,7 +83,7 @@ impl Keys {
     }
 
     fn sign(&self, what: &str) -> String {
-        hex(&hmac(&self.key, what.as_bytes()))
+        hex::encode(hmac_sha256(&self.key, what.as_bytes()))
     }
 
     /// A new session cookie value for `name`.
@@ -91,8 +93,8 @@ impl Keys {
         let body = format!(
             "{}.{}.{}",
             Utc::now().timestamp(),
-            hex(name.as_bytes()),
-            hex(&nonce)
+            hex::encode(name.as_bytes()),
+            hex::encode(nonce)
         );
         let mac = self.sign(&format!("session|{body}"));
         format!("{body}.{mac}")
@@ -109,7 +111,7 @@ impl Keys {
         }
         let mut parts = body.split('.');
         let issued: i64 = parts.next()?.parse().ok()?;
-        let name = String::from_utf8(unhex(parts.next()?)?).ok()?;
+        let name = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
         let nonce = parts.next()?;
         let age = Utc::now().timestamp() - issued;
         if !(0..=SESSION_SECONDS).contains(&age) {
@@ -483,40 +485,16 @@ pub(crate) async fn logout() -> Response {
     res
 }
 
-/// HMAC-SHA256 (RFC 2104).
-fn hmac(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    let mut k = [0u8; 64];
-    if key.len() > 64 {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(k.map(|b| b ^ 0x36));
-    inner.update(msg);
-    let mut outer = Sha256::new();
-    outer.update(k.map(|b| b ^ 0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
+/// HMAC-SHA256 (RFC 2104) of `msg` under `key`.
+fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(msg);
+    mac.finalize().into_bytes().into()
 }
 
 /// Equal, in time that does not depend on where the first difference is.
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
@@ -525,9 +503,9 @@ mod tests {
 
     #[test]
     fn hmac_matches_rfc_4231_case_2() {
-        let mac = hmac(b"Jefe", b"what do ya want for nothing?");
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
         assert_eq!(
-            hex(&mac),
+            hex::encode(mac),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }
@@ -538,7 +516,7 @@ mod tests {
         let cookie = keys.session_cookie("alice.o'hara");
         let s = keys.session(&cookie).expect("a valid session");
         assert_eq!(s.name, "alice.o'hara");
-        let tampered = cookie.replacen(&hex(b"alice.o'hara"), &hex(b"mallory"), 1);
+        let tampered = cookie.replacen(&hex::encode("alice.o'hara"), &hex::encode("mallory"), 1);
         assert!(
             keys.session(&tampered).is_none(),
             "a changed name breaks the signature"
