@@ -2,9 +2,12 @@
 
 use std::fmt::Write as _;
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, count, esc, or_dash, when};
+use crate::html::{count, esc, or_dash, when};
+use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 
 /// Rows shown.
@@ -42,5 +45,5 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         }
         b.push_str("</tbody></table>");
     }
-    Ok(Page::new("Audit log", Nav::Audit, &viewer).body(b))
+    Ok(Page::new("Audit log", Nav::Audit, &viewer).body(PreEscaped(b)))
 }

@@ -18,10 +18,13 @@ use oprec_core::{FailureClass, OperatorStore, Status};
 use serde::Deserialize;
 use serde_json::json;
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration, moment};
-use crate::html::{Nav, Page, badge, count, esc, or_dash, when};
+use crate::html::{badge, count, esc, or_dash, when};
+use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize_form};
 
@@ -185,7 +188,7 @@ pub(crate) async fn page(
         r#"</select></label><label>Error contains <input name="error" maxlength="200"></label></div>
 <div class="actions"><button type="submit">Count pending operations…</button></div></form></section></div>"#,
     );
-    Ok(Page::new("Controls", Nav::Controls, &viewer).body(b))
+    Ok(Page::new("Controls", Nav::Controls, &viewer).body(PreEscaped(b)))
 }
 
 /// `POST /controls/pause`.
@@ -365,7 +368,7 @@ pub(crate) async fn quarantine_preview(
         }
     }
     b.push_str("</section>");
-    Ok(Page::new("Quarantine", Nav::Controls, &viewer).body(b))
+    Ok(Page::new("Quarantine", Nav::Controls, &viewer).body(PreEscaped(b)))
 }
 
 /// `POST /quarantine`.

@@ -14,13 +14,14 @@ use chrono::Duration;
 use oprec_core::operator::{OperationFilter, RedriveMode, RedrivePreview};
 use oprec_core::{FailureClass, Status, TerminalReason};
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
-use crate::html::{
-    Nav, Page, badge, count, esc, or_dash, query, select_options, short_id, span, time,
-};
+use crate::html::{badge, count, esc, or_dash, query, select_options, short_id, span, time};
 use crate::jobs::RedrivePlan;
+use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize_form};
 
@@ -149,7 +150,7 @@ pub(crate) async fn groups(
             samples(&p)
         );
     }
-    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(b))
+    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(PreEscaped(b)))
 }
 
 /// The filter as a sentence.
@@ -228,7 +229,7 @@ pub(crate) async fn preview(
     );
     if p.matched == 0 {
         b.push_str(r#"<p class="empty">No dead operation matches this filter: there is nothing to re-drive. <a href="/dead">Back to dead letters</a></p>"#);
-        return Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(b));
+        return Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b)));
     }
     let _ = write!(
         b,
@@ -265,7 +266,7 @@ pub(crate) async fn preview(
         }
     }
     b.push_str("</section>");
-    Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(b))
+    Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b)))
 }
 
 /// Operations per second from the form's rate and unit; `None` for all at once.
@@ -482,7 +483,7 @@ pub(crate) async fn progress(
         }
     }
     b.push_str("</section>");
-    let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(b);
+    let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b));
     if !job.finished || releasing {
         page = page.refresh(if job.finished { 2 } else { 1 });
     }

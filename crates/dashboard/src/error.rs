@@ -4,7 +4,10 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use crate::html::{Nav, Page, esc};
+use maud::PreEscaped;
+
+use crate::html::esc;
+use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 
 /// A request that failed, as the person will read it.
@@ -88,7 +91,7 @@ impl IntoResponse for AppError {
         );
         (
             self.status,
-            Page::new(&self.title, Nav::None, &viewer).body(body),
+            Page::new(&self.title, Nav::None, &viewer).body(PreEscaped(body)),
         )
             .into_response()
     }

@@ -1,14 +1,9 @@
-//! Building pages: escaping, the layout around every page, and the small pieces pages share
-//! (times, counts, badges, tables). Every value that came from a record or a request goes
+//! Building pages: escaping, and the small pieces pages share (times, counts, badges, tables). Every value that came from a record or a request goes
 //! through [`esc`] before it reaches the page.
 
 use std::fmt::Write;
 
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
-
-use crate::security::Viewer;
 
 /// Text made safe for HTML element content and double-quoted attributes.
 pub(crate) fn esc(s: &str) -> String {
@@ -135,108 +130,6 @@ pub(crate) fn or_dash(v: Option<&str>) -> String {
     match v {
         Some(v) if !v.is_empty() => esc(v),
         _ => r#"<span class="muted">—</span>"#.to_owned(),
-    }
-}
-
-/// The pages of the top navigation.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Nav {
-    Overview,
-    Operations,
-    Dead,
-    Controls,
-    Transport,
-    Audit,
-    None,
-}
-
-/// A page in the layout.
-pub(crate) struct Page {
-    title: String,
-    nav: Nav,
-    viewer: Viewer,
-    body: String,
-    refresh: Option<u32>,
-}
-
-impl Page {
-    pub fn new(title: &str, nav: Nav, viewer: &Viewer) -> Self {
-        Page {
-            title: title.to_owned(),
-            nav,
-            viewer: viewer.clone(),
-            body: String::new(),
-            refresh: None,
-        }
-    }
-
-    pub fn body(mut self, body: String) -> Self {
-        self.body = body;
-        self
-    }
-
-    /// Reload the page every `seconds` (progress pages).
-    pub fn refresh(mut self, seconds: u32) -> Self {
-        self.refresh = Some(seconds);
-        self
-    }
-
-    fn render(&self) -> String {
-        let link = |nav: Nav, href: &str, label: &str| {
-            format!(
-                r#"<a href="{href}"{}>{label}</a>"#,
-                if nav == self.nav {
-                    r#" class="active" aria-current="page""#
-                } else {
-                    ""
-                }
-            )
-        };
-        let who = match (&self.viewer.session, self.viewer.can_act) {
-            (Some(s), _) => format!(
-                r#"<form method="post" action="/logout" class="inline"><span class="who">{}</span> <button type="submit" class="link">Sign out</button></form>"#,
-                esc(&s.name)
-            ),
-            (None, true) => r#"<a href="/login" class="signin">Sign in</a>"#.to_owned(),
-            (None, false) => {
-                r#"<span class="ro" title="Started without an operator token">read-only</span>"#
-                    .to_owned()
-            }
-        };
-        let refresh = self
-            .refresh
-            .map(|s| format!(r#"<meta http-equiv="refresh" content="{s}">"#))
-            .unwrap_or_default();
-        format!(
-            r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-{refresh}<title>{title} · oprec</title><link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
-<body><header class="top"><a href="/" class="brand"><span class="logo">◆</span> oprec</a><nav>{}{}{}{}{}{}</nav><div class="session">{who}</div></header>
-<main>{body}</main>
-<footer>oprec operator dashboard · the database row is the record; the broker is only a doorbell</footer>
-</body></html>"#,
-            link(Nav::Overview, "/", "Overview"),
-            link(Nav::Operations, "/operations", "Operations"),
-            link(Nav::Dead, "/dead", "Dead letters"),
-            link(Nav::Controls, "/controls", "Controls"),
-            link(Nav::Transport, "/transport", "Transport"),
-            link(Nav::Audit, "/audit", "Audit log"),
-            title = esc(&self.title),
-            body = self.body,
-        )
-    }
-}
-
-impl IntoResponse for Page {
-    fn into_response(self) -> Response {
-        (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            )],
-            self.render(),
-        )
-            .into_response()
     }
 }
 

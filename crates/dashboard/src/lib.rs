@@ -21,6 +21,7 @@ mod error;
 mod filters;
 mod html;
 mod jobs;
+mod layout;
 mod operation_page;
 mod operations_page;
 mod overview;

@@ -7,9 +7,12 @@ use std::fmt::Write as _;
 use axum::extract::Path;
 use oprec_core::{Operation, OperationId, Status};
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, badge, esc, or_dash, query, time, when};
+use crate::html::{badge, esc, or_dash, query, time, when};
+use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 
 /// How far up the re-drive chain the lineage goes.
@@ -238,5 +241,5 @@ pub(crate) async fn page(
         b.push_str("</ol>");
     }
     b.push_str("</section></div>");
-    Ok(Page::new(&format!("Operation {}", o.id), Nav::Operations, &viewer).body(b))
+    Ok(Page::new(&format!("Operation {}", o.id), Nav::Operations, &viewer).body(PreEscaped(b)))
 }

@@ -9,10 +9,13 @@ use axum::extract::rejection::QueryRejection;
 use oprec_core::store::ListParams;
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::{Nav, Page, badge, esc, or_dash, select_options, short_id, when};
+use crate::html::{badge, esc, or_dash, select_options, short_id, when};
+use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 
 /// The query a page was asked with, or a readable refusal.
@@ -180,5 +183,5 @@ pub(crate) async fn page(
         if more { "" } else { " · end of list" }
     ));
     b.push_str(&pager);
-    Ok(Page::new("Operations", Nav::Operations, &viewer).body(b))
+    Ok(Page::new("Operations", Nav::Operations, &viewer).body(PreEscaped(b)))
 }

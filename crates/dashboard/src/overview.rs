@@ -10,8 +10,11 @@ use oprec_core::Status;
 use oprec_core::operator::StatsReport;
 use serde::Deserialize;
 
+use maud::PreEscaped;
+
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, badge, count, esc, query, span, when};
+use crate::html::{badge, count, esc, query, span, when};
+use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 use crate::{State, chart};
 
@@ -359,5 +362,5 @@ pub(crate) async fn page(
         ),
     );
     b.push_str("</div>");
-    Ok(Page::new("Overview", Nav::Overview, &viewer).body(b))
+    Ok(Page::new("Overview", Nav::Overview, &viewer).body(PreEscaped(b)))
 }

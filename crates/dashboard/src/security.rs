@@ -21,8 +21,11 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use maud::PreEscaped;
+
 use crate::error::AppError;
-use crate::html::{self, Nav, Page, esc};
+use crate::html::{self, esc};
+use crate::layout::{Nav, Page};
 use crate::{AppState, State};
 
 /// The session cookie's name.
@@ -410,7 +413,7 @@ pub(crate) async fn login_page(
     }
     let next = safe_next(q.next.as_deref());
     Ok(Page::new("Sign in", Nav::None, &viewer)
-        .body(login_form(&next, None))
+        .body(PreEscaped(login_form(&next, None)))
         .into_response())
 }
 
@@ -447,7 +450,8 @@ pub(crate) async fn login(
         Err(e) => {
             return Ok((
                 StatusCode::BAD_REQUEST,
-                Page::new("Sign in", Nav::None, &viewer).body(login_form(&next, Some(&e.message))),
+                Page::new("Sign in", Nav::None, &viewer)
+                    .body(PreEscaped(login_form(&next, Some(&e.message)))),
             )
                 .into_response());
         }
@@ -456,10 +460,10 @@ pub(crate) async fn login(
         tracing::warn!(name = %name, "dashboard sign-in with a wrong token");
         return Ok((
             StatusCode::UNAUTHORIZED,
-            Page::new("Sign in", Nav::None, &viewer).body(login_form(
+            Page::new("Sign in", Nav::None, &viewer).body(PreEscaped(login_form(
                 &next,
                 Some("That is not the operator token. Nothing was changed."),
-            )),
+            ))),
         )
             .into_response());
     }

@@ -9,9 +9,12 @@ use axum::extract::rejection::FormRejection;
 use oprec_core::{OperatorStore, Status};
 use serde_json::json;
 
+use maud::PreEscaped;
+
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, count, esc};
+use crate::html::{count, esc};
+use crate::layout::{Nav, Page};
 use crate::security::{Caller, Viewer, authorize_form};
 use oprec_core::operator::AuditEntry;
 
@@ -37,7 +40,7 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
     );
     let (Some(t), Some(name)) = (&state.transport, &state.transport_name) else {
         b.push_str(&no_broker());
-        return Ok(Page::new("Transport", Nav::Transport, &viewer).body(b));
+        return Ok(Page::new("Transport", Nav::Transport, &viewer).body(PreEscaped(b)));
     };
     let waiting = pending(state.store.as_ref()).await?;
     let depth = t.depth().await;
@@ -81,7 +84,7 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         }
     }
     b.push_str("</section>");
-    Ok(Page::new("Transport", Nav::Transport, &viewer).body(b))
+    Ok(Page::new("Transport", Nav::Transport, &viewer).body(PreEscaped(b)))
 }
 
 /// `POST /transport/purge`.
@@ -133,5 +136,5 @@ pub(crate) async fn purge(
         count(waiting),
         if waiting == 1 { " is" } else { "s are" }
     );
-    Ok(Page::new("Transport purged", Nav::Transport, &viewer).body(b))
+    Ok(Page::new("Transport purged", Nav::Transport, &viewer).body(PreEscaped(b)))
 }
