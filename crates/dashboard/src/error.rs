@@ -4,9 +4,8 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use maud::PreEscaped;
+use maud::html;
 
-use crate::html::esc;
 use crate::layout::{Nav, Page};
 use crate::security::Viewer;
 
@@ -83,15 +82,16 @@ impl IntoResponse for AppError {
             can_act: false,
             session: None,
         };
-        let body = format!(
-            r#"<section class="narrow error-page"><h1>{}</h1><p class="notice bad">{}</p>
-<p><a href="/">Back to the overview</a></p></section>"#,
-            esc(&self.title),
-            esc(&self.message)
-        );
+        let body = html! {
+            section.narrow.error-page {
+                h1 { (self.title) }
+                p.notice.bad { (self.message) }
+                p { a href="/" { "Back to the overview" } }
+            }
+        };
         (
             self.status,
-            Page::new(&self.title, Nav::None, &viewer).body(PreEscaped(body)),
+            Page::new(&self.title, Nav::None, &viewer).body(body),
         )
             .into_response()
     }

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use maud::PreEscaped;
+use maud::{Markup, html};
 
 use crate::error::AppError;
 use crate::html::{self, esc};
@@ -375,24 +375,33 @@ pub(crate) struct LoginQuery {
     next: Option<String>,
 }
 
-fn login_form(next: &str, message: Option<&str>) -> String {
-    let mut body = String::from(r#"<section class="narrow"><h1>Sign in</h1>"#);
-    if let Some(m) = message {
-        body.push_str(&format!(r#"<p class="notice bad">{}</p>"#, esc(m)));
+fn login_form(next: &str, message: Option<&str>) -> Markup {
+    html! {
+        section.narrow {
+            h1 { "Sign in" }
+            @if let Some(m) = message {
+                p.notice.bad { (m) }
+            }
+            p.muted {
+                "Reading needs no sign-in. Actions (re-drive, pause, quarantine, purge) need the \
+                 operator token the dashboard was started with; your name goes into the audit log \
+                 with each action."
+            }
+            form.stack method="post" action="/login" {
+                input type="hidden" name="next" value=(next);
+                label {
+                    "Your name "
+                    input name="name" required maxlength="64" autocomplete="username"
+                        placeholder="e.g. alice";
+                }
+                label {
+                    "Operator token "
+                    input name="token" type="password" required autocomplete="current-password";
+                }
+                button.primary type="submit" { "Sign in" }
+            }
+        }
     }
-    body.push_str(&format!(
-        r#"<p class="muted">Reading needs no sign-in. Actions (re-drive, pause, quarantine, purge)
-need the operator token the dashboard was started with; your name goes into the audit log with
-each action.</p>
-<form method="post" action="/login" class="stack">
-<input type="hidden" name="next" value="{}">
-<label>Your name <input name="name" required maxlength="64" autocomplete="username" placeholder="e.g. alice"></label>
-<label>Operator token <input name="token" type="password" required autocomplete="current-password"></label>
-<button type="submit" class="primary">Sign in</button>
-</form></section>"#,
-        esc(next)
-    ));
-    body
 }
 
 /// Only a local path: never a redirect to another site.
@@ -413,7 +422,7 @@ pub(crate) async fn login_page(
     }
     let next = safe_next(q.next.as_deref());
     Ok(Page::new("Sign in", Nav::None, &viewer)
-        .body(PreEscaped(login_form(&next, None)))
+        .body(login_form(&next, None))
         .into_response())
 }
 
@@ -450,8 +459,7 @@ pub(crate) async fn login(
         Err(e) => {
             return Ok((
                 StatusCode::BAD_REQUEST,
-                Page::new("Sign in", Nav::None, &viewer)
-                    .body(PreEscaped(login_form(&next, Some(&e.message)))),
+                Page::new("Sign in", Nav::None, &viewer).body(login_form(&next, Some(&e.message))),
             )
                 .into_response());
         }
@@ -460,10 +468,10 @@ pub(crate) async fn login(
         tracing::warn!(name = %name, "dashboard sign-in with a wrong token");
         return Ok((
             StatusCode::UNAUTHORIZED,
-            Page::new("Sign in", Nav::None, &viewer).body(PreEscaped(login_form(
+            Page::new("Sign in", Nav::None, &viewer).body(login_form(
                 &next,
                 Some("That is not the operator token. Nothing was changed."),
-            ))),
+            )),
         )
             .into_response());
     }
