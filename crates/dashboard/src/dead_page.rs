@@ -4,23 +4,22 @@
 //! its progress.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::Form;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Redirect, Response};
-use chrono::Duration;
-use oprec_core::operator::{OperationFilter, RedriveMode, RedrivePreview};
+use chrono::{DateTime, Duration, Utc};
+use oprec_core::operator::{OperationFilter, PreviewGroup, RedriveMode, RedrivePreview};
 use oprec_core::{FailureClass, Status, TerminalReason};
 
-use maud::PreEscaped;
+use maud::{Markup, PreEscaped, html};
 
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
-use crate::html::{badge, count, esc, or_dash, query, select_options, short_id, span, time};
-use crate::jobs::RedrivePlan;
+use crate::html::{badge, count, or_dash, query, select_options, short_id, span, time};
+use crate::jobs::{JobState, RedrivePlan};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize_form};
@@ -30,80 +29,110 @@ const SAMPLES: u32 = 8;
 /// The highest rate accepted, per second.
 const MAX_RATE: f64 = 100_000.0;
 
-fn filter_form(action: &str, f: &FilterForm, button: &str) -> String {
+fn filter_form(action: &str, f: &FilterForm, button: &str) -> Markup {
     let classes: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
     let reasons: Vec<&str> = TerminalReason::ALL.iter().map(|c| c.as_str()).collect();
-    format!(
-        r#"<form method="get" action="{action}" class="filters" id="dead-filter">
-<label>Kind<input name="kind" value="{}" placeholder="any" maxlength="200"></label>
-<label>Failure class<select name="class">{}</select></label>
-<label>Terminal reason<select name="reason">{}</select></label>
-<label>Error contains<input name="error" value="{}" placeholder="text in the last error" maxlength="200"></label>
-<label>Dependency<input name="dependency" value="{}" placeholder="any" maxlength="200"></label>
-<label>Ended since<input name="since" value="{}" placeholder="24h or 2026-01-05T09:00"></label>
-<label>Ended before<input name="until" value="{}" placeholder="10m or RFC 3339"></label>
-<div class="actions"><button type="submit" class="primary">{button}</button></div>
-</form>"#,
-        esc(f.kind.trim()),
-        select_options(&f.class, &classes),
-        select_options(&f.reason, &reasons),
-        esc(f.error.trim()),
-        esc(f.dependency.trim()),
-        esc(f.since.trim()),
-        esc(f.until.trim()),
-    )
-}
-
-fn groups_table(p: &RedrivePreview, base: &FilterForm) -> String {
-    let mut t = String::from(
-        r#"<table class="grid" id="groups"><thead><tr><th>Kind</th><th>Class</th><th>Reason</th><th class="num">Dead</th><th></th></tr></thead><tbody>"#,
-    );
-    for g in &p.groups {
-        let mut f = base.clone();
-        f.kind = g.kind.clone();
-        f.class = g.class.map(|c| c.as_str().to_owned()).unwrap_or_default();
-        f.reason = g.reason.map(|r| r.as_str().to_owned()).unwrap_or_default();
-        let _ = write!(
-            t,
-            r#"<tr><td>{}</td><td>{}</td><td>{}</td><td class="num">{}</td><td class="right"><a href="/operations{}">list</a> · <a class="button small" href="/redrive{}">Review re-drive…</a></td></tr>"#,
-            esc(&g.kind),
-            g.class
-                .map(|c| badge(c.as_str()))
-                .unwrap_or_else(|| or_dash(None)),
-            or_dash(g.reason.map(|r| r.as_str())),
-            count(g.count),
-            esc(&query(&[
-                ("status", "dead"),
-                ("kind", &g.kind),
-                ("class", &f.class),
-                ("reason", &f.reason)
-            ])),
-            esc(&f.query()),
-        );
+    html! {
+        form.filters #dead-filter method="get" action=(action) {
+            label {
+                "Kind"
+                input name="kind" value=(f.kind.trim()) placeholder="any" maxlength="200";
+            }
+            label {
+                "Failure class"
+                select name="class" { (PreEscaped(select_options(&f.class, &classes))) }
+            }
+            label {
+                "Terminal reason"
+                select name="reason" { (PreEscaped(select_options(&f.reason, &reasons))) }
+            }
+            label {
+                "Error contains"
+                input name="error" value=(f.error.trim()) placeholder="text in the last error"
+                    maxlength="200";
+            }
+            label {
+                "Dependency"
+                input name="dependency" value=(f.dependency.trim()) placeholder="any"
+                    maxlength="200";
+            }
+            label {
+                "Ended since"
+                input name="since" value=(f.since.trim()) placeholder="24h or 2026-01-05T09:00";
+            }
+            label {
+                "Ended before"
+                input name="until" value=(f.until.trim()) placeholder="10m or RFC 3339";
+            }
+            div.actions { button.primary type="submit" { (button) } }
+        }
     }
-    t.push_str("</tbody></table>");
-    t
 }
 
-fn samples(p: &RedrivePreview) -> String {
+/// `base` narrowed to one group of the dry run.
+fn group_filter(base: &FilterForm, g: &PreviewGroup) -> FilterForm {
+    let mut f = base.clone();
+    f.kind = g.kind.clone();
+    f.class = g.class.map(|c| c.as_str().to_owned()).unwrap_or_default();
+    f.reason = g.reason.map(|r| r.as_str().to_owned()).unwrap_or_default();
+    f
+}
+
+fn groups_table(p: &RedrivePreview, base: &FilterForm) -> Markup {
+    html! {
+        table.grid #groups {
+            thead {
+                tr { th { "Kind" } th { "Class" } th { "Reason" } th.num { "Dead" } th {} }
+            }
+            tbody {
+                @for g in &p.groups {
+                    @let f = group_filter(base, g);
+                    @let list = query(&[
+                        ("status", "dead"),
+                        ("kind", &g.kind),
+                        ("class", &f.class),
+                        ("reason", &f.reason),
+                    ]);
+                    tr {
+                        td { (g.kind) }
+                        td {
+                            @match g.class {
+                                Some(c) => (PreEscaped(badge(c.as_str()))),
+                                None => (PreEscaped(or_dash(None))),
+                            }
+                        }
+                        td { (PreEscaped(or_dash(g.reason.map(|r| r.as_str())))) }
+                        td.num { (count(g.count)) }
+                        td.right {
+                            a href={ "/operations" (list) } { "list" } " · "
+                            a.button.small href={ "/redrive" (f.query()) } { "Review re-drive…" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn samples(p: &RedrivePreview) -> Markup {
     if p.samples.is_empty() {
-        return String::new();
+        return html! {};
     }
-    let mut t = String::from(
-        r#"<h2>Sample errors</h2><table class="grid" id="samples"><thead><tr><th>ID</th><th>Kind</th><th>Last error</th></tr></thead><tbody>"#,
-    );
-    for s in &p.samples {
-        let _ = write!(
-            t,
-            r#"<tr><td class="mono"><a href="/operations/{}">{}</a></td><td>{}</td><td class="err">{}</td></tr>"#,
-            s.id,
-            short_id(&s.id),
-            esc(&s.kind),
-            or_dash(s.error.as_deref())
-        );
+    html! {
+        h2 { "Sample errors" }
+        table.grid #samples {
+            thead { tr { th { "ID" } th { "Kind" } th { "Last error" } } }
+            tbody {
+                @for s in &p.samples {
+                    tr {
+                        td.mono { a href={ "/operations/" (s.id) } { (short_id(&s.id)) } }
+                        td { (s.kind) }
+                        td.err { (PreEscaped(or_dash(s.error.as_deref()))) }
+                    }
+                }
+            }
+        }
     }
-    t.push_str("</tbody></table>");
-    t
 }
 
 /// The filter a page was asked with, as the form and as the store's filter, and what re-driving
@@ -130,27 +159,34 @@ pub(crate) async fn groups(
     q: Result<Query<FilterForm>, QueryRejection>,
 ) -> Result<Page, AppError> {
     let (f, _, p) = dry_run(&state, q).await?;
-    let mut b = String::from(
-        r#"<div class="head"><h1>Dead letters</h1><p class="muted">Dead operations grouped by kind, last failure class and terminal reason. Pick a group (or filter) to review a re-drive: nothing changes until you confirm.</p></div>"#,
-    );
-    b.push_str(&filter_form("/dead", &f, "Filter"));
-    if p.matched == 0 {
-        b.push_str(r#"<p class="empty">No dead operation matches. Nothing to re-drive.</p>"#);
-    } else {
-        let _ = write!(
-            b,
-            r#"<section class="panel"><div class="panel-h"><h2>{} dead operation{} in {} group{}</h2><a class="button primary" href="/redrive{}" id="review-all">Review re-drive of all {}…</a></div>{}{}</section>"#,
-            count(p.matched),
-            if p.matched == 1 { "" } else { "s" },
-            p.groups.len(),
-            if p.groups.len() == 1 { "" } else { "s" },
-            esc(&f.query()),
-            count(p.matched),
-            groups_table(&p, &f),
-            samples(&p)
-        );
-    }
-    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(PreEscaped(b)))
+    let body = html! {
+        div.head {
+            h1 { "Dead letters" }
+            p.muted {
+                "Dead operations grouped by kind, last failure class and terminal reason. Pick a \
+                 group (or filter) to review a re-drive: nothing changes until you confirm."
+            }
+        }
+        (filter_form("/dead", &f, "Filter"))
+        @if p.matched == 0 {
+            p.empty { "No dead operation matches. Nothing to re-drive." }
+        } @else {
+            section.panel {
+                div.panel-h {
+                    h2 {
+                        (count(p.matched)) " dead operation" @if p.matched != 1 { "s" }
+                        " in " (p.groups.len()) " group" @if p.groups.len() != 1 { "s" }
+                    }
+                    a.button.primary #review-all href={ "/redrive" (f.query()) } {
+                        "Review re-drive of all " (count(p.matched)) "…"
+                    }
+                }
+                (groups_table(&p, &f))
+                (samples(&p))
+            }
+        }
+    };
+    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(body))
 }
 
 /// The filter as a sentence.
@@ -216,57 +252,102 @@ pub(crate) async fn preview(
 ) -> Result<Page, AppError> {
     let (f, filter, p) = dry_run(&state, q).await?;
     let here = format!("/redrive{}", f.query());
-    let mut b = format!(
-        r#"<div class="head"><p class="crumbs"><a href="/dead">Dead letters</a> / re-drive</p><h1>Re-drive: dry run</h1><p class="muted">Filter: {}. Nothing has changed yet.</p></div>"#,
-        esc(&describe(&filter))
-    );
-    let _ = write!(
-        b,
-        r#"<div class="cards"><div class="card"><div class="card-t">Would be re-driven</div><div class="card-v" id="matched">{}</div><div class="card-n">dead operations that match</div></div><div class="card{}"><div class="card-t">Refused</div><div class="card-v" id="not-terminal">{}</div><div class="card-n">match but are not terminal: a re-drive never overlaps an attempt</div></div></div>"#,
-        count(p.matched),
-        if p.not_terminal > 0 { " warn" } else { "" },
-        count(p.not_terminal)
-    );
-    if p.matched == 0 {
-        b.push_str(r#"<p class="empty">No dead operation matches this filter: there is nothing to re-drive. <a href="/dead">Back to dead letters</a></p>"#);
-        return Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b)));
-    }
-    let _ = write!(
-        b,
-        r#"<section class="panel"><h2>Groups</h2>{}{}</section>"#,
-        groups_table(&p, &f),
-        samples(&p)
-    );
-    b.push_str(r#"<section class="panel confirm"><h2>Confirm</h2>"#);
-    match viewer.why_not(&here) {
-        Some(why) => {
-            let _ = write!(b, r#"<p class="notice">{why}</p>"#);
+    let body = html! {
+        div.head {
+            p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
+            h1 { "Re-drive: dry run" }
+            p.muted { "Filter: " (describe(&filter)) ". Nothing has changed yet." }
         }
-        None => {
-            let _ = write!(
-                b,
-                r#"<form method="post" action="/redrive" class="stack" id="redrive-form">
-{csrf}{hidden}<input type="hidden" name="expected" value="{matched}">
-<fieldset><legend>How</legend>
-<label class="radio"><input type="radio" name="mode" value="in_place" checked> In place: the same ids, attempts reset to 0</label>
-<label class="radio"><input type="radio" name="mode" value="as_new"> As new operations linked by <code>redrive_of</code>; the dead ones stay as they are</label></fieldset>
-<div class="row"><label>Rate <input name="rate" id="rate" inputmode="decimal" placeholder="all at once" size="10"></label>
-<label>per <select name="per"><option value="second">second</option><option value="minute" selected>minute</option><option value="hour">hour</option></select></label>
-<label>Extend the deadline by <input name="extend" placeholder="e.g. 24h" size="8"></label></div>
-<p class="muted small">The rate staggers when the operations become eligible, so a recovered dependency is not hit by the whole pile at once.</p>
-<label>Note for the audit log <input name="note" maxlength="500" placeholder="why (e.g. provider fixed in incident 412)"></label>
-<div class="actions"><button type="submit" class="danger" id="confirm-redrive">Re-drive {matched_text} operation{s}</button> <a href="/dead" class="button">Cancel</a></div>
-</form>"#,
-                csrf = viewer.csrf_field(),
-                hidden = f.hidden_inputs(),
-                matched = p.matched,
-                matched_text = count(p.matched),
-                s = if p.matched == 1 { "" } else { "s" },
-            );
+        div.cards {
+            div.card {
+                div.card-t { "Would be re-driven" }
+                div.card-v #matched { (count(p.matched)) }
+                div.card-n { "dead operations that match" }
+            }
+            div.card.warn[p.not_terminal > 0] {
+                div.card-t { "Refused" }
+                div.card-v #not-terminal { (count(p.not_terminal)) }
+                div.card-n { "match but are not terminal: a re-drive never overlaps an attempt" }
+            }
+        }
+        @if p.matched == 0 {
+            p.empty {
+                "No dead operation matches this filter: there is nothing to re-drive. "
+                a href="/dead" { "Back to dead letters" }
+            }
+        } @else {
+            section.panel {
+                h2 { "Groups" }
+                (groups_table(&p, &f))
+                (samples(&p))
+            }
+            section.panel.confirm {
+                h2 { "Confirm" }
+                @match viewer.why_not(&here) {
+                    Some(why) => p.notice { (PreEscaped(why)) },
+                    None => (confirm_form(&viewer, &f, &p)),
+                }
+            }
+        }
+    };
+    Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(body))
+}
+
+/// The confirmation: how to re-drive, at what rate, and why.
+fn confirm_form(viewer: &Viewer, f: &FilterForm, p: &RedrivePreview) -> Markup {
+    html! {
+        form.stack #redrive-form method="post" action="/redrive" {
+            (PreEscaped(viewer.csrf_field()))
+            (PreEscaped(f.hidden_inputs()))
+            input type="hidden" name="expected" value=(p.matched);
+            fieldset {
+                legend { "How" }
+                label.radio {
+                    input type="radio" name="mode" value="in_place" checked;
+                    " In place: the same ids, attempts reset to 0"
+                }
+                label.radio {
+                    input type="radio" name="mode" value="as_new";
+                    " As new operations linked by " code { "redrive_of" }
+                    "; the dead ones stay as they are"
+                }
+            }
+            div.row {
+                label {
+                    "Rate "
+                    input name="rate" #rate inputmode="decimal" placeholder="all at once" size="10";
+                }
+                label {
+                    "per "
+                    select name="per" {
+                        option value="second" { "second" }
+                        option value="minute" selected { "minute" }
+                        option value="hour" { "hour" }
+                    }
+                }
+                label {
+                    "Extend the deadline by "
+                    input name="extend" placeholder="e.g. 24h" size="8";
+                }
+            }
+            p.muted.small {
+                "The rate staggers when the operations become eligible, so a recovered dependency \
+                 is not hit by the whole pile at once."
+            }
+            label {
+                "Note for the audit log "
+                input name="note" maxlength="500"
+                    placeholder="why (e.g. provider fixed in incident 412)";
+            }
+            div.actions {
+                button.danger #confirm-redrive type="submit" {
+                    "Re-drive " (count(p.matched)) " operation" @if p.matched != 1 { "s" }
+                }
+                " "
+                a.button href="/dead" { "Cancel" }
+            }
         }
     }
-    b.push_str("</section>");
-    Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b)))
 }
 
 /// Operations per second from the form's rate and unit; `None` for all at once.
@@ -381,33 +462,11 @@ pub(crate) async fn progress(
         ));
     };
     let planned = job.plan.limit;
-    let mut b = format!(
-        r#"<div class="head"><p class="crumbs"><a href="/dead">Dead letters</a> / re-drive</p><h1>Re-drive {}</h1><p class="muted">Filter: {} · by {} · confirmed {}</p></div>"#,
-        if job.finished {
-            if job.error.is_some() {
-                "stopped"
-            } else {
-                "done"
-            }
-        } else {
-            "running"
-        },
-        esc(&describe(&job.plan.filter)),
-        esc(&job.plan.actor),
-        esc(&time(job.started)),
-    );
-    let _ = write!(
-        b,
-        r#"<section class="panel"><progress max="{}" value="{}" id="progress"></progress><p class="big" id="job-status" data-finished="{}">{} of {} re-driven</p>"#,
-        planned.max(1),
-        job.done,
-        job.finished,
-        count(job.done),
-        count(planned)
-    );
-    if let Some(e) = &job.error {
-        let _ = write!(b, r#"<p class="notice bad">{}</p>"#, esc(e));
-    }
+    let status = match (job.finished, &job.error) {
+        (false, _) => "running",
+        (true, Some(_)) => "stopped",
+        (true, None) => "done",
+    };
     let mode = match job.plan.mode {
         RedriveMode::InPlace { .. } => "in place (the same ids, attempts reset)",
         RedriveMode::AsNew { .. } => "as new operations linked by redrive_of",
@@ -417,75 +476,111 @@ pub(crate) async fn progress(
         Some(r) => format!("{:.1} per minute", r * 60.0),
         None => "all at once".into(),
     };
-    let _ = write!(
-        b,
-        r#"<dl class="record"><dt>Mode</dt><dd>{}</dd><dt>Pace</dt><dd>{}</dd><dt>Eligible</dt><dd>{}</dd><dt>Batches</dt><dd>{}</dd></dl>"#,
-        esc(mode),
-        esc(&pace),
-        match (job.first, job.last) {
-            (Some(f), Some(l)) => format!("from {} to {}", esc(&time(f)), esc(&time(l))),
-            _ => or_dash(None),
-        },
-        job.batches
-    );
     // The rate at work: how many have become eligible so far.
     let now = state.store.now().await.map_err(store)?;
-    let mut releasing = false;
-    if let (true, Some(first), Some(last)) = (job.finished, job.first, job.last) {
-        let spacing = job.plan.spacing.num_microseconds().unwrap_or(0);
-        let eligible = if now >= last {
-            job.done
-        } else if now < first || spacing <= 0 {
-            0
-        } else {
-            let passed = (now - first).num_microseconds().unwrap_or(0);
-            (u64::try_from(passed / spacing).unwrap_or(0) + 1).min(job.done)
+    let release = release(&job, now);
+    let outcome = if job.finished && !job.ids.is_empty() {
+        let filter = OperationFilter {
+            ids: job.ids.clone(),
+            ..OperationFilter::default()
         };
-        releasing = now < last;
-        let _ = write!(
-            b,
-            r#"<p id="released"><progress max="{}" value="{eligible}"></progress>{} of {} eligible now{}</p>"#,
-            job.done.max(1),
-            count(eligible),
-            count(job.done),
-            if releasing {
-                format!("; the last at {} (in {})", time(last), span(last - now))
-            } else {
-                String::new()
-            }
-        );
-    }
-    if job.finished && !job.ids.is_empty() {
-        let counts = state
-            .store
-            .operation_count_matching(&OperationFilter {
-                ids: job.ids.clone(),
-                ..OperationFilter::default()
-            })
-            .await
-            .map_err(store)?;
-        b.push_str(r#"<h2>What became of them</h2><table class="kv" id="outcome">"#);
-        for s in Status::ALL {
-            if let Some(n) = counts.get(s) {
-                let _ = write!(
-                    b,
-                    r#"<tr><td>{}</td><td class="num">{}</td></tr>"#,
-                    badge(s.as_str()),
-                    count(*n)
-                );
+        Some(
+            state
+                .store
+                .operation_count_matching(&filter)
+                .await
+                .map_err(store)?,
+        )
+    } else {
+        None
+    };
+    let body = html! {
+        div.head {
+            p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
+            h1 { "Re-drive " (status) }
+            p.muted {
+                "Filter: " (describe(&job.plan.filter)) " · by " (job.plan.actor)
+                " · confirmed " (time(job.started))
             }
         }
-        b.push_str("</table>");
-        if job.ids.len() as u64 == job.done {
-            b.push_str(
-                r#"<p class="muted small">Reload to follow them as workers pick them up.</p>"#,
-            );
+        section.panel {
+            progress #progress max=(planned.max(1)) value=(job.done) {}
+            p.big #job-status data-finished=(job.finished) {
+                (count(job.done)) " of " (count(planned)) " re-driven"
+            }
+            @if let Some(e) = &job.error {
+                p.notice.bad { (e) }
+            }
+            dl.record {
+                dt { "Mode" } dd { (mode) }
+                dt { "Pace" } dd { (pace) }
+                dt { "Eligible" }
+                dd {
+                    @match (job.first, job.last) {
+                        (Some(f), Some(l)) => { "from " (time(f)) " to " (time(l)) },
+                        _ => (PreEscaped(or_dash(None))),
+                    }
+                }
+                dt { "Batches" } dd { (job.batches) }
+            }
+            @if let Some(r) = &release {
+                p #released {
+                    progress max=(job.done.max(1)) value=(r.eligible) {}
+                    (count(r.eligible)) " of " (count(job.done)) " eligible now"
+                    @if r.releasing {
+                        "; the last at " (time(r.last)) " (in " (span(r.last - now)) ")"
+                    }
+                }
+            }
+            @if let Some(counts) = &outcome {
+                h2 { "What became of them" }
+                table.kv #outcome {
+                    @for s in Status::ALL {
+                        @if let Some(n) = counts.get(s) {
+                            tr { td { (PreEscaped(badge(s.as_str()))) } td.num { (count(*n)) } }
+                        }
+                    }
+                }
+                @if job.ids.len() as u64 == job.done {
+                    p.muted.small { "Reload to follow them as workers pick them up." }
+                }
+            }
         }
-    }
-    b.push_str("</section>");
-    let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(PreEscaped(b));
+    };
+    let releasing = release.is_some_and(|r| r.releasing);
+    let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(body);
     if !job.finished || releasing {
         page = page.refresh(if job.finished { 2 } else { 1 });
     }
     Ok(page)
+}
+
+/// How far a finished re-drive's staggered eligible times have come.
+struct Release {
+    /// Operations eligible by now.
+    eligible: u64,
+    /// When the last one becomes eligible.
+    last: DateTime<Utc>,
+    /// Some are not eligible yet.
+    releasing: bool,
+}
+
+fn release(job: &JobState, now: DateTime<Utc>) -> Option<Release> {
+    let (true, Some(first), Some(last)) = (job.finished, job.first, job.last) else {
+        return None;
+    };
+    let spacing = job.plan.spacing.num_microseconds().unwrap_or(0);
+    let eligible = if now >= last {
+        job.done
+    } else if now < first || spacing <= 0 {
+        0
+    } else {
+        let passed = (now - first).num_microseconds().unwrap_or(0);
+        (u64::try_from(passed / spacing).unwrap_or(0) + 1).min(job.done)
+    };
+    Some(Release {
+        eligible,
+        last,
+        releasing: now < last,
+    })
 }
