@@ -4,26 +4,25 @@
 //! after a count.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::Form;
 use axum::extract::Query;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::response::{IntoResponse, Redirect, Response};
 use oprec_core::operator::{
-    AuditEntry, ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams,
-    ReleaseParams,
+    AuditEntry, Control, ControlAction, ControlScope, ControlSetParams, OperationFilter,
+    QuarantineParams, ReleaseParams,
 };
 use oprec_core::{FailureClass, OperatorStore, Status};
 use serde::Deserialize;
 use serde_json::json;
 
-use maud::PreEscaped;
+use maud::{Markup, PreEscaped, html};
 
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration, moment};
-use crate::html::{badge, count, esc, or_dash, when};
+use crate::html::{badge, count, or_dash, select_options, when};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::security::{Caller, Viewer, authorize_form};
@@ -103,9 +102,6 @@ pub(crate) async fn page(
     let done = q.map(|q| q.0).unwrap_or_default();
     let now = state.store.now().await.map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
-    let mut b = String::from(
-        r#"<div class="head"><h1>Controls</h1><p class="muted">A pause stops claims and wake-ups of the operations it names, nothing else; resuming starts them again. Quarantine moves pending operations to held until they are released.</p></div>"#,
-    );
     let n = done.n.map(count).unwrap_or_default();
     let notice = match done.done.as_str() {
         "pause" => {
@@ -116,79 +112,145 @@ pub(crate) async fn page(
         "quarantine" => format!("Quarantined {n} operations: they are held until released."),
         _ => String::new(),
     };
-    if !notice.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="notice good" id="notice">{}</p>"#,
-            esc(&notice)
-        );
-    }
-    b.push_str(r#"<section class="panel"><h2>In force</h2>"#);
+    let body = html! {
+        div.head {
+            h1 { "Controls" }
+            p.muted {
+                "A pause stops claims and wake-ups of the operations it names, nothing else; \
+                 resuming starts them again. Quarantine moves pending operations to held until \
+                 they are released."
+            }
+        }
+        @if !notice.is_empty() {
+            p.notice.good #notice { (notice) }
+        }
+        section.panel {
+            h2 { "In force" }
+            (controls_table(&controls, &viewer, now))
+        }
+        div.cols {
+            section.panel {
+                h2 { "Pause" }
+                @match viewer.why_not("/controls") {
+                    Some(why) => p.notice { (PreEscaped(why)) },
+                    None => (pause_form(&viewer)),
+                }
+            }
+            section.panel {
+                h2 { "Quarantine" }
+                p.muted.small {
+                    "Count the pending operations a filter matches first; nothing moves until you \
+                     confirm."
+                }
+                (quarantine_filter_form())
+            }
+        }
+    };
+    Ok(Page::new("Controls", Nav::Controls, &viewer).body(body))
+}
+
+/// The controls in force, each with its resume button when the viewer can act.
+fn controls_table(
+    controls: &[Control],
+    viewer: &Viewer,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Markup {
     if controls.is_empty() {
-        b.push_str(r#"<p class="muted" id="no-controls">Nothing is paused or postponed.</p>"#);
-    } else {
-        b.push_str(r#"<table class="grid" id="controls"><thead><tr><th>Scope</th><th>Value</th><th>Action</th><th>Until</th><th>By</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>"#);
-        for c in &controls {
-            let resume = if viewer.why_not("/controls").is_none() {
-                format!(
-                    r#"<form method="post" action="/controls/resume" class="inline">{}<input type="hidden" name="scope" value="{}"><input type="hidden" name="value" value="{}"><button type="submit" class="small">Resume</button></form>"#,
-                    viewer.csrf_field(),
-                    esc(c.scope.as_str()),
-                    esc(&c.value)
-                )
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                b,
-                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="right">{resume}</td></tr>"#,
-                esc(c.scope.as_str()),
-                esc(&c.value),
-                badge(c.action.as_str()),
-                c.until
-                    .map(|u| when(u, now))
-                    .unwrap_or_else(|| "until resumed".into()),
-                esc(&c.actor),
-                when(c.created_at, now),
-                or_dash(c.reason.as_deref()),
-            );
-        }
-        b.push_str("</tbody></table>");
+        return html! { p.muted #no-controls { "Nothing is paused or postponed." } };
     }
-    b.push_str("</section>");
-    b.push_str(r#"<div class="cols"><section class="panel"><h2>Pause</h2>"#);
-    match viewer.why_not("/controls") {
-        Some(why) => {
-            let _ = write!(b, r#"<p class="notice">{why}</p>"#);
-        }
-        None => {
-            let _ = write!(
-                b,
-                r#"<form method="post" action="/controls/pause" class="stack" id="pause-form">{}
-<div class="row"><label>By <select name="scope"><option value="kind">kind</option><option value="failure_class">failure class</option><option value="dependency">dependency</option></select></label>
-<label>Name <input name="value" required maxlength="200" placeholder="e.g. email.send or stripe"></label></div>
-<label>Until <input name="until" placeholder="until resumed, or 2h, or 2026-01-05T18:00"></label>
-<label>Reason <input name="reason" maxlength="500" placeholder="why, for the audit log"></label>
-<div class="actions"><button type="submit" class="primary">Pause</button></div></form>"#,
-                viewer.csrf_field()
-            );
+    let can_act = viewer.why_not("/controls").is_none();
+    html! {
+        table.grid #controls {
+            thead {
+                tr {
+                    th { "Scope" } th { "Value" } th { "Action" } th { "Until" } th { "By" }
+                    th { "Since" } th { "Reason" } th {}
+                }
+            }
+            tbody {
+                @for c in controls {
+                    tr {
+                        td { (c.scope.as_str()) }
+                        td { (c.value) }
+                        td { (PreEscaped(badge(c.action.as_str()))) }
+                        td {
+                            @match c.until {
+                                Some(u) => (PreEscaped(when(u, now))),
+                                None => "until resumed",
+                            }
+                        }
+                        td { (c.actor) }
+                        td { (PreEscaped(when(c.created_at, now))) }
+                        td { (PreEscaped(or_dash(c.reason.as_deref()))) }
+                        td.right {
+                            @if can_act {
+                                form.inline method="post" action="/controls/resume" {
+                                    (PreEscaped(viewer.csrf_field()))
+                                    input type="hidden" name="scope" value=(c.scope.as_str());
+                                    input type="hidden" name="value" value=(c.value);
+                                    button.small type="submit" { "Resume" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
-    b.push_str("</section>");
-    b.push_str(r#"<section class="panel"><h2>Quarantine</h2><p class="muted small">Count the pending operations a filter matches first; nothing moves until you confirm.</p>"#);
-    b.push_str(
-        r#"<form method="get" action="/quarantine" class="stack" id="quarantine-filter">
-<div class="row"><label>Kind <input name="kind" maxlength="200"></label><label>Dependency <input name="dependency" maxlength="200"></label></div>
-<div class="row"><label>Failure class <select name="class"><option value="">any</option>"#,
-    );
-    for c in FailureClass::ALL {
-        let _ = write!(b, r#"<option value="{0}">{0}</option>"#, c.as_str());
+}
+
+/// Pause by kind, failure class or dependency, until a time or until resumed.
+fn pause_form(viewer: &Viewer) -> Markup {
+    html! {
+        form.stack #pause-form method="post" action="/controls/pause" {
+            (PreEscaped(viewer.csrf_field()))
+            div.row {
+                label {
+                    "By "
+                    select name="scope" {
+                        option value="kind" { "kind" }
+                        option value="failure_class" { "failure class" }
+                        option value="dependency" { "dependency" }
+                    }
+                }
+                label {
+                    "Name "
+                    input name="value" required maxlength="200"
+                        placeholder="e.g. email.send or stripe";
+                }
+            }
+            label {
+                "Until "
+                input name="until" placeholder="until resumed, or 2h, or 2026-01-05T18:00";
+            }
+            label {
+                "Reason "
+                input name="reason" maxlength="500" placeholder="why, for the audit log";
+            }
+            div.actions { button.primary type="submit" { "Pause" } }
+        }
     }
-    b.push_str(
-        r#"</select></label><label>Error contains <input name="error" maxlength="200"></label></div>
-<div class="actions"><button type="submit">Count pending operations…</button></div></form></section></div>"#,
-    );
-    Ok(Page::new("Controls", Nav::Controls, &viewer).body(PreEscaped(b)))
+}
+
+/// The filter whose pending operations quarantine would move: it leads to the count.
+fn quarantine_filter_form() -> Markup {
+    let classes: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
+    html! {
+        form.stack #quarantine-filter method="get" action="/quarantine" {
+            div.row {
+                label { "Kind " input name="kind" maxlength="200"; }
+                label { "Dependency " input name="dependency" maxlength="200"; }
+            }
+            div.row {
+                label {
+                    "Failure class "
+                    select name="class" { (PreEscaped(select_options("", &classes))) }
+                }
+                label { "Error contains " input name="error" maxlength="200"; }
+            }
+            div.actions { button type="submit" { "Count pending operations…" } }
+        }
+    }
 }
 
 /// `POST /controls/pause`.
@@ -331,44 +393,55 @@ pub(crate) async fn quarantine_preview(
         .await
         .map_err(store)?;
     let pending = counts.get(&Status::Pending).copied().unwrap_or(0);
-    let mut b = format!(
-        r#"<div class="head"><p class="crumbs"><a href="/controls">Controls</a> / quarantine</p><h1>Quarantine</h1></div><section class="panel"><p class="big" id="q-count">{} pending operation{} match</p>"#,
-        count(pending),
-        if pending == 1 { "" } else { "s" }
-    );
     let others: Vec<String> = counts
         .iter()
         .filter(|(s, _)| **s != Status::Pending)
         .map(|(s, n)| format!("{} {}", count(*n), s.as_str()))
         .collect();
-    if !others.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="muted">Also matching, and left alone: {}.</p>"#,
-            esc(&others.join(", "))
-        );
-    }
-    if pending > 0 {
-        match viewer.why_not(&format!("/quarantine{}", f.query())) {
-            Some(why) => {
-                let _ = write!(b, r#"<p class="notice">{why}</p>"#);
+    let body = html! {
+        div.head {
+            p.crumbs { a href="/controls" { "Controls" } " / quarantine" }
+            h1 { "Quarantine" }
+        }
+        section.panel {
+            p.big #q-count {
+                (count(pending)) " pending operation" @if pending != 1 { "s" } " match"
             }
-            None => {
-                let _ = write!(
-                    b,
-                    r#"<form method="post" action="/quarantine" class="stack" id="quarantine-form">{}{}<input type="hidden" name="expected" value="{pending}">
-<label>Reason (kept on each operation and in the audit log) <input name="reason" required maxlength="500" placeholder="e.g. malformed payloads from importer v2"></label>
-<div class="actions"><button type="submit" class="danger">Quarantine {} operation{}</button> <a class="button" href="/controls">Cancel</a></div></form>"#,
-                    viewer.csrf_field(),
-                    f.hidden_inputs(),
-                    count(pending),
-                    if pending == 1 { "" } else { "s" }
-                );
+            @if !others.is_empty() {
+                p.muted { "Also matching, and left alone: " (others.join(", ")) "." }
+            }
+            @if pending > 0 {
+                @match viewer.why_not(&format!("/quarantine{}", f.query())) {
+                    Some(why) => p.notice { (PreEscaped(why)) },
+                    None => (quarantine_form(&viewer, &f, pending)),
+                }
+            }
+        }
+    };
+    Ok(Page::new("Quarantine", Nav::Controls, &viewer).body(body))
+}
+
+/// The confirmation: the filter again, the count the viewer saw, and the reason.
+fn quarantine_form(viewer: &Viewer, f: &FilterForm, pending: u64) -> Markup {
+    html! {
+        form.stack #quarantine-form method="post" action="/quarantine" {
+            (PreEscaped(viewer.csrf_field()))
+            (PreEscaped(f.hidden_inputs()))
+            input type="hidden" name="expected" value=(pending);
+            label {
+                "Reason (kept on each operation and in the audit log) "
+                input name="reason" required maxlength="500"
+                    placeholder="e.g. malformed payloads from importer v2";
+            }
+            div.actions {
+                button.danger type="submit" {
+                    "Quarantine " (count(pending)) " operation" @if pending != 1 { "s" }
+                }
+                " "
+                a.button href="/controls" { "Cancel" }
             }
         }
     }
-    b.push_str("</section>");
-    Ok(Page::new("Quarantine", Nav::Controls, &viewer).body(PreEscaped(b)))
 }
 
 /// `POST /quarantine`.
