@@ -1,6 +1,6 @@
 //! The audit log: every operator action, newest first, with its actor, filter and count.
 
-use maud::{PreEscaped, html};
+use maud::html;
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -36,12 +36,12 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
                     @for r in &rows {
                         @let details: String = r.entry.details.to_string().chars().take(240).collect();
                         tr {
-                            td { (PreEscaped(when(r.at, now))) }
+                            td { (when(r.at, now)) }
                             td { (r.entry.actor) }
                             td { strong { (r.entry.action) } }
                             td.num { (count(r.entry.affected)) }
                             td { code { (r.entry.filter.to_string()) } }
-                            td { (PreEscaped(or_dash(r.entry.reason.as_deref()))) }
+                            td { (or_dash(r.entry.reason.as_deref())) }
                             td.details { code { (details) } }
                         }
                     }

@@ -17,7 +17,7 @@ use oprec_core::{FailureClass, OperatorStore, Status};
 use serde::Deserialize;
 use serde_json::json;
 
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -132,7 +132,7 @@ pub(crate) async fn page(
             section.panel {
                 h2 { "Pause" }
                 @match viewer.why_not("/controls") {
-                    Some(why) => p.notice { (PreEscaped(why)) },
+                    Some(why) => p.notice { (why) },
                     None => (pause_form(&viewer)),
                 }
             }
@@ -172,20 +172,20 @@ fn controls_table(
                     tr {
                         td { (c.scope.as_str()) }
                         td { (c.value) }
-                        td { (PreEscaped(badge(c.action.as_str()))) }
+                        td { (badge(c.action.as_str())) }
                         td {
                             @match c.until {
-                                Some(u) => (PreEscaped(when(u, now))),
+                                Some(u) => (when(u, now)),
                                 None => "until resumed",
                             }
                         }
                         td { (c.actor) }
-                        td { (PreEscaped(when(c.created_at, now))) }
-                        td { (PreEscaped(or_dash(c.reason.as_deref()))) }
+                        td { (when(c.created_at, now)) }
+                        td { (or_dash(c.reason.as_deref())) }
                         td.right {
                             @if can_act {
                                 form.inline method="post" action="/controls/resume" {
-                                    (PreEscaped(viewer.csrf_field()))
+                                    (viewer.csrf_field())
                                     input type="hidden" name="scope" value=(c.scope.as_str());
                                     input type="hidden" name="value" value=(c.value);
                                     button.small type="submit" { "Resume" }
@@ -203,7 +203,7 @@ fn controls_table(
 fn pause_form(viewer: &Viewer) -> Markup {
     html! {
         form.stack #pause-form method="post" action="/controls/pause" {
-            (PreEscaped(viewer.csrf_field()))
+            (viewer.csrf_field())
             div.row {
                 label {
                     "By "
@@ -244,7 +244,7 @@ fn quarantine_filter_form() -> Markup {
             div.row {
                 label {
                     "Failure class "
-                    select name="class" { (PreEscaped(select_options("", &classes))) }
+                    select name="class" { (select_options("", &classes)) }
                 }
                 label { "Error contains " input name="error" maxlength="200"; }
             }
@@ -412,7 +412,7 @@ pub(crate) async fn quarantine_preview(
             }
             @if pending > 0 {
                 @match viewer.why_not(&format!("/quarantine{}", f.query())) {
-                    Some(why) => p.notice { (PreEscaped(why)) },
+                    Some(why) => p.notice { (why) },
                     None => (quarantine_form(&viewer, &f, pending)),
                 }
             }
@@ -425,8 +425,8 @@ pub(crate) async fn quarantine_preview(
 fn quarantine_form(viewer: &Viewer, f: &FilterForm, pending: u64) -> Markup {
     html! {
         form.stack #quarantine-form method="post" action="/quarantine" {
-            (PreEscaped(viewer.csrf_field()))
-            (PreEscaped(f.hidden_inputs()))
+            (viewer.csrf_field())
+            (f.hidden_inputs())
             input type="hidden" name="expected" value=(pending);
             label {
                 "Reason (kept on each operation and in the audit log) "

@@ -13,15 +13,16 @@ use chrono::{DateTime, Duration, Utc};
 use oprec_core::operator::{OperationFilter, PreviewGroup, RedriveMode, RedrivePreview};
 use oprec_core::{FailureClass, Status, TerminalReason};
 
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
-use crate::html::{badge, count, or_dash, query, select_options, short_id, span, time};
+use crate::html::{badge, count, or_dash, select_options, short_id, span, time};
 use crate::jobs::{JobState, RedrivePlan};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
+use crate::query_string::query;
 use crate::security::{Caller, Viewer, authorize_form};
 
 /// Sample errors shown in a dry run.
@@ -40,11 +41,11 @@ fn filter_form(action: &str, f: &FilterForm, button: &str) -> Markup {
             }
             label {
                 "Failure class"
-                select name="class" { (PreEscaped(select_options(&f.class, &classes))) }
+                select name="class" { (select_options(&f.class, &classes)) }
             }
             label {
                 "Terminal reason"
-                select name="reason" { (PreEscaped(select_options(&f.reason, &reasons))) }
+                select name="reason" { (select_options(&f.reason, &reasons)) }
             }
             label {
                 "Error contains"
@@ -97,11 +98,11 @@ fn groups_table(p: &RedrivePreview, base: &FilterForm) -> Markup {
                         td { (g.kind) }
                         td {
                             @match g.class {
-                                Some(c) => (PreEscaped(badge(c.as_str()))),
-                                None => (PreEscaped(or_dash(None))),
+                                Some(c) => (badge(c.as_str())),
+                                None => (or_dash(None)),
                             }
                         }
-                        td { (PreEscaped(or_dash(g.reason.map(|r| r.as_str())))) }
+                        td { (or_dash(g.reason.map(|r| r.as_str()))) }
                         td.num { (count(g.count)) }
                         td.right {
                             a href={ "/operations" (list) } { "list" } " · "
@@ -127,7 +128,7 @@ fn samples(p: &RedrivePreview) -> Markup {
                     tr {
                         td.mono { a href={ "/operations/" (s.id) } { (short_id(&s.id)) } }
                         td { (s.kind) }
-                        td.err { (PreEscaped(or_dash(s.error.as_deref()))) }
+                        td.err { (or_dash(s.error.as_deref())) }
                     }
                 }
             }
@@ -284,7 +285,7 @@ pub(crate) async fn preview(
             section.panel.confirm {
                 h2 { "Confirm" }
                 @match viewer.why_not(&here) {
-                    Some(why) => p.notice { (PreEscaped(why)) },
+                    Some(why) => p.notice { (why) },
                     None => (confirm_form(&viewer, &f, &p)),
                 }
             }
@@ -297,8 +298,8 @@ pub(crate) async fn preview(
 fn confirm_form(viewer: &Viewer, f: &FilterForm, p: &RedrivePreview) -> Markup {
     html! {
         form.stack #redrive-form method="post" action="/redrive" {
-            (PreEscaped(viewer.csrf_field()))
-            (PreEscaped(f.hidden_inputs()))
+            (viewer.csrf_field())
+            (f.hidden_inputs())
             input type="hidden" name="expected" value=(p.matched);
             fieldset {
                 legend { "How" }
@@ -518,7 +519,7 @@ pub(crate) async fn progress(
                 dd {
                     @match (job.first, job.last) {
                         (Some(f), Some(l)) => { "from " (time(f)) " to " (time(l)) },
-                        _ => (PreEscaped(or_dash(None))),
+                        _ => (or_dash(None)),
                     }
                 }
                 dt { "Batches" } dd { (job.batches) }
@@ -537,7 +538,7 @@ pub(crate) async fn progress(
                 table.kv #outcome {
                     @for s in Status::ALL {
                         @if let Some(n) = counts.get(s) {
-                            tr { td { (PreEscaped(badge(s.as_str()))) } td.num { (count(*n)) } }
+                            tr { td { (badge(s.as_str())) } td.num { (count(*n)) } }
                         }
                     }
                 }

@@ -25,6 +25,7 @@ mod layout;
 mod operation_page;
 mod operations_page;
 mod overview;
+mod query_string;
 mod security;
 mod transport_page;
 

@@ -6,12 +6,13 @@ use axum::extract::Path;
 use oprec_core::store::Step;
 use oprec_core::{Attempt, Operation, OperationId, Status};
 
-use maud::{Markup, PreEscaped, Render, html};
+use maud::{Markup, Render, html};
 
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{badge, or_dash, query, time, when};
+use crate::html::{badge, or_dash, time, when};
 use crate::layout::{Nav, Page};
+use crate::query_string::query;
 use crate::security::Viewer;
 
 /// How far up the re-drive chain the lineage goes.
@@ -27,14 +28,13 @@ fn pretty(v: &serde_json::Value) -> String {
 
 fn record(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
     let t = |v: Option<chrono::DateTime<chrono::Utc>>| match v {
-        Some(v) => PreEscaped(when(v, now)),
-        None => PreEscaped(or_dash(None)),
+        Some(v) => when(v, now),
+        None => or_dash(None),
     };
-    let text = |v: Option<&str>| PreEscaped(or_dash(v));
     html! {
         dl.record {
             (field("Kind", &o.kind))
-            (field("Status", PreEscaped(badge(o.status.as_str()))))
+            (field("Status", badge(o.status.as_str())))
             (field(
                 "Attempts",
                 match o.max_attempts {
@@ -44,17 +44,15 @@ fn record(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
             ))
             (field(
                 "Last failure class",
-                PreEscaped(
-                    o.last_failure_class
-                        .map(|c| badge(c.as_str()))
-                        .unwrap_or_else(|| or_dash(None)),
-                ),
+                o.last_failure_class
+                    .map(|c| badge(c.as_str()))
+                    .unwrap_or_else(|| or_dash(None)),
             ))
-            (field("Terminal reason", text(o.terminal_reason.map(|r| r.as_str()))))
-            (field("Remote id", text(o.remote_id.as_deref())))
-            (field("Dependency", text(o.dependency.as_deref())))
-            (field("Idempotency key", text(o.idempotency_key.as_deref())))
-            (field("Code version", text(o.code_version.as_deref())))
+            (field("Terminal reason", or_dash(o.terminal_reason.map(|r| r.as_str()))))
+            (field("Remote id", or_dash(o.remote_id.as_deref())))
+            (field("Dependency", or_dash(o.dependency.as_deref())))
+            (field("Idempotency key", or_dash(o.idempotency_key.as_deref())))
+            (field("Code version", or_dash(o.code_version.as_deref())))
             (field("Created", t(Some(o.created_at))))
             (field("Updated", t(Some(o.updated_at))))
             (field(
@@ -67,7 +65,7 @@ fn record(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
             ))
             (field("Deadline", t(o.give_up_at)))
             (field("Lease until", t(o.lease_until)))
-            (field("Worker", text(o.worker_id.as_deref())))
+            (field("Worker", or_dash(o.worker_id.as_deref())))
             (field("Ended", t(o.terminal_at)))
             (field("Last woken", t(o.last_woken_at)))
         }
@@ -103,8 +101,8 @@ fn timeline(attempts: &[Attempt]) -> Markup {
                 li class={ "t-" (a.outcome.as_str()) } {
                     div.t-h {
                         strong { "Attempt " (a.attempt) } " "
-                        (PreEscaped(badge(a.outcome.as_str()))) " "
-                        @if let Some(c) = a.failure_class { (PreEscaped(badge(c.as_str()))) }
+                        (badge(a.outcome.as_str())) " "
+                        @if let Some(c) = a.failure_class { (badge(c.as_str())) }
                         span.muted {
                             " · claimed " (time(a.claimed_at)) " · ended " (time(a.ended_at))
                             " · took " (format!("{took:.3}")) "s"
@@ -114,8 +112,8 @@ fn timeline(attempts: &[Attempt]) -> Markup {
                         div.t-e { (e.to_string()) }
                     }
                     div.t-m.muted {
-                        "worker " (PreEscaped(or_dash(a.worker_id.as_deref())))
-                        " · code version " (PreEscaped(or_dash(a.code_version.as_deref())))
+                        "worker " (or_dash(a.worker_id.as_deref()))
+                        " · code version " (or_dash(a.code_version.as_deref()))
                     }
                 }
             }
@@ -136,7 +134,7 @@ fn steps_table(steps: &[Step], now: chrono::DateTime<chrono::Utc>) -> Markup {
                     tr {
                         td { (s.name) }
                         td.num { (s.attempt) }
-                        td { (PreEscaped(when(s.completed_at, now))) }
+                        td { (when(s.completed_at, now)) }
                         td { code { (s.output.to_string().chars().take(120).collect::<String>()) } }
                     }
                 }
@@ -156,8 +154,8 @@ fn lineage(o: &Operation, chain: &[Operation], now: chrono::DateTime<chrono::Utc
                 @for p in chain {
                     li {
                         "re-driven from " a.mono href={ "/operations/" (p.id) } { (p.id) } " "
-                        (PreEscaped(badge(p.status.as_str()))) " "
-                        @if let Some(t) = p.terminal_at { (PreEscaped(when(t, now))) }
+                        (badge(p.status.as_str())) " "
+                        @if let Some(t) = p.terminal_at { (when(t, now)) }
                     }
                 }
             }
@@ -211,7 +209,7 @@ pub(crate) async fn page(
             }
             h1.mono { (o.id) }
             p {
-                (PreEscaped(badge(o.status.as_str()))) " "
+                (badge(o.status.as_str())) " "
                 @if o.status == Status::Dead {
                     a.button #redrive-one href={ "/redrive" (query(&[("id", &o.id.to_string())])) } {
                         "Re-drive this operation…"

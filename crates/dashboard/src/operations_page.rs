@@ -7,7 +7,7 @@ use axum::extract::rejection::QueryRejection;
 use oprec_core::store::ListParams;
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -28,7 +28,7 @@ pub(crate) fn form(q: Result<Query<FilterForm>, QueryRejection>) -> Result<Filte
 
 fn select(name: &str, label: &str, current: &str, options: &[&str]) -> Markup {
     html! {
-        label { (label) select name=(name) { (PreEscaped(select_options(current, options))) } }
+        label { (label) select name=(name) { (select_options(current, options)) } }
     }
 }
 
@@ -90,7 +90,7 @@ fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
         tr {
             td.mono { a href={ "/operations/" (o.id) } { (short_id(&o.id)) } }
             td { (o.kind) }
-            td { (PreEscaped(badge(o.status.as_str()))) }
+            td { (badge(o.status.as_str())) }
             td.num {
                 @match o.max_attempts {
                     Some(m) => { (o.attempt) "/" (m) },
@@ -99,15 +99,15 @@ fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
             }
             td {
                 @match o.last_failure_class {
-                    Some(c) => (PreEscaped(badge(c.as_str()))),
-                    None => (PreEscaped(or_dash(None))),
+                    Some(c) => (badge(c.as_str())),
+                    None => (or_dash(None)),
                 }
             }
-            td { (PreEscaped(or_dash(o.terminal_reason.map(|r| r.as_str())))) }
+            td { (or_dash(o.terminal_reason.map(|r| r.as_str()))) }
             td.err title=(error) {
-                @if cut.is_empty() { (PreEscaped(or_dash(None))) } @else { (cut) }
+                @if cut.is_empty() { (or_dash(None)) } @else { (cut) }
             }
-            td { (PreEscaped(when(o.created_at, now))) }
+            td { (when(o.created_at, now)) }
         }
     }
 }

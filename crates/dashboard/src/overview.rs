@@ -9,11 +9,12 @@ use oprec_core::Status;
 use oprec_core::operator::{Control, StatsReport};
 use serde::Deserialize;
 
-use maud::{Markup, PreEscaped, Render, html};
+use maud::{Markup, Render, html};
 
 use crate::error::{AppError, store};
-use crate::html::{badge, count, query, span, when};
+use crate::html::{badge, count, span, when};
 use crate::layout::{Nav, Page};
+use crate::query_string::query;
 use crate::security::Viewer;
 use crate::{State, chart};
 
@@ -72,8 +73,8 @@ fn counts(
                 tr {
                     td {
                         @match link(k) {
-                            Some(href) => a href=(href) { (PreEscaped(badge(k))) },
-                            None => (PreEscaped(badge(k))),
+                            Some(href) => a href=(href) { (badge(k)) },
+                            None => (badge(k)),
                         }
                     }
                     td.num { (count(map[k])) }
@@ -193,7 +194,7 @@ fn workers_list(
                         span.mono { (w.id) }
                         div.muted.small {
                             (w.host) " · " (w.code_version.as_deref().unwrap_or("no version"))
-                            " · seen " (PreEscaped(when(w.last_seen_at, now)))
+                            " · seen " (when(w.last_seen_at, now))
                         }
                     }
                     td.small { (w.kinds.join(", ")) }
@@ -228,7 +229,7 @@ fn notices(controls: &[Control], r: &StatsReport, now: chrono::DateTime<chrono::
                         (u.kind)
                     }
                     " (" (count(u.pending)) " pending, " (count(u.eligible))
-                    " eligible, oldest created " (PreEscaped(when(u.oldest_created_at, now))) ")"
+                    " eligible, oldest created " (when(u.oldest_created_at, now)) ")"
                 }
                 " — these wait until a worker that registers their kind runs."
             }
@@ -287,7 +288,7 @@ pub(crate) async fn page(
     let body = html! {
         div.head {
             h1 { "Overview" }
-            p.muted { (state.store_name) " · figures at " (PreEscaped(when(now, now))) }
+            p.muted { (state.store_name) " · figures at " (when(now, now)) }
         }
         (notices(&controls, &r, now))
         (figures(&r))

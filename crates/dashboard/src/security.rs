@@ -24,8 +24,8 @@ use subtle::ConstantTimeEq;
 use maud::{Markup, html};
 
 use crate::error::AppError;
-use crate::html::{self, esc};
 use crate::layout::{Nav, Page};
+use crate::query_string;
 use crate::{AppState, State};
 
 /// The session cookie's name.
@@ -147,30 +147,27 @@ pub(crate) struct Viewer {
 
 impl Viewer {
     /// The hidden CSRF field for a form.
-    pub fn csrf_field(&self) -> String {
-        match &self.session {
-            Some(s) => format!(
-                r#"<input type="hidden" name="csrf" value="{}">"#,
-                esc(&s.csrf)
-            ),
-            None => String::new(),
+    pub fn csrf_field(&self) -> Markup {
+        html! {
+            @if let Some(s) = &self.session {
+                input type="hidden" name="csrf" value=(s.csrf);
+            }
         }
     }
 
     /// What to show instead of an action's button when the viewer cannot act; `None` when
     /// they can.
-    pub fn why_not(&self, here: &str) -> Option<String> {
+    pub fn why_not(&self, here: &str) -> Option<Markup> {
         if !self.can_act {
-            Some(
-                "Read-only: the dashboard was started without an operator token \
-                 (<code>--token</code> or <code>OPREC_DASHBOARD_TOKEN</code>)."
-                    .to_owned(),
-            )
+            Some(html! {
+                "Read-only: the dashboard was started without an operator token ("
+                code { "--token" } " or " code { "OPREC_DASHBOARD_TOKEN" } ")."
+            })
         } else if self.session.is_none() {
-            Some(format!(
-                r#"<a href="/login?next={}">Sign in</a> with the operator token to act."#,
-                esc(&html::url_encode(here))
-            ))
+            Some(html! {
+                a href={ "/login?next=" (query_string::encode(here)) } { "Sign in" }
+                " with the operator token to act."
+            })
         } else {
             None
         }

@@ -8,7 +8,7 @@ use axum::extract::rejection::FormRejection;
 use oprec_core::{OperatorStore, Status};
 use serde_json::json;
 
-use maud::{Markup, PreEscaped, html};
+use maud::{Markup, html};
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -78,7 +78,7 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         section.panel.confirm {
             h2 { "Purge" }
             @match viewer.why_not("/transport") {
-                Some(why) => p.notice { (PreEscaped(why)) },
+                Some(why) => p.notice { (why) },
                 None => (purge_form(&viewer, name, waiting)),
             }
         }
@@ -98,7 +98,7 @@ fn purge_form(viewer: &Viewer, name: &str, waiting: u64) -> Markup {
             "; the scheduler wakes the eligible ones again."
         }
         form.stack #purge-form method="post" action="/transport/purge" {
-            (PreEscaped(viewer.csrf_field()))
+            (viewer.csrf_field())
             label {
                 "Type " code { "purge" } " to confirm "
                 input name="confirm" autocomplete="off" required pattern="purge";
