@@ -6,7 +6,7 @@ use crate::State;
 use crate::error::{AppError, store};
 use crate::html::{count, or_dash, when};
 use crate::layout::{Nav, Page};
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 
 /// Rows shown.
 const ROWS: u32 = 200;

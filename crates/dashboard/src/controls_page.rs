@@ -9,6 +9,7 @@ use axum::Form;
 use axum::extract::Query;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::response::{IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use oprec_core::operator::{
     AuditEntry, Control, ControlAction, ControlScope, ControlSetParams, OperationFilter,
     QuarantineParams, ReleaseParams,
@@ -17,15 +18,14 @@ use oprec_core::{FailureClass, OperatorStore, Status};
 use serde::Deserialize;
 use serde_json::json;
 
-use maud::{Markup, html};
-
 use crate::State;
+use crate::authorize::{Caller, authorize_form};
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration, moment};
 use crate::html::{badge, count, or_dash, select_options, when};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
-use crate::security::{Caller, Viewer, authorize_form};
+use crate::viewer::Viewer;
 
 /// Operations moved per store call.
 const BATCH: u64 = 500;

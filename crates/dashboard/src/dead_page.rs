@@ -10,12 +10,12 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query};
 use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Duration, Utc};
+use maud::{Markup, html};
 use oprec_core::operator::{OperationFilter, PreviewGroup, RedriveMode, RedrivePreview};
 use oprec_core::{FailureClass, Status, TerminalReason};
 
-use maud::{Markup, html};
-
 use crate::State;
+use crate::authorize::{Caller, authorize_form};
 use crate::error::{AppError, store};
 use crate::filters::{FilterForm, duration};
 use crate::html::{badge, count, or_dash, select_options, short_id, span, time};
@@ -23,7 +23,7 @@ use crate::jobs::{JobState, RedrivePlan};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::query_string::query;
-use crate::security::{Caller, Viewer, authorize_form};
+use crate::viewer::Viewer;
 
 /// Sample errors shown in a dry run.
 const SAMPLES: u32 = 8;

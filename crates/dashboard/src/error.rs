@@ -3,11 +3,10 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-
 use maud::html;
 
 use crate::layout::{Nav, Page};
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 
 /// A request that failed, as the person will read it.
 #[derive(Debug)]

@@ -7,7 +7,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use maud::{DOCTYPE, Markup, html};
 
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 
 /// The pages of the top navigation.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@
 //! is read-only. Every action lands in the audit log with its actor.
 
 mod audit_page;
+mod authorize;
 mod chart;
 mod controls_page;
 mod dead_page;
@@ -22,12 +23,15 @@ mod filters;
 mod html;
 mod jobs;
 mod layout;
+mod middleware;
 mod operation_page;
 mod operations_page;
 mod overview;
 mod query_string;
 mod security;
+mod sign_in;
 mod transport_page;
+mod viewer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -99,16 +103,16 @@ impl Dashboard {
             .route("/transport", get(transport_page::page))
             .route("/transport/purge", post(transport_page::purge))
             .route("/audit", get(audit_page::page))
-            .route("/login", get(security::login_page).post(security::login))
-            .route("/logout", post(security::logout))
+            .route("/login", get(sign_in::login_page).post(sign_in::login))
+            .route("/logout", post(sign_in::logout))
             .route("/assets/style.css", get(style))
             .route("/assets/app.js", get(script))
             .fallback(error::not_found)
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 error::panicked,
             ))
-            .layer(axum::middleware::from_fn(security::refuse_cross_site))
-            .layer(axum::middleware::from_fn(security::headers))
+            .layer(axum::middleware::from_fn(middleware::refuse_cross_site))
+            .layer(axum::middleware::from_fn(middleware::headers))
             .with_state(state)
     }
 

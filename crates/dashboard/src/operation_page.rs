@@ -3,17 +3,16 @@
 //! operations it was re-driven from).
 
 use axum::extract::Path;
+use maud::{Markup, Render, html};
 use oprec_core::store::Step;
 use oprec_core::{Attempt, Operation, OperationId, Status};
-
-use maud::{Markup, Render, html};
 
 use crate::State;
 use crate::error::{AppError, store};
 use crate::html::{badge, or_dash, time, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 
 /// How far up the re-drive chain the lineage goes.
 const LINEAGE_DEPTH: usize = 10;

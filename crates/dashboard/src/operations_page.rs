@@ -4,17 +4,16 @@
 
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
+use maud::{Markup, html};
 use oprec_core::store::ListParams;
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
-
-use maud::{Markup, html};
 
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
 use crate::html::{badge, or_dash, select_options, short_id, when};
 use crate::layout::{Nav, Page};
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 
 /// The query a page was asked with, or a readable refusal.
 pub(crate) fn form(q: Result<Query<FilterForm>, QueryRejection>) -> Result<FilterForm, AppError> {

@@ -5,17 +5,16 @@ use std::collections::BTreeMap;
 
 use axum::extract::Query;
 use chrono::Duration;
+use maud::{Markup, Render, html};
 use oprec_core::Status;
 use oprec_core::operator::{Control, StatsReport};
 use serde::Deserialize;
-
-use maud::{Markup, Render, html};
 
 use crate::error::{AppError, store};
 use crate::html::{badge, count, span, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
-use crate::security::Viewer;
+use crate::viewer::Viewer;
 use crate::{State, chart};
 
 /// The chart's window.

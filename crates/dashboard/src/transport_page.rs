@@ -5,16 +5,16 @@ use std::collections::HashMap;
 
 use axum::Form;
 use axum::extract::rejection::FormRejection;
+use maud::{Markup, html};
 use oprec_core::{OperatorStore, Status};
 use serde_json::json;
 
-use maud::{Markup, html};
-
 use crate::State;
+use crate::authorize::{Caller, authorize_form};
 use crate::error::{AppError, store};
 use crate::html::count;
 use crate::layout::{Nav, Page};
-use crate::security::{Caller, Viewer, authorize_form};
+use crate::viewer::Viewer;
 use oprec_core::operator::AuditEntry;
 
 async fn pending(store: &dyn OperatorStore) -> Result<u64, AppError> {
