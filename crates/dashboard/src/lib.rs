@@ -28,6 +28,8 @@ mod operation_page;
 mod operations_page;
 mod overview;
 mod query_string;
+mod redrive_page;
+mod redrive_progress;
 mod security;
 mod sign_in;
 mod transport_page;
@@ -91,8 +93,11 @@ impl Dashboard {
             .route("/operations", get(operations_page::page))
             .route("/operations/{id}", get(operation_page::page))
             .route("/dead", get(dead_page::groups))
-            .route("/redrive", get(dead_page::preview).post(dead_page::start))
-            .route("/jobs/{id}", get(dead_page::progress))
+            .route(
+                "/redrive",
+                get(redrive_page::preview).post(redrive_page::start),
+            )
+            .route("/jobs/{id}", get(redrive_progress::progress))
             .route("/controls", get(controls_page::page))
             .route("/controls/pause", post(controls_page::pause))
             .route("/controls/resume", post(controls_page::resume))
