@@ -27,6 +27,7 @@ mod middleware;
 mod operation_page;
 mod operations_page;
 mod overview;
+mod quarantine_page;
 mod query_string;
 mod redrive_page;
 mod redrive_progress;
@@ -103,7 +104,7 @@ impl Dashboard {
             .route("/controls/resume", post(controls_page::resume))
             .route(
                 "/quarantine",
-                get(controls_page::quarantine_preview).post(controls_page::quarantine),
+                get(quarantine_page::quarantine_preview).post(quarantine_page::quarantine),
             )
             .route("/transport", get(transport_page::page))
             .route("/transport/purge", post(transport_page::purge))
