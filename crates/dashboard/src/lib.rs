@@ -4,12 +4,14 @@
 //! run, confirm with a rate, progress), pauses, quarantine and the transport purge.
 //!
 //! Server-rendered HTML with every asset embedded (no CDN, no build step), on axum, over any
-//! [`OperatorStore`]. It is not an API for programs (the `oprec` binary and the library are), and
-//! not a place to edit operation records by hand.
+//! [`OperatorStore`]. Pages are maud templates, checked at compile time, which escape every value
+//! spliced into them: no module builds HTML by hand. It is not an API for programs (the `oprec`
+//! binary and the library are), and not a place to edit operation records by hand.
 //!
 //! Security: reads are open to whoever reaches the listener (loopback by default); every mutating
 //! request needs the operator token — `Authorization: Bearer` for scripts, or a sign-in that sets
-//! an HttpOnly, SameSite=Strict session cookie, in which case each form also carries a CSRF token.
+//! an HttpOnly, SameSite=Strict session cookie signed with HMAC-SHA256, in which case each form
+//! also carries a CSRF token, compared in constant time.
 //! Cross-site requests are refused by `Sec-Fetch-Site` and `Origin`. Without a token the dashboard
 //! is read-only. Every action lands in the audit log with its actor.
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use maud::{Markup, html};
+use oprec_core::operator::AuditEntry;
 use oprec_core::{OperatorStore, Status};
 use serde_json::json;
 
@@ -15,7 +16,6 @@ use crate::error::{AppError, store};
 use crate::html::count;
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
-use oprec_core::operator::AuditEntry;
 
 async fn pending(store: &dyn OperatorStore) -> Result<u64, AppError> {
     Ok(store
