@@ -21,6 +21,7 @@ mod chart;
 mod controls_page;
 mod dead_page;
 mod error;
+mod figures;
 mod filters;
 mod html;
 mod jobs;
@@ -29,6 +30,7 @@ mod middleware;
 mod operation_page;
 mod operations_page;
 mod overview;
+mod pause;
 mod quarantine_page;
 mod query_string;
 mod redrive_page;
@@ -102,8 +104,8 @@ impl Dashboard {
             )
             .route("/jobs/{id}", get(redrive_progress::progress))
             .route("/controls", get(controls_page::page))
-            .route("/controls/pause", post(controls_page::pause))
-            .route("/controls/resume", post(controls_page::resume))
+            .route("/controls/pause", post(pause::pause))
+            .route("/controls/resume", post(pause::resume))
             .route(
                 "/quarantine",
                 get(quarantine_page::quarantine_preview).post(quarantine_page::quarantine),

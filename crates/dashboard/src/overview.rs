@@ -1,17 +1,17 @@
-//! The overview: the figures of `oprec stats` (what is failing and why), the transport's depth,
-//! the controls in force, and the activity chart.
-
-use std::collections::BTreeMap;
+//! The overview: the figures of `oprec stats` (what is failing and why, in
+//! [`crate::figures`]), the transport's depth, the live workers, the controls in force, and the
+//! activity chart.
 
 use axum::extract::Query;
 use chrono::Duration;
-use maud::{Markup, Render, html};
+use maud::{Markup, html};
 use oprec_core::Status;
 use oprec_core::operator::{Control, StatsReport};
 use serde::Deserialize;
 
 use crate::error::{AppError, store};
-use crate::html::{badge, count, span, when};
+use crate::figures::{counts, dead_table, figures};
+use crate::html::{count, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
 use crate::viewer::Viewer;
@@ -33,145 +33,6 @@ fn hours(q: &OverviewQuery) -> Result<i64, AppError> {
                 "The chart covers 1 to 24 hours: give hours=1 … hours=24.",
             )),
         },
-    }
-}
-
-fn card(title: &str, value: impl Render, note: impl Render, tone: &str) -> Markup {
-    html! {
-        div.card.(tone) {
-            div.card-t { (title) }
-            div.card-v { (value) }
-            div.card-n { (note) }
-        }
-    }
-}
-
-/// A two-column table of counts, in `order` first.
-fn counts(
-    map: &BTreeMap<String, u64>,
-    order: &[&str],
-    empty: &str,
-    link: impl Fn(&str) -> Option<String>,
-) -> Markup {
-    if map.values().all(|n| *n == 0) {
-        return html! { p.muted { (empty) } };
-    }
-    let mut keys: Vec<&str> = order
-        .iter()
-        .copied()
-        .filter(|k| map.contains_key(*k))
-        .collect();
-    keys.extend(
-        map.keys()
-            .map(String::as_str)
-            .filter(|k| !order.contains(k)),
-    );
-    html! {
-        table.kv {
-            @for k in keys {
-                tr {
-                    td {
-                        @match link(k) {
-                            Some(href) => a href=(href) { (badge(k)) },
-                            None => (badge(k)),
-                        }
-                    }
-                    td.num { (count(map[k])) }
-                }
-            }
-        }
-    }
-}
-
-fn figures(r: &StatsReport) -> Markup {
-    let now = r.at.unwrap_or_else(chrono::Utc::now);
-    let g = |k: &str| r.by_status.get(k).copied().unwrap_or(0);
-    let dead_hour: u64 = r.dead_last_hour_by_kind.values().sum();
-    let dead_day: u64 = r.dead_last_day_by_kind.values().sum();
-    let tone = |warn: bool, tone: &'static str| if warn { tone } else { "" };
-    html! {
-        div.cards {
-            (card(
-                "Pending",
-                count(g("pending")),
-                format!("{} running", count(g("running"))),
-                "",
-            ))
-            (card(
-                "Dead",
-                count(g("dead")),
-                format!("+{} last hour · +{} last day", count(dead_hour), count(dead_day)),
-                tone(dead_hour > 0, "bad"),
-            ))
-            (card(
-                "Reconciling",
-                count(r.reconciling),
-                "unknown outcomes awaiting a decision",
-                tone(r.reconciling > 0, "warn"),
-            ))
-            (card(
-                "Held",
-                count(g("held")),
-                "quarantined or awaiting repair",
-                tone(g("held") > 0, "warn"),
-            ))
-            (card(
-                "Oldest eligible",
-                match &r.oldest_eligible {
-                    Some(o) => span(now - o.next_eligible_at),
-                    None => "—".into(),
-                },
-                html! {
-                    @match &r.oldest_eligible {
-                        Some(o) => { "overdue: " a href={ "/operations/" (o.id) } { (o.kind) } },
-                        None => "nothing overdue",
-                    }
-                },
-                "",
-            ))
-            (card(
-                "Backlog age",
-                match r.backlog_age_seconds {
-                    Some(a) => span(Duration::seconds(a)),
-                    None => "—".into(),
-                },
-                "oldest unfinished, by creation",
-                "",
-            ))
-            (card(
-                "Attempts per success",
-                match r.attempts_per_success {
-                    Some(a) => format!("{a:.2}"),
-                    None => "—".into(),
-                },
-                "1.00: every effect on its first attempt",
-                "",
-            ))
-        }
-    }
-}
-
-fn dead_table(r: &StatsReport) -> Markup {
-    if r.dead_by_kind.is_empty() {
-        return html! { p.muted { "No dead operations." } };
-    }
-    let of = |m: &BTreeMap<String, u64>, kind: &str| count(m.get(kind).copied().unwrap_or(0));
-    html! {
-        table.grid {
-            thead {
-                tr { th { "Kind" } th.num { "Dead" } th.num { "Last hour" } th.num { "Last day" } }
-            }
-            tbody {
-                @for (kind, n) in &r.dead_by_kind {
-                    tr {
-                        td { a href={ "/dead" (query(&[("kind", kind)])) } { (kind) } }
-                        td.num { (count(*n)) }
-                        td.num { (of(&r.dead_last_hour_by_kind, kind)) }
-                        td.num { (of(&r.dead_last_day_by_kind, kind)) }
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -15,12 +15,12 @@ use serde_json::json;
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
-use crate::controls_page::BATCH;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
 use crate::html::{count, select_options};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
+use crate::pause::BATCH;
 use crate::viewer::Viewer;
 
 /// The filter whose pending operations quarantine would move: it leads to the count.
