@@ -12,10 +12,11 @@ use oprec_core::operator::StatsReport;
 use crate::html::{badge, count, span};
 use crate::query_string::query;
 
-/// One figure: what it is, its value, and a note that explains it; `tone` marks it for attention.
-fn card(title: &str, value: impl Render, note: impl Render, tone: &str) -> Markup {
+/// One figure: what it is, its value, and a note that explains it; `tone` (`warn` or `bad`)
+/// marks it for attention.
+fn card(title: &str, value: impl Render, note: impl Render, tone: Option<&str>) -> Markup {
     html! {
-        div.card.(tone) {
+        div class={ "card" @if let Some(tone) = tone { " " (tone) } } {
             div.card-t { (title) }
             div.card-v { (value) }
             div.card-n { (note) }
@@ -66,14 +67,14 @@ pub(crate) fn figures(r: &StatsReport) -> Markup {
     let g = |k: &str| r.by_status.get(k).copied().unwrap_or(0);
     let dead_hour: u64 = r.dead_last_hour_by_kind.values().sum();
     let dead_day: u64 = r.dead_last_day_by_kind.values().sum();
-    let tone = |warn: bool, tone: &'static str| if warn { tone } else { "" };
+    let tone = |attention: bool, tone: &'static str| attention.then_some(tone);
     html! {
         div.cards {
             (card(
                 "Pending",
                 count(g("pending")),
                 format!("{} running", count(g("running"))),
-                "",
+                None,
             ))
             (card(
                 "Dead",
@@ -105,7 +106,7 @@ pub(crate) fn figures(r: &StatsReport) -> Markup {
                         None => "nothing overdue",
                     }
                 },
-                "",
+                None,
             ))
             (card(
                 "Backlog age",
@@ -114,7 +115,7 @@ pub(crate) fn figures(r: &StatsReport) -> Markup {
                     None => "—".into(),
                 },
                 "oldest unfinished, by creation",
-                "",
+                None,
             ))
             (card(
                 "Attempts per success",
@@ -123,7 +124,7 @@ pub(crate) fn figures(r: &StatsReport) -> Markup {
                     None => "—".into(),
                 },
                 "1.00: every effect on its first attempt",
-                "",
+                None,
             ))
         }
     }
