@@ -3,9 +3,9 @@
 //! dead per minute.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use chrono::{DateTime, Duration, DurationRound, Utc};
+use maud::{Markup, html};
 use oprec_core::operator::ActivityMinute;
 
 use crate::html::count;
@@ -31,8 +31,22 @@ fn nice_max(v: u64) -> u64 {
     }
 }
 
+/// The colour of attempts (and of their legend).
+const ATTEMPTS_FILL: &str = "#4f7cff";
+/// The colour of failed attempts.
+const FAILED_FILL: &str = "#f59e0b";
+/// The colour of promotions to dead.
+const DEAD_FILL: &str = "#dc2626";
+/// The colour of the grid lines.
+const GRID_STROKE: &str = "#e5e7eb";
+
+/// A coordinate with `digits` decimals.
+fn fixed(v: f64, digits: usize) -> String {
+    format!("{v:.digits$}")
+}
+
 /// The chart of `points` over the `minutes` before `now`.
-pub(crate) fn activity(points: &[ActivityMinute], now: DateTime<Utc>, minutes: i64) -> String {
+pub(crate) fn activity(points: &[ActivityMinute], now: DateTime<Utc>, minutes: i64) -> Markup {
     let end = now.duration_trunc(Duration::minutes(1)).unwrap_or(now);
     let start = end - Duration::minutes(minutes - 1);
     let by_minute: BTreeMap<DateTime<Utc>, &ActivityMinute> =
@@ -53,119 +67,84 @@ pub(crate) fn activity(points: &[ActivityMinute], now: DateTime<Utc>, minutes: i
     let total_d: u64 = series.iter().map(|s| s.3).sum();
     let plot_w = W - LEFT - RIGHT;
     let bw = plot_w / minutes as f64;
+    let bar_w = fixed((bw - 0.6).max(0.6), 2);
     let x = |i: usize| LEFT + i as f64 * bw;
     let top0 = 22.0;
     let bot0 = top0 + TOP_H + GAP;
     let h = bot0 + BOTTOM_H + 24.0;
-
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg class="chart" viewBox="0 0 {W} {h}" role="img" aria-label="Attempts and promotions to dead per minute over the last {minutes} minutes: {} attempts, {} failed, {} promoted to dead" xmlns="http://www.w3.org/2000/svg">"#,
+    let axis_y = fixed(bot0 + BOTTOM_H + 16.0, 1);
+    // Time labels: about six, on whole minutes.
+    let every = (minutes / 6).max(1) as usize;
+    let label = format!(
+        "Attempts and promotions to dead per minute over the last {minutes} minutes: {} \
+         attempts, {} failed, {} promoted to dead",
         count(total_a),
         count(total_f),
         count(total_d)
     );
-    // Panel titles and legends.
-    let _ = write!(
-        s,
-        r##"<text x="{LEFT}" y="14" class="ct">Attempts per minute</text><rect x="{}" y="5" width="10" height="10" fill="#4f7cff"/><text x="{}" y="14" class="cl">succeeded or retried ({})</text><rect x="{}" y="5" width="10" height="10" fill="#f59e0b"/><text x="{}" y="14" class="cl">failed ({})</text>"##,
-        LEFT + 170.0,
-        LEFT + 184.0,
-        count(total_a - total_f),
-        LEFT + 360.0,
-        LEFT + 374.0,
-        count(total_f)
-    );
-    let _ = write!(
-        s,
-        r##"<text x="{LEFT}" y="{}" class="ct">Promoted to dead per minute ({})</text>"##,
-        bot0 - 8.0,
-        count(total_d)
-    );
-    // Grid and axis labels.
-    for (y0, ph, max) in [(top0, TOP_H, max_a), (bot0, BOTTOM_H, max_d)] {
-        let fracs: &[f64] = if max < 2 {
-            &[0.0, 1.0]
-        } else {
-            &[0.0, 0.5, 1.0]
-        };
-        for &frac in fracs {
-            let y = y0 + ph - ph * frac;
-            let _ = write!(
-                s,
-                r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#e5e7eb"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"##,
-                W - RIGHT,
-                LEFT - 6.0,
-                y + 4.0,
-                count((max as f64 * frac).round() as u64)
-            );
-        }
-    }
-    // Bars.
-    for (i, (m, a, f, d)) in series.iter().enumerate() {
-        let tip = format!(
-            "{} — {} attempts, {} failed, {} dead",
-            m.format("%H:%M"),
-            count(*a),
-            count(*f),
-            count(*d)
-        );
-        if *a > 0 {
-            let ha = TOP_H * *a as f64 / max_a as f64;
-            let hf = TOP_H * *f as f64 / max_a as f64;
-            let _ = write!(
-                s,
-                r##"<g><title>{tip}</title><rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#4f7cff"/>"##,
-                x(i),
-                top0 + TOP_H - ha,
-                (bw - 0.6).max(0.6),
-                ha
-            );
-            if *f > 0 {
-                let _ = write!(
-                    s,
-                    r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#f59e0b"/>"##,
-                    x(i),
-                    top0 + TOP_H - hf,
-                    (bw - 0.6).max(0.6),
-                    hf
-                );
+
+    html! {
+        svg.chart viewBox={ "0 0 " (W) " " (h) } role="img" aria-label=(label)
+            xmlns="http://www.w3.org/2000/svg" {
+            // Panel titles and legends.
+            text.ct x=(LEFT) y="14" { "Attempts per minute" }
+            rect x=(LEFT + 170.0) y="5" width="10" height="10" fill=(ATTEMPTS_FILL) {}
+            text.cl x=(LEFT + 184.0) y="14" {
+                "succeeded or retried (" (count(total_a - total_f)) ")"
             }
-            s.push_str("</g>");
-        }
-        if *d > 0 {
-            let hd = BOTTOM_H * *d as f64 / max_d as f64;
-            let _ = write!(
-                s,
-                r##"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="#dc2626"><title>{tip}</title></rect>"##,
-                x(i),
-                bot0 + BOTTOM_H - hd,
-                (bw - 0.6).max(0.6),
-                hd
-            );
+            rect x=(LEFT + 360.0) y="5" width="10" height="10" fill=(FAILED_FILL) {}
+            text.cl x=(LEFT + 374.0) y="14" { "failed (" (count(total_f)) ")" }
+            text.ct x=(LEFT) y=(bot0 - 8.0) {
+                "Promoted to dead per minute (" (count(total_d)) ")"
+            }
+            // Grid and axis labels.
+            @for (y0, ph, max) in [(top0, TOP_H, max_a), (bot0, BOTTOM_H, max_d)] {
+                @let fracs: &[f64] = if max < 2 { &[0.0, 1.0] } else { &[0.0, 0.5, 1.0] };
+                @for frac in fracs {
+                    @let y = y0 + ph - ph * frac;
+                    line x1=(LEFT) x2=(W - RIGHT) y1=(fixed(y, 1)) y2=(fixed(y, 1))
+                        stroke=(GRID_STROKE) {}
+                    text.ax x=(LEFT - 6.0) y=(fixed(y + 4.0, 1)) text-anchor="end" {
+                        (count((max as f64 * frac).round() as u64))
+                    }
+                }
+            }
+            // Bars.
+            @for (i, (m, a, f, d)) in series.iter().enumerate() {
+                @let tip = format!(
+                    "{} — {} attempts, {} failed, {} dead",
+                    m.format("%H:%M"),
+                    count(*a),
+                    count(*f),
+                    count(*d)
+                );
+                @if *a > 0 {
+                    @let ha = TOP_H * *a as f64 / max_a as f64;
+                    @let hf = TOP_H * *f as f64 / max_a as f64;
+                    g {
+                        title { (tip) }
+                        rect x=(fixed(x(i), 2)) y=(fixed(top0 + TOP_H - ha, 2)) width=(bar_w)
+                            height=(fixed(ha, 2)) fill=(ATTEMPTS_FILL) {}
+                        @if *f > 0 {
+                            rect x=(fixed(x(i), 2)) y=(fixed(top0 + TOP_H - hf, 2)) width=(bar_w)
+                                height=(fixed(hf, 2)) fill=(FAILED_FILL) {}
+                        }
+                    }
+                }
+                @if *d > 0 {
+                    @let hd = BOTTOM_H * *d as f64 / max_d as f64;
+                    rect x=(fixed(x(i), 2)) y=(fixed(bot0 + BOTTOM_H - hd, 2)) width=(bar_w)
+                        height=(fixed(hd, 2)) fill=(DEAD_FILL) {
+                        title { (tip) }
+                    }
+                }
+            }
+            @for (i, (m, ..)) in series.iter().enumerate().step_by(every) {
+                text.ax x=(fixed(x(i), 1)) y=(axis_y) { (m.format("%H:%M")) }
+            }
+            text.ax x=(fixed(W - RIGHT, 1)) y=(axis_y) text-anchor="end" { "UTC" }
         }
     }
-    // Time labels: about six, on whole minutes.
-    let every = (minutes / 6).max(1) as usize;
-    for (i, (m, ..)) in series.iter().enumerate() {
-        if i % every == 0 {
-            let _ = write!(
-                s,
-                r#"<text x="{:.1}" y="{:.1}" class="ax">{}</text>"#,
-                x(i),
-                bot0 + BOTTOM_H + 16.0,
-                m.format("%H:%M")
-            );
-        }
-    }
-    let _ = write!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" class="ax" text-anchor="end">UTC</text></svg>"#,
-        W - RIGHT,
-        bot0 + BOTTOM_H + 16.0
-    );
-    s
 }
 
 #[cfg(test)]
@@ -182,7 +161,7 @@ mod tests {
             failed: 10,
             dead: 3,
         };
-        let svg = activity(&[p], now, 60);
+        let svg = activity(&[p], now, 60).into_string();
         assert!(svg.contains("40 attempts, 10 failed, 3 dead"));
         assert!(svg.contains("Promoted to dead per minute (3)"));
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));

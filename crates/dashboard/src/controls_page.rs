@@ -1,32 +1,19 @@
-//! Controls and quarantine: pause or resume claims and wake-ups by kind, failure class or
-//! dependency (resuming a dependency also releases what was held for its configuration failure,
-//! as `oprec resume` does), and move pending operations that cannot succeed as they are to held,
-//! after a count.
+//! The controls page: the pauses and postponements in force (each with its resume button), the
+//! pause form (handled in [`crate::pause`]), and the quarantine's filter form, which leads to
+//! [`crate::quarantine_page`].
 
-use std::collections::HashMap;
-use std::fmt::Write as _;
-
-use axum::Form;
 use axum::extract::Query;
-use axum::extract::rejection::{FormRejection, QueryRejection};
-use axum::response::{IntoResponse, Redirect, Response};
-use oprec_core::operator::{
-    AuditEntry, ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams,
-    ReleaseParams,
-};
-use oprec_core::{FailureClass, OperatorStore, Status};
+use axum::extract::rejection::QueryRejection;
+use maud::{Markup, html};
+use oprec_core::operator::Control;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::State;
 use crate::error::{AppError, store};
-use crate::filters::{FilterForm, duration, moment};
-use crate::html::{Nav, Page, badge, count, esc, or_dash, when};
-use crate::operations_page::form;
-use crate::security::{Caller, Viewer, authorize_form};
-
-/// Operations moved per store call.
-const BATCH: u64 = 500;
+use crate::html::{badge, count, or_dash, when};
+use crate::layout::{Nav, Page};
+use crate::quarantine_page::quarantine_filter_form;
+use crate::viewer::Viewer;
 
 /// Which message to show after an action (a fixed list: no text from the address reaches the
 /// page).
@@ -38,59 +25,6 @@ pub(crate) struct Done {
     n: Option<u64>,
 }
 
-fn scope_of(s: &str) -> Result<ControlScope, AppError> {
-    s.trim()
-        .parse()
-        .map_err(|_| AppError::bad_request("Pause by kind, failure_class or dependency."))
-}
-
-/// The checked value of a control: a class must be a failure class.
-fn value_of(scope: ControlScope, v: &str) -> Result<String, AppError> {
-    let v = v.trim();
-    if v.is_empty() || v.chars().count() > 200 || v.chars().any(char::is_control) {
-        return Err(AppError::bad_request(
-            "Name the kind, failure class or dependency to pause (at most 200 printable \
-             characters).",
-        ));
-    }
-    if scope == ControlScope::FailureClass {
-        let c: FailureClass = v.parse().map_err(|e: oprec_core::ParseEnumError| {
-            AppError::bad_request(format!(
-                "“{}” is not a failure class; use one of: {}.",
-                e.value, e.expected
-            ))
-        })?;
-        return Ok(c.as_str().to_owned());
-    }
-    Ok(v.to_owned())
-}
-
-fn filter_of(scope: ControlScope, value: &str) -> OperationFilter {
-    let mut f = OperationFilter::default();
-    match scope {
-        ControlScope::Kind => f.kinds = vec![value.to_owned()],
-        ControlScope::FailureClass => f.classes = value.parse().into_iter().collect(),
-        ControlScope::Dependency => f.dependency = Some(value.to_owned()),
-    }
-    f
-}
-
-/// Unfinished operations a control covers.
-async fn in_scope(store: &dyn OperatorStore, f: &OperationFilter) -> Result<u64, AppError> {
-    Ok(store
-        .operation_count_matching(f)
-        .await
-        .map_err(store_err)?
-        .iter()
-        .filter(|(s, _)| !s.is_terminal())
-        .map(|(_, n)| n)
-        .sum())
-}
-
-fn store_err(e: oprec_core::Error) -> AppError {
-    store(e)
-}
-
 /// `GET /controls`.
 pub(crate) async fn page(
     state: State,
@@ -100,9 +34,6 @@ pub(crate) async fn page(
     let done = q.map(|q| q.0).unwrap_or_default();
     let now = state.store.now().await.map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
-    let mut b = String::from(
-        r#"<div class="head"><h1>Controls</h1><p class="muted">A pause stops claims and wake-ups of the operations it names, nothing else; resuming starts them again. Quarantine moves pending operations to held until they are released.</p></div>"#,
-    );
     let n = done.n.map(count).unwrap_or_default();
     let notice = match done.done.as_str() {
         "pause" => {
@@ -113,327 +44,122 @@ pub(crate) async fn page(
         "quarantine" => format!("Quarantined {n} operations: they are held until released."),
         _ => String::new(),
     };
-    if !notice.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="notice good" id="notice">{}</p>"#,
-            esc(&notice)
-        );
-    }
-    b.push_str(r#"<section class="panel"><h2>In force</h2>"#);
-    if controls.is_empty() {
-        b.push_str(r#"<p class="muted" id="no-controls">Nothing is paused or postponed.</p>"#);
-    } else {
-        b.push_str(r#"<table class="grid" id="controls"><thead><tr><th>Scope</th><th>Value</th><th>Action</th><th>Until</th><th>By</th><th>Since</th><th>Reason</th><th></th></tr></thead><tbody>"#);
-        for c in &controls {
-            let resume = if viewer.why_not("/controls").is_none() {
-                format!(
-                    r#"<form method="post" action="/controls/resume" class="inline">{}<input type="hidden" name="scope" value="{}"><input type="hidden" name="value" value="{}"><button type="submit" class="small">Resume</button></form>"#,
-                    viewer.csrf_field(),
-                    esc(c.scope.as_str()),
-                    esc(&c.value)
-                )
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                b,
-                r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class="right">{resume}</td></tr>"#,
-                esc(c.scope.as_str()),
-                esc(&c.value),
-                badge(c.action.as_str()),
-                c.until
-                    .map(|u| when(u, now))
-                    .unwrap_or_else(|| "until resumed".into()),
-                esc(&c.actor),
-                when(c.created_at, now),
-                or_dash(c.reason.as_deref()),
-            );
-        }
-        b.push_str("</tbody></table>");
-    }
-    b.push_str("</section>");
-    b.push_str(r#"<div class="cols"><section class="panel"><h2>Pause</h2>"#);
-    match viewer.why_not("/controls") {
-        Some(why) => {
-            let _ = write!(b, r#"<p class="notice">{why}</p>"#);
-        }
-        None => {
-            let _ = write!(
-                b,
-                r#"<form method="post" action="/controls/pause" class="stack" id="pause-form">{}
-<div class="row"><label>By <select name="scope"><option value="kind">kind</option><option value="failure_class">failure class</option><option value="dependency">dependency</option></select></label>
-<label>Name <input name="value" required maxlength="200" placeholder="e.g. email.send or stripe"></label></div>
-<label>Until <input name="until" placeholder="until resumed, or 2h, or 2026-01-05T18:00"></label>
-<label>Reason <input name="reason" maxlength="500" placeholder="why, for the audit log"></label>
-<div class="actions"><button type="submit" class="primary">Pause</button></div></form>"#,
-                viewer.csrf_field()
-            );
-        }
-    }
-    b.push_str("</section>");
-    b.push_str(r#"<section class="panel"><h2>Quarantine</h2><p class="muted small">Count the pending operations a filter matches first; nothing moves until you confirm.</p>"#);
-    b.push_str(
-        r#"<form method="get" action="/quarantine" class="stack" id="quarantine-filter">
-<div class="row"><label>Kind <input name="kind" maxlength="200"></label><label>Dependency <input name="dependency" maxlength="200"></label></div>
-<div class="row"><label>Failure class <select name="class"><option value="">any</option>"#,
-    );
-    for c in FailureClass::ALL {
-        let _ = write!(b, r#"<option value="{0}">{0}</option>"#, c.as_str());
-    }
-    b.push_str(
-        r#"</select></label><label>Error contains <input name="error" maxlength="200"></label></div>
-<div class="actions"><button type="submit">Count pending operations…</button></div></form></section></div>"#,
-    );
-    Ok(Page::new("Controls", Nav::Controls, &viewer).body(b))
-}
-
-/// `POST /controls/pause`.
-pub(crate) async fn pause(
-    state: State,
-    caller: Caller,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Result<Response, AppError> {
-    let (actor, m) = authorize_form(&state, &caller, form)?;
-    let g = |k: &str| m.get(k).map(|s| s.trim()).unwrap_or("");
-    let scope = scope_of(g("scope"))?;
-    let value = value_of(scope, g("value"))?;
-    let now = state.store.now().await.map_err(store)?;
-    let until = match g("until") {
-        "" => None,
-        u => match duration(u) {
-            Some(d) => Some(now + d),
-            None => Some(
-                moment("until", u, now)?
-                    .filter(|t| *t > now)
-                    .ok_or_else(|| AppError::bad_request("“Until” must be in the future."))?,
-            ),
-        },
-    };
-    let reason = Some(g("reason").to_owned()).filter(|r| !r.is_empty());
-    state
-        .store
-        .control_set(ControlSetParams {
-            scope,
-            value: value.clone(),
-            action: ControlAction::Pause,
-            until,
-            reason: reason.clone(),
-            actor: actor.clone(),
-        })
-        .await
-        .map_err(store)?;
-    let affected = in_scope(state.store.as_ref(), &filter_of(scope, &value)).await?;
-    state
-        .store
-        .audit_insert(AuditEntry {
-            actor,
-            action: "pause".into(),
-            filter: json!({"scope": scope.as_str(), "value": value}),
-            affected,
-            reason,
-            details: json!({"until": until, "via": "dashboard"}),
-        })
-        .await
-        .map_err(store)?;
-    Ok(Redirect::to(&format!("/controls?done=pause&n={affected}")).into_response())
-}
-
-/// `POST /controls/resume`.
-pub(crate) async fn resume(
-    state: State,
-    caller: Caller,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Result<Response, AppError> {
-    let (actor, m) = authorize_form(&state, &caller, form)?;
-    let g = |k: &str| m.get(k).map(|s| s.trim()).unwrap_or("");
-    let scope = scope_of(g("scope"))?;
-    let value = value_of(scope, g("value"))?;
-    let removed = state
-        .store
-        .control_remove(scope, &value)
-        .await
-        .map_err(store)?;
-    // Resuming a dependency says its repair is done: release what its configuration failure held.
-    let mut released = 0;
-    if scope == ControlScope::Dependency {
-        let f = OperationFilter {
-            dependency: Some(value.clone()),
-            classes: vec![FailureClass::Configuration],
-            ..OperationFilter::default()
-        };
-        loop {
-            let n = state
-                .store
-                .operation_release(ReleaseParams {
-                    filter: f.clone(),
-                    limit: BATCH as u32,
-                })
-                .await
-                .map_err(store)?;
-            released += n;
-            if n < BATCH {
-                break;
+    let body = html! {
+        div.head {
+            h1 { "Controls" }
+            p.muted {
+                "A pause stops claims and wake-ups of the operations it names, nothing else; \
+                 resuming starts them again. Quarantine moves pending operations to held until \
+                 they are released."
             }
         }
-    }
-    if removed || released > 0 {
-        state
-            .store
-            .audit_insert(AuditEntry {
-                actor,
-                action: "resume".into(),
-                filter: json!({"scope": scope.as_str(), "value": value}),
-                affected: released,
-                reason: None,
-                details: json!({"control_removed": removed, "released_held": released, "via": "dashboard"}),
-            })
-            .await
-            .map_err(store)?;
-    }
-    let done = if removed { "resume" } else { "resume-none" };
-    Ok(Redirect::to(&format!("/controls?done={done}")).into_response())
-}
-
-/// The quarantine filter, which must narrow (to stop everything, pause).
-fn quarantine_filter(f: &FilterForm) -> Result<OperationFilter, AppError> {
-    let filter = OperationFilter {
-        ids: f.id()?.into_iter().collect(),
-        kinds: f.kind()?.into_iter().collect(),
-        classes: f.class()?.into_iter().collect(),
-        dependency: f.dependency()?,
-        error_contains: f.error_text()?,
-        ..OperationFilter::default()
-    };
-    if filter == OperationFilter::default() {
-        return Err(AppError::bad_request(
-            "Quarantine needs a filter (kind, failure class, dependency or error text). To stop \
-             all work for a while, pause instead.",
-        ));
-    }
-    Ok(filter)
-}
-
-/// `GET /quarantine`: how many pending operations match, and the confirmation.
-pub(crate) async fn quarantine_preview(
-    state: State,
-    viewer: Viewer,
-    q: Result<Query<FilterForm>, QueryRejection>,
-) -> Result<Page, AppError> {
-    let f = form(q)?;
-    let filter = quarantine_filter(&f)?;
-    let counts = state
-        .store
-        .operation_count_matching(&filter)
-        .await
-        .map_err(store)?;
-    let pending = counts.get(&Status::Pending).copied().unwrap_or(0);
-    let mut b = format!(
-        r#"<div class="head"><p class="crumbs"><a href="/controls">Controls</a> / quarantine</p><h1>Quarantine</h1></div><section class="panel"><p class="big" id="q-count">{} pending operation{} match</p>"#,
-        count(pending),
-        if pending == 1 { "" } else { "s" }
-    );
-    let others: Vec<String> = counts
-        .iter()
-        .filter(|(s, _)| **s != Status::Pending)
-        .map(|(s, n)| format!("{} {}", count(*n), s.as_str()))
-        .collect();
-    if !others.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="muted">Also matching, and left alone: {}.</p>"#,
-            esc(&others.join(", "))
-        );
-    }
-    if pending > 0 {
-        match viewer.why_not(&format!("/quarantine{}", f.query())) {
-            Some(why) => {
-                let _ = write!(b, r#"<p class="notice">{why}</p>"#);
-            }
-            None => {
-                let _ = write!(
-                    b,
-                    r#"<form method="post" action="/quarantine" class="stack" id="quarantine-form">{}{}<input type="hidden" name="expected" value="{pending}">
-<label>Reason (kept on each operation and in the audit log) <input name="reason" required maxlength="500" placeholder="e.g. malformed payloads from importer v2"></label>
-<div class="actions"><button type="submit" class="danger">Quarantine {} operation{}</button> <a class="button" href="/controls">Cancel</a></div></form>"#,
-                    viewer.csrf_field(),
-                    f.hidden_inputs(),
-                    count(pending),
-                    if pending == 1 { "" } else { "s" }
-                );
-            }
+        @if !notice.is_empty() {
+            p.notice.good #notice { (notice) }
         }
-    }
-    b.push_str("</section>");
-    Ok(Page::new("Quarantine", Nav::Controls, &viewer).body(b))
-}
-
-/// `POST /quarantine`.
-pub(crate) async fn quarantine(
-    state: State,
-    caller: Caller,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Result<Response, AppError> {
-    let (actor, m) = authorize_form(&state, &caller, form)?;
-    let f = FilterForm::from_map(&m);
-    let filter = quarantine_filter(&f)?;
-    let reason = m.get("reason").map(|r| r.trim()).unwrap_or("");
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(AppError::bad_request(
-            "Say why these operations are quarantined (up to 500 characters): the reason is kept \
-             on each one.",
-        ));
-    }
-    let expected: u64 = m
-        .get("expected")
-        .and_then(|e| e.trim().parse().ok())
-        .ok_or_else(|| AppError::bad_request("Count the operations again before confirming."))?;
-    let mut moved = 0u64;
-    let mut failure = None;
-    while moved < expected {
-        let ask = BATCH.min(expected - moved);
-        match state
-            .store
-            .operation_quarantine(QuarantineParams {
-                filter: filter.clone(),
-                reason: reason.to_owned(),
-                actor: actor.clone(),
-                limit: ask as u32,
-            })
-            .await
-        {
-            Ok(n) => {
-                moved += n;
-                if n < ask {
-                    break;
+        section.panel {
+            h2 { "In force" }
+            (controls_table(&controls, &viewer, now))
+        }
+        div.cols {
+            section.panel {
+                h2 { "Pause" }
+                @match viewer.why_not("/controls") {
+                    Some(why) => p.notice { (why) },
+                    None => (pause_form(&viewer)),
                 }
             }
-            Err(e) => {
-                failure = Some(store(e));
-                break;
+            section.panel {
+                h2 { "Quarantine" }
+                p.muted.small {
+                    "Count the pending operations a filter matches first; nothing moves until you \
+                     confirm."
+                }
+                (quarantine_filter_form())
+            }
+        }
+    };
+    Ok(Page::new("Controls", Nav::Controls, &viewer).body(body))
+}
+
+/// The controls in force, each with its resume button when the viewer can act.
+fn controls_table(
+    controls: &[Control],
+    viewer: &Viewer,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Markup {
+    if controls.is_empty() {
+        return html! { p.muted #no-controls { "Nothing is paused or postponed." } };
+    }
+    let can_act = viewer.why_not("/controls").is_none();
+    html! {
+        table.grid #controls {
+            thead {
+                tr {
+                    th { "Scope" } th { "Value" } th { "Action" } th { "Until" } th { "By" }
+                    th { "Since" } th { "Reason" } th {}
+                }
+            }
+            tbody {
+                @for c in controls {
+                    tr {
+                        td { (c.scope.as_str()) }
+                        td { (c.value) }
+                        td { (badge(c.action.as_str())) }
+                        td {
+                            @match c.until {
+                                Some(u) => (when(u, now)),
+                                None => "until resumed",
+                            }
+                        }
+                        td { (c.actor) }
+                        td { (when(c.created_at, now)) }
+                        td { (or_dash(c.reason.as_deref())) }
+                        td.right {
+                            @if can_act {
+                                form.inline method="post" action="/controls/resume" {
+                                    (viewer.csrf_field())
+                                    input type="hidden" name="scope" value=(c.scope.as_str());
+                                    input type="hidden" name="value" value=(c.value);
+                                    button.small type="submit" { "Resume" }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
     }
-    state
-        .store
-        .audit_insert(AuditEntry {
-            actor,
-            action: "quarantine".into(),
-            filter: serde_json::to_value(&filter).unwrap_or(json!({})),
-            affected: moved,
-            reason: Some(reason.to_owned()),
-            details: json!({"limit": expected, "via": "dashboard", "complete": failure.is_none()}),
-        })
-        .await
-        .map_err(store)?;
-    if let Some(mut e) = failure {
-        e.message = format!(
-            "{} {} operations were quarantined before the failure; count again and confirm to \
-             quarantine the rest.",
-            e.message,
-            count(moved)
-        );
-        return Err(e);
+}
+
+/// Pause by kind, failure class or dependency, until a time or until resumed.
+fn pause_form(viewer: &Viewer) -> Markup {
+    html! {
+        form.stack #pause-form method="post" action="/controls/pause" {
+            (viewer.csrf_field())
+            div.row {
+                label {
+                    "By "
+                    select name="scope" {
+                        option value="kind" { "kind" }
+                        option value="failure_class" { "failure class" }
+                        option value="dependency" { "dependency" }
+                    }
+                }
+                label {
+                    "Name "
+                    input name="value" required maxlength="200"
+                        placeholder="e.g. email.send or stripe";
+                }
+            }
+            label {
+                "Until "
+                input name="until" placeholder="until resumed, or 2h, or 2026-01-05T18:00";
+            }
+            label {
+                "Reason "
+                input name="reason" maxlength="500" placeholder="why, for the audit log";
+            }
+            div.actions { button.primary type="submit" { "Pause" } }
+        }
     }
-    Ok(Redirect::to(&format!("/controls?done=quarantine&n={moved}")).into_response())
 }

@@ -3,9 +3,10 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use maud::html;
 
-use crate::html::{Nav, Page, esc};
-use crate::security::Viewer;
+use crate::layout::{Nav, Page};
+use crate::viewer::Viewer;
 
 /// A request that failed, as the person will read it.
 #[derive(Debug)]
@@ -80,12 +81,13 @@ impl IntoResponse for AppError {
             can_act: false,
             session: None,
         };
-        let body = format!(
-            r#"<section class="narrow error-page"><h1>{}</h1><p class="notice bad">{}</p>
-<p><a href="/">Back to the overview</a></p></section>"#,
-            esc(&self.title),
-            esc(&self.message)
-        );
+        let body = html! {
+            section.narrow.error-page {
+                h1 { (self.title) }
+                p.notice.bad { (self.message) }
+                p { a href="/" { "Back to the overview" } }
+            }
+        };
         (
             self.status,
             Page::new(&self.title, Nav::None, &viewer).body(body),

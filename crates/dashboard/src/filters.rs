@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, NaiveDateTime, Utc};
+use maud::{Markup, html};
 use oprec_core::operator::OperationFilter;
 use oprec_core::{FailureClass, OperationId, Status, TerminalReason};
 use serde::Deserialize;
 
 use crate::error::AppError;
-use crate::html::query;
+use crate::query_string::query;
 
 /// A since/until pair, either end open.
 pub(crate) type TimeRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
@@ -75,17 +76,14 @@ impl FilterForm {
     }
 
     /// Hidden inputs carrying the filter through a confirmation form.
-    pub fn hidden_inputs(&self) -> String {
-        self.pairs()
-            .into_iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| {
-                format!(
-                    r#"<input type="hidden" name="{k}" value="{}">"#,
-                    crate::html::esc(v)
-                )
-            })
-            .collect()
+    pub fn hidden_inputs(&self) -> Markup {
+        html! {
+            @for (k, v) in self.pairs() {
+                @if !v.is_empty() {
+                    input type="hidden" name=(k) value=(v);
+                }
+            }
+        }
     }
 
     pub fn kind(&self) -> Result<Option<String>, AppError> {

@@ -1,58 +1,9 @@
-//! Building pages: escaping, the layout around every page, and the small pieces pages share
-//! (times, counts, badges, tables). Every value that came from a record or a request goes
-//! through [`esc`] before it reaches the page.
+//! The small pieces pages share: counts, times and spans as text; badges, relative times, dashes
+//! and select options as maud markup. Pages splice them into their own templates, where every
+//! value that came from a record or a request is escaped by maud.
 
-use std::fmt::Write;
-
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Duration, Utc};
-
-use crate::security::Viewer;
-
-/// Text made safe for HTML element content and double-quoted attributes.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
-/// Percent-encoding for a query-string value.
-pub(crate) fn url_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
-
-/// A query string from pairs, leaving out empty values.
-pub(crate) fn query(pairs: &[(&str, &str)]) -> String {
-    let q: Vec<String> = pairs
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{k}={}", url_encode(v)))
-        .collect();
-    if q.is_empty() {
-        String::new()
-    } else {
-        format!("?{}", q.join("&"))
-    }
-}
+use maud::{Markup, html};
 
 /// `1,234,567`.
 pub(crate) fn count(n: u64) -> String {
@@ -73,19 +24,14 @@ pub(crate) fn time(t: DateTime<Utc>) -> String {
 }
 
 /// A time with how long ago (or from now) it is, as a `<time>` element.
-pub(crate) fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+pub(crate) fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> Markup {
     let d = now - t;
     let rel = if d >= Duration::zero() {
         format!("{} ago", span(d))
     } else {
         format!("in {}", span(-d))
     };
-    format!(
-        r#"<time datetime="{}" title="{}">{}</time>"#,
-        t.to_rfc3339(),
-        time(t),
-        esc(&rel)
-    )
+    html! { time datetime=(t.to_rfc3339()) title=(time(t)) { (rel) } }
 }
 
 /// `3d 4h`, `12m 5s`, `40s`.
@@ -103,24 +49,20 @@ pub(crate) fn span(d: Duration) -> String {
     }
 }
 
-/// A status or class as a coloured label.
 /// The `<option>`s of a filter's `<select>`: "any" first, then each of `all`, with `current`
-/// selected. The values are the product's own names (kinds of status, class, reason), not input.
-pub(crate) fn select_options(current: &str, all: &[&str]) -> String {
-    let mut s = String::from(r#"<option value="">any</option>"#);
-    for o in all {
-        let selected = if *o == current.trim() {
-            " selected"
-        } else {
-            ""
-        };
-        let _ = write!(s, r#"<option value="{o}"{selected}>{o}</option>"#);
+/// selected.
+pub(crate) fn select_options(current: &str, all: &[&str]) -> Markup {
+    html! {
+        option value="" { "any" }
+        @for o in all {
+            option value=(o) selected[*o == current.trim()] { (o) }
+        }
     }
-    s
 }
 
-pub(crate) fn badge(text: &str) -> String {
-    format!(r#"<span class="badge b-{0}">{0}</span>"#, esc(text))
+/// A status, class, outcome or action as a coloured label.
+pub(crate) fn badge(text: &str) -> Markup {
+    html! { span class={ "badge b-" (text) } { (text) } }
 }
 
 /// An operation id cut for a table: the time-ordered start and the random end, which together
@@ -131,112 +73,12 @@ pub(crate) fn short_id(id: &oprec_core::OperationId) -> String {
 }
 
 /// An optional value, or a dash.
-pub(crate) fn or_dash(v: Option<&str>) -> String {
-    match v {
-        Some(v) if !v.is_empty() => esc(v),
-        _ => r#"<span class="muted">—</span>"#.to_owned(),
-    }
-}
-
-/// The pages of the top navigation.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Nav {
-    Overview,
-    Operations,
-    Dead,
-    Controls,
-    Transport,
-    Audit,
-    None,
-}
-
-/// A page in the layout.
-pub(crate) struct Page {
-    title: String,
-    nav: Nav,
-    viewer: Viewer,
-    body: String,
-    refresh: Option<u32>,
-}
-
-impl Page {
-    pub fn new(title: &str, nav: Nav, viewer: &Viewer) -> Self {
-        Page {
-            title: title.to_owned(),
-            nav,
-            viewer: viewer.clone(),
-            body: String::new(),
-            refresh: None,
+pub(crate) fn or_dash(v: Option<&str>) -> Markup {
+    html! {
+        @match v {
+            Some(v) if !v.is_empty() => (v),
+            _ => span.muted { "—" },
         }
-    }
-
-    pub fn body(mut self, body: String) -> Self {
-        self.body = body;
-        self
-    }
-
-    /// Reload the page every `seconds` (progress pages).
-    pub fn refresh(mut self, seconds: u32) -> Self {
-        self.refresh = Some(seconds);
-        self
-    }
-
-    fn render(&self) -> String {
-        let link = |nav: Nav, href: &str, label: &str| {
-            format!(
-                r#"<a href="{href}"{}>{label}</a>"#,
-                if nav == self.nav {
-                    r#" class="active" aria-current="page""#
-                } else {
-                    ""
-                }
-            )
-        };
-        let who = match (&self.viewer.session, self.viewer.can_act) {
-            (Some(s), _) => format!(
-                r#"<form method="post" action="/logout" class="inline"><span class="who">{}</span> <button type="submit" class="link">Sign out</button></form>"#,
-                esc(&s.name)
-            ),
-            (None, true) => r#"<a href="/login" class="signin">Sign in</a>"#.to_owned(),
-            (None, false) => {
-                r#"<span class="ro" title="Started without an operator token">read-only</span>"#
-                    .to_owned()
-            }
-        };
-        let refresh = self
-            .refresh
-            .map(|s| format!(r#"<meta http-equiv="refresh" content="{s}">"#))
-            .unwrap_or_default();
-        format!(
-            r#"<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-{refresh}<title>{title} · oprec</title><link rel="stylesheet" href="/assets/style.css"><script src="/assets/app.js" defer></script></head>
-<body><header class="top"><a href="/" class="brand"><span class="logo">◆</span> oprec</a><nav>{}{}{}{}{}{}</nav><div class="session">{who}</div></header>
-<main>{body}</main>
-<footer>oprec operator dashboard · the database row is the record; the broker is only a doorbell</footer>
-</body></html>"#,
-            link(Nav::Overview, "/", "Overview"),
-            link(Nav::Operations, "/operations", "Operations"),
-            link(Nav::Dead, "/dead", "Dead letters"),
-            link(Nav::Controls, "/controls", "Controls"),
-            link(Nav::Transport, "/transport", "Transport"),
-            link(Nav::Audit, "/audit", "Audit log"),
-            title = esc(&self.title),
-            body = self.body,
-        )
-    }
-}
-
-impl IntoResponse for Page {
-    fn into_response(self) -> Response {
-        (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/html; charset=utf-8"),
-            )],
-            self.render(),
-        )
-            .into_response()
     }
 }
 
@@ -245,19 +87,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(
-            esc(r#"<script>alert("x&'y")</script>"#),
-            "&lt;script&gt;alert(&quot;x&amp;&#39;y&quot;)&lt;/script&gt;"
-        );
-    }
-
-    #[test]
     fn formats_counts_and_spans() {
         assert_eq!(count(0), "0");
         assert_eq!(count(1234567), "1,234,567");
         assert_eq!(span(Duration::seconds(93784)), "1d 2h");
         assert_eq!(span(Duration::seconds(125)), "2m 5s");
-        assert_eq!(query(&[("kind", "a b&c"), ("x", "")]), "?kind=a%20b%26c");
+    }
+
+    #[test]
+    fn pieces_escape_what_they_are_given() {
+        let hostile = r#"<script>alert("x&'y")</script>"#;
+        assert_eq!(
+            badge(hostile).into_string(),
+            "<span class=\"badge b-&lt;script&gt;alert(&quot;x&amp;'y&quot;)&lt;/script&gt;\">\
+             &lt;script&gt;alert(&quot;x&amp;'y&quot;)&lt;/script&gt;</span>"
+        );
+        assert_eq!(
+            or_dash(Some(hostile)).into_string(),
+            "&lt;script&gt;alert(&quot;x&amp;'y&quot;)&lt;/script&gt;"
+        );
+        assert_eq!(
+            or_dash(Some("")).into_string(),
+            r#"<span class="muted">—</span>"#
+        );
+        assert_eq!(
+            select_options(" dead ", &["pending", "dead"]).into_string(),
+            r#"<option value="">any</option><option value="pending">pending</option><option value="dead" selected>dead</option>"#
+        );
     }
 }

@@ -4,28 +4,41 @@
 //! run, confirm with a rate, progress), pauses, quarantine and the transport purge.
 //!
 //! Server-rendered HTML with every asset embedded (no CDN, no build step), on axum, over any
-//! [`OperatorStore`]. It is not an API for programs (the `oprec` binary and the library are), and
-//! not a place to edit operation records by hand.
+//! [`OperatorStore`]. Pages are maud templates, checked at compile time, which escape every value
+//! spliced into them: no module builds HTML by hand. It is not an API for programs (the `oprec`
+//! binary and the library are), and not a place to edit operation records by hand.
 //!
 //! Security: reads are open to whoever reaches the listener (loopback by default); every mutating
 //! request needs the operator token — `Authorization: Bearer` for scripts, or a sign-in that sets
-//! an HttpOnly, SameSite=Strict session cookie, in which case each form also carries a CSRF token.
+//! an HttpOnly, SameSite=Strict session cookie signed with HMAC-SHA256, in which case each form
+//! also carries a CSRF token, compared in constant time.
 //! Cross-site requests are refused by `Sec-Fetch-Site` and `Origin`. Without a token the dashboard
 //! is read-only. Every action lands in the audit log with its actor.
 
 mod audit_page;
+mod authorize;
 mod chart;
 mod controls_page;
 mod dead_page;
 mod error;
+mod figures;
 mod filters;
 mod html;
 mod jobs;
+mod layout;
+mod middleware;
 mod operation_page;
 mod operations_page;
 mod overview;
+mod pause;
+mod quarantine_page;
+mod query_string;
+mod redrive_page;
+mod redrive_progress;
 mod security;
+mod sign_in;
 mod transport_page;
+mod viewer;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -85,28 +98,31 @@ impl Dashboard {
             .route("/operations", get(operations_page::page))
             .route("/operations/{id}", get(operation_page::page))
             .route("/dead", get(dead_page::groups))
-            .route("/redrive", get(dead_page::preview).post(dead_page::start))
-            .route("/jobs/{id}", get(dead_page::progress))
+            .route(
+                "/redrive",
+                get(redrive_page::preview).post(redrive_page::start),
+            )
+            .route("/jobs/{id}", get(redrive_progress::progress))
             .route("/controls", get(controls_page::page))
-            .route("/controls/pause", post(controls_page::pause))
-            .route("/controls/resume", post(controls_page::resume))
+            .route("/controls/pause", post(pause::pause))
+            .route("/controls/resume", post(pause::resume))
             .route(
                 "/quarantine",
-                get(controls_page::quarantine_preview).post(controls_page::quarantine),
+                get(quarantine_page::quarantine_preview).post(quarantine_page::quarantine),
             )
             .route("/transport", get(transport_page::page))
             .route("/transport/purge", post(transport_page::purge))
             .route("/audit", get(audit_page::page))
-            .route("/login", get(security::login_page).post(security::login))
-            .route("/logout", post(security::logout))
+            .route("/login", get(sign_in::login_page).post(sign_in::login))
+            .route("/logout", post(sign_in::logout))
             .route("/assets/style.css", get(style))
             .route("/assets/app.js", get(script))
             .fallback(error::not_found)
             .layer(tower_http::catch_panic::CatchPanicLayer::custom(
                 error::panicked,
             ))
-            .layer(axum::middleware::from_fn(security::refuse_cross_site))
-            .layer(axum::middleware::from_fn(security::headers))
+            .layer(axum::middleware::from_fn(middleware::refuse_cross_site))
+            .layer(axum::middleware::from_fn(middleware::headers))
             .with_state(state)
     }
 

@@ -1,18 +1,20 @@
-//! The overview: the figures of `oprec stats` (what is failing and why), the transport's depth,
-//! the controls in force, and the activity chart.
-
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+//! The overview: the figures of `oprec stats` (what is failing and why, in
+//! [`crate::figures`]), the transport's depth, the live workers, the controls in force, and the
+//! activity chart.
 
 use axum::extract::Query;
 use chrono::Duration;
+use maud::{Markup, html};
 use oprec_core::Status;
-use oprec_core::operator::StatsReport;
+use oprec_core::operator::{Control, StatsReport};
 use serde::Deserialize;
 
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, badge, count, esc, query, span, when};
-use crate::security::Viewer;
+use crate::figures::{counts, dead_table, figures};
+use crate::html::{count, when};
+use crate::layout::{Nav, Page};
+use crate::query_string::query;
+use crate::viewer::Viewer;
 use crate::{State, chart};
 
 /// The chart's window.
@@ -34,170 +36,85 @@ fn hours(q: &OverviewQuery) -> Result<i64, AppError> {
     }
 }
 
-fn card(title: &str, value: &str, note: &str, tone: &str) -> String {
-    format!(
-        r#"<div class="card {tone}"><div class="card-t">{}</div><div class="card-v">{value}</div><div class="card-n">{note}</div></div>"#,
-        esc(title)
-    )
-}
-
-/// A two-column table of counts, in `order` first.
-fn counts(
-    map: &BTreeMap<String, u64>,
-    order: &[&str],
-    empty: &str,
-    link: impl Fn(&str) -> Option<String>,
-) -> String {
-    if map.values().all(|n| *n == 0) {
-        return format!(r#"<p class="muted">{}</p>"#, esc(empty));
-    }
-    let mut keys: Vec<&str> = order
-        .iter()
-        .copied()
-        .filter(|k| map.contains_key(*k))
-        .collect();
-    keys.extend(
-        map.keys()
-            .map(String::as_str)
-            .filter(|k| !order.contains(k)),
-    );
-    let mut t = String::from(r#"<table class="kv">"#);
-    for k in keys {
-        let n = map[k];
-        let label = match link(k) {
-            Some(href) => format!(r#"<a href="{}">{}</a>"#, esc(&href), badge(k)),
-            None => badge(k),
-        };
-        let _ = write!(
-            t,
-            r#"<tr><td>{label}</td><td class="num">{}</td></tr>"#,
-            count(n)
-        );
-    }
-    t.push_str("</table>");
-    t
-}
-
-fn figures(r: &StatsReport) -> String {
-    let now = r.at.unwrap_or_else(chrono::Utc::now);
-    let g = |k: &str| r.by_status.get(k).copied().unwrap_or(0);
-    let dead_hour: u64 = r.dead_last_hour_by_kind.values().sum();
-    let dead_day: u64 = r.dead_last_day_by_kind.values().sum();
-    let mut s = String::from(r#"<div class="cards">"#);
-    s.push_str(&card(
-        "Pending",
-        &count(g("pending")),
-        &format!("{} running", count(g("running"))),
-        "",
-    ));
-    s.push_str(&card(
-        "Dead",
-        &count(g("dead")),
-        &format!(
-            "+{} last hour · +{} last day",
-            count(dead_hour),
-            count(dead_day)
-        ),
-        if dead_hour > 0 { "bad" } else { "" },
-    ));
-    s.push_str(&card(
-        "Reconciling",
-        &count(r.reconciling),
-        "unknown outcomes awaiting a decision",
-        if r.reconciling > 0 { "warn" } else { "" },
-    ));
-    s.push_str(&card(
-        "Held",
-        &count(g("held")),
-        "quarantined or awaiting repair",
-        if g("held") > 0 { "warn" } else { "" },
-    ));
-    s.push_str(&card(
-        "Oldest eligible",
-        &match &r.oldest_eligible {
-            Some(o) => esc(&span(now - o.next_eligible_at)),
-            None => "—".into(),
-        },
-        &match &r.oldest_eligible {
-            Some(o) => format!(
-                r#"overdue: <a href="/operations/{}">{}</a>"#,
-                o.id,
-                esc(&o.kind)
-            ),
-            None => "nothing overdue".into(),
-        },
-        "",
-    ));
-    s.push_str(&card(
-        "Backlog age",
-        &match r.backlog_age_seconds {
-            Some(a) => esc(&span(Duration::seconds(a))),
-            None => "—".into(),
-        },
-        "oldest unfinished, by creation",
-        "",
-    ));
-    s.push_str(&card(
-        "Attempts per success",
-        &match r.attempts_per_success {
-            Some(a) => format!("{a:.2}"),
-            None => "—".into(),
-        },
-        "1.00: every effect on its first attempt",
-        "",
-    ));
-    s.push_str("</div>");
-    s
-}
-
-fn dead_table(r: &StatsReport) -> String {
-    if r.dead_by_kind.is_empty() {
-        return r#"<p class="muted">No dead operations.</p>"#.into();
-    }
-    let mut t = String::from(
-        r#"<table class="grid"><thead><tr><th>Kind</th><th class="num">Dead</th><th class="num">Last hour</th><th class="num">Last day</th></tr></thead><tbody>"#,
-    );
-    for (kind, n) in &r.dead_by_kind {
-        let of = |m: &BTreeMap<String, u64>| count(m.get(kind).copied().unwrap_or(0));
-        let _ = write!(
-            t,
-            r#"<tr><td><a href="/dead{}">{}</a></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td></tr>"#,
-            esc(&query(&[("kind", kind)])),
-            esc(kind),
-            count(*n),
-            of(&r.dead_last_hour_by_kind),
-            of(&r.dead_last_day_by_kind)
-        );
-    }
-    t.push_str("</tbody></table>");
-    t
-}
-
 /// The live workers: who runs which kinds, on which code version.
 fn workers_list(
     workers: &[oprec_core::WorkerRecord],
     now: chrono::DateTime<chrono::Utc>,
-) -> String {
+) -> Markup {
     if workers.is_empty() {
-        return format!(
-            r#"<p class="muted" id="workers">No worker seen in the last {} s.</p>"#,
-            oprec_core::WORKER_LIVE_SECS
-        );
+        return html! {
+            p.muted #workers { "No worker seen in the last " (oprec_core::WORKER_LIVE_SECS) " s." }
+        };
     }
-    let mut t = String::from(r#"<table class="kv" id="workers">"#);
-    for w in workers {
-        let _ = write!(
-            t,
-            r#"<tr><td><span class="mono">{}</span><div class="muted small">{} · {} · seen {}</div></td><td class="small">{}</td></tr>"#,
-            esc(&w.id),
-            esc(&w.host),
-            esc(w.code_version.as_deref().unwrap_or("no version")),
-            when(w.last_seen_at, now),
-            esc(&w.kinds.join(", "))
-        );
+    html! {
+        table.kv #workers {
+            @for w in workers {
+                tr {
+                    td {
+                        span.mono { (w.id) }
+                        div.muted.small {
+                            (w.host) " · " (w.code_version.as_deref().unwrap_or("no version"))
+                            " · seen " (when(w.last_seen_at, now))
+                        }
+                    }
+                    td.small { (w.kinds.join(", ")) }
+                }
+            }
+        }
     }
-    t.push_str("</table>");
-    t
+}
+
+/// What needs attention before the figures: controls in force, and kinds no live worker handles.
+fn notices(controls: &[Control], r: &StatsReport, now: chrono::DateTime<chrono::Utc>) -> Markup {
+    html! {
+        @if !controls.is_empty() {
+            p.notice.warn {
+                strong {
+                    (controls.len()) " control" @if controls.len() != 1 { "s" } " in force:"
+                }
+                " "
+                @for (i, c) in controls.iter().enumerate() {
+                    @if i > 0 { ", " }
+                    (c.action.as_str()) " " (c.scope.as_str()) " " (c.value)
+                }
+                " — " a href="/controls" { "manage" }
+            }
+        }
+        @if !r.unhandled.is_empty() {
+            p.notice.bad #unhandled {
+                strong { "No live worker handles:" } " "
+                @for (i, u) in r.unhandled.iter().enumerate() {
+                    @if i > 0 { "; " }
+                    a href={ "/operations" (query(&[("kind", &u.kind), ("status", "pending")])) } {
+                        (u.kind)
+                    }
+                    " (" (count(u.pending)) " pending, " (count(u.eligible))
+                    " eligible, oldest created " (when(u.oldest_created_at, now)) ")"
+                }
+                " — these wait until a worker that registers their kind runs."
+            }
+        }
+    }
+}
+
+/// The broker's depth, or why it is unknown.
+fn transport(name: Option<&str>, depth: Option<oprec_core::Result<u64>>) -> Markup {
+    match (name, depth) {
+        (Some(name), Some(Ok(d))) => html! {
+            p.big { (count(d)) }
+            p.muted { "wake-ups waiting on " (name) }
+            p { a href="/transport" { "Transport →" } }
+        },
+        (Some(name), Some(Err(e))) => {
+            tracing::warn!(error = %e, "transport depth");
+            html! {
+                p.notice.bad {
+                    (name) " did not answer: its depth is unknown. Operations are safe in the store."
+                }
+            }
+        }
+        _ => html! { p.muted { "No broker configured: workers poll the store." } },
+    }
 }
 
 /// `GET /`.
@@ -225,139 +142,74 @@ pub(crate) async fn page(
         Some(t) => Some(t.depth().await),
         None => None,
     };
-
-    let mut b = String::new();
-    let _ = write!(
-        b,
-        r#"<div class="head"><h1>Overview</h1><p class="muted">{} · figures at {}</p></div>"#,
-        esc(&state.store_name),
-        when(now, now)
-    );
-    if !controls.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="notice warn"><strong>{} control{} in force:</strong> {} — <a href="/controls">manage</a></p>"#,
-            controls.len(),
-            if controls.len() == 1 { "" } else { "s" },
-            controls
-                .iter()
-                .map(|c| format!(
-                    "{} {} {}",
-                    esc(c.action.as_str()),
-                    esc(c.scope.as_str()),
-                    esc(&c.value)
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
-    if !r.unhandled.is_empty() {
-        let _ = write!(
-            b,
-            r#"<p class="notice bad" id="unhandled"><strong>No live worker handles:</strong> {} — these wait until a worker that registers their kind runs.</p>"#,
-            r.unhandled
-                .iter()
-                .map(|u| format!(
-                    r#"<a href="/operations{}">{}</a> ({} pending, {} eligible, oldest created {})"#,
-                    esc(&query(&[("kind", &u.kind), ("status", "pending")])),
-                    esc(&u.kind),
-                    count(u.pending),
-                    count(u.eligible),
-                    when(u.oldest_created_at, now)
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
-    }
-    b.push_str(&figures(&r));
-
-    let _ = write!(
-        b,
-        r#"<section class="panel"><div class="panel-h"><h2>Activity</h2><nav class="seg">{}</nav></div>{}</section>"#,
-        [1, 3, 6, 12, 24]
-            .iter()
-            .map(|h| format!(
-                r#"<a href="/?hours={h}"{}>{h}h</a>"#,
-                if *h == hours {
-                    r#" class="active""#
-                } else {
-                    ""
-                }
-            ))
-            .collect::<String>(),
-        chart::activity(&activity, now, hours * 60)
-    );
-
-    b.push_str(r#"<div class="cols">"#);
     // Status declares its variants in the order work flows through them.
     let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
-    let _ = write!(
-        b,
-        r#"<section class="panel"><h2>Operations by status</h2>{}</section>"#,
-        counts(&r.by_status, &statuses, "No operations yet.", |k| Some(
-            format!("/operations?status={k}")
-        ))
-    );
-    let _ = write!(
-        b,
-        r#"<section class="panel"><h2>Pending by failure class</h2><p class="muted small">none: not failed yet</p>{}</section>"#,
-        counts(
-            &r.pending_by_class,
-            &["none"],
-            "No pending operations.",
-            |k| { (k != "none").then(|| format!("/operations?status=pending&class={k}")) }
-        )
-    );
-    let transport = match (&state.transport_name, depth) {
-        (Some(name), Some(Ok(d))) => format!(
-            r#"<p class="big">{}</p><p class="muted">wake-ups waiting on {}</p><p><a href="/transport">Transport →</a></p>"#,
-            count(d),
-            esc(name)
-        ),
-        (Some(name), Some(Err(e))) => {
-            tracing::warn!(error = %e, "transport depth");
-            format!(
-                r#"<p class="notice bad">{} did not answer: its depth is unknown. Operations are safe in the store.</p>"#,
-                esc(name)
-            )
-        }
-        _ => r#"<p class="muted">No broker configured: workers poll the store.</p>"#.to_owned(),
-    };
-    let _ = write!(
-        b,
-        r#"<section class="panel"><h2>Transport</h2>{transport}<h2>Workers</h2>{}</section>"#,
-        workers_list(&workers, now)
-    );
-    b.push_str("</div>");
 
-    b.push_str(r#"<div class="cols">"#);
-    let _ = write!(
-        b,
-        r#"<section class="panel wide"><h2>Dead per kind</h2>{}</section>"#,
-        dead_table(&r)
-    );
-    let _ = write!(
-        b,
-        r#"<section class="panel"><h2>Attempts last hour by dependency</h2>{}<h2>Dead last day by code version</h2>{}<h2>Backlog by age</h2>{}</section>"#,
-        counts(
-            &r.attempts_last_hour_by_dependency,
-            &[],
-            "No attempts in the last hour.",
-            |_| None
-        ),
-        counts(
-            &r.dead_last_day_by_code_version,
-            &[],
-            "No deaths in the last day.",
-            |_| None
-        ),
-        counts(
-            &r.backlog_by_age,
-            &["<1h", "1h-1d", "1d-7d", ">7d"],
-            "No unfinished operations.",
-            |_| None
-        ),
-    );
-    b.push_str("</div>");
-    Ok(Page::new("Overview", Nav::Overview, &viewer).body(b))
+    let body = html! {
+        div.head {
+            h1 { "Overview" }
+            p.muted { (state.store_name) " · figures at " (when(now, now)) }
+        }
+        (notices(&controls, &r, now))
+        (figures(&r))
+        section.panel {
+            div.panel-h {
+                h2 { "Activity" }
+                nav.seg {
+                    @for h in [1, 3, 6, 12, 24] {
+                        a href={ "/?hours=" (h) } class=[(h == hours).then_some("active")] {
+                            (h) "h"
+                        }
+                    }
+                }
+            }
+            (chart::activity(&activity, now, hours * 60))
+        }
+        div.cols {
+            section.panel {
+                h2 { "Operations by status" }
+                (counts(&r.by_status, &statuses, "No operations yet.", |k| {
+                    Some(format!("/operations?status={k}"))
+                }))
+            }
+            section.panel {
+                h2 { "Pending by failure class" }
+                p.muted.small { "none: not failed yet" }
+                (counts(&r.pending_by_class, &["none"], "No pending operations.", |k| {
+                    (k != "none").then(|| format!("/operations?status=pending&class={k}"))
+                }))
+            }
+            section.panel {
+                h2 { "Transport" }
+                (transport(state.transport_name.as_deref(), depth))
+                h2 { "Workers" }
+                (workers_list(&workers, now))
+            }
+        }
+        div.cols {
+            section.panel.wide {
+                h2 { "Dead per kind" }
+                (dead_table(&r))
+            }
+            section.panel {
+                h2 { "Attempts last hour by dependency" }
+                (counts(
+                    &r.attempts_last_hour_by_dependency,
+                    &[],
+                    "No attempts in the last hour.",
+                    |_| None,
+                ))
+                h2 { "Dead last day by code version" }
+                (counts(&r.dead_last_day_by_code_version, &[], "No deaths in the last day.", |_| None))
+                h2 { "Backlog by age" }
+                (counts(
+                    &r.backlog_by_age,
+                    &["<1h", "1h-1d", "1d-7d", ">7d"],
+                    "No unfinished operations.",
+                    |_| None,
+                ))
+            }
+        }
+    };
+    Ok(Page::new("Overview", Nav::Overview, &viewer).body(body))
 }

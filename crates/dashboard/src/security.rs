@@ -1,32 +1,20 @@
-//! Who may change things: the operator token, the signed session cookie a sign-in sets, the CSRF
-//! token each form carries, the refusal of cross-site requests, and the actor every audit entry
-//! names. Reads need none of these; every mutating request needs the token one way or another.
+//! Who may change things, and how a session proves it: the operator token, the key that signs
+//! session cookies and CSRF tokens, and the signed-in operator a valid cookie names. Checking a
+//! request against them is [`crate::authorize`]'s job; signing in is [`crate::sign_in`]'s.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::net::SocketAddr;
-use std::sync::Arc;
 
-use axum::Form;
-use axum::extract::rejection::FormRejection;
-use axum::extract::{ConnectInfo, FromRequestParts, Request};
-use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::http::{HeaderMap, header};
 use chrono::Utc;
+use hmac::{Hmac, Mac};
 use rand::RngCore;
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
-
-use crate::error::AppError;
-use crate::html::{self, Nav, Page, esc};
-use crate::{AppState, State};
+use subtle::ConstantTimeEq;
 
 /// The session cookie's name.
-const COOKIE: &str = "oprec_session";
+pub(crate) const COOKIE: &str = "oprec_session";
 /// How long a sign-in lasts.
-const SESSION_SECONDS: i64 = 12 * 3600;
+pub(crate) const SESSION_SECONDS: i64 = 12 * 3600;
 /// The shortest token accepted: a guessable token is no protection.
 pub const MIN_TOKEN_LEN: usize = 16;
 
@@ -70,36 +58,36 @@ impl Keys {
         rand::rng().fill_bytes(&mut secret);
         Keys {
             token_digest: Sha256::digest(token.0.as_bytes()).into(),
-            key: hmac(&secret, token.0.as_bytes()),
+            key: hmac_sha256(&secret, token.0.as_bytes()),
         }
     }
 
     /// Whether `given` is the token, compared in constant time.
-    fn is_token(&self, given: &str) -> bool {
+    pub(crate) fn is_token(&self, given: &str) -> bool {
         let d: [u8; 32] = Sha256::digest(given.as_bytes()).into();
         same(&d, &self.token_digest)
     }
 
     fn sign(&self, what: &str) -> String {
-        hex(&hmac(&self.key, what.as_bytes()))
+        hex::encode(hmac_sha256(&self.key, what.as_bytes()))
     }
 
     /// A new session cookie value for `name`.
-    fn session_cookie(&self, name: &str) -> String {
+    pub(crate) fn session_cookie(&self, name: &str) -> String {
         let mut nonce = [0u8; 16];
         rand::rng().fill_bytes(&mut nonce);
         let body = format!(
             "{}.{}.{}",
             Utc::now().timestamp(),
-            hex(name.as_bytes()),
-            hex(&nonce)
+            hex::encode(name.as_bytes()),
+            hex::encode(nonce)
         );
         let mac = self.sign(&format!("session|{body}"));
         format!("{body}.{mac}")
     }
 
     /// The session a cookie value carries, if it is ours and not expired.
-    fn session(&self, value: &str) -> Option<Session> {
+    pub(crate) fn session(&self, value: &str) -> Option<Session> {
         let (body, mac) = value.rsplit_once('.')?;
         if !same(
             self.sign(&format!("session|{body}")).as_bytes(),
@@ -109,7 +97,7 @@ impl Keys {
         }
         let mut parts = body.split('.');
         let issued: i64 = parts.next()?.parse().ok()?;
-        let name = String::from_utf8(unhex(parts.next()?)?).ok()?;
+        let name = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
         let nonce = parts.next()?;
         let age = Utc::now().timestamp() - issued;
         if !(0..=SESSION_SECONDS).contains(&age) {
@@ -131,48 +119,8 @@ pub(crate) struct Session {
     pub csrf: String,
 }
 
-/// Who is looking: whether actions are possible at all, and the session if signed in.
-#[derive(Clone, Debug)]
-pub(crate) struct Viewer {
-    /// A token is configured (otherwise the dashboard is read-only).
-    pub can_act: bool,
-    /// The signed-in operator.
-    pub session: Option<Session>,
-}
-
-impl Viewer {
-    /// The hidden CSRF field for a form.
-    pub fn csrf_field(&self) -> String {
-        match &self.session {
-            Some(s) => format!(
-                r#"<input type="hidden" name="csrf" value="{}">"#,
-                esc(&s.csrf)
-            ),
-            None => String::new(),
-        }
-    }
-
-    /// What to show instead of an action's button when the viewer cannot act; `None` when
-    /// they can.
-    pub fn why_not(&self, here: &str) -> Option<String> {
-        if !self.can_act {
-            Some(
-                "Read-only: the dashboard was started without an operator token \
-                 (<code>--token</code> or <code>OPREC_DASHBOARD_TOKEN</code>)."
-                    .to_owned(),
-            )
-        } else if self.session.is_none() {
-            Some(format!(
-                r#"<a href="/login?next={}">Sign in</a> with the operator token to act."#,
-                esc(&html::url_encode(here))
-            ))
-        } else {
-            None
-        }
-    }
-}
-
-fn cookie_value(headers: &HeaderMap) -> Option<String> {
+/// The session cookie's value in a request, if it carries one.
+pub(crate) fn cookie_value(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -183,340 +131,16 @@ fn cookie_value(headers: &HeaderMap) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
-impl FromRequestParts<Arc<AppState>> for Viewer {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &Arc<AppState>,
-    ) -> Result<Self, Self::Rejection> {
-        let session = state
-            .keys
-            .as_ref()
-            .and_then(|k| cookie_value(&parts.headers).and_then(|c| k.session(&c)));
-        Ok(Viewer {
-            can_act: state.keys.is_some(),
-            session,
-        })
-    }
-}
-
-/// The request's headers and the peer's address, for [`authorize`].
-pub(crate) struct Caller {
-    headers: HeaderMap,
-    peer: Option<SocketAddr>,
-}
-
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(Caller {
-            headers: parts.headers.clone(),
-            peer: parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map(|c| c.0),
-        })
-    }
-}
-
-/// Reads a mutating request's form (an unreadable one as empty) and authorizes it by its `csrf`
-/// field (see [`authorize`]); returns the actor and the form's fields.
-pub(crate) fn authorize_form(
-    state: &AppState,
-    caller: &Caller,
-    form: Result<Form<HashMap<String, String>>, FormRejection>,
-) -> Result<(String, HashMap<String, String>), AppError> {
-    let fields = form.map(|f| f.0).unwrap_or_default();
-    let actor = authorize(state, caller, fields.get("csrf").map(String::as_str))?;
-    Ok((actor, fields))
-}
-
-/// Checks that a mutating request carries the token — as a bearer token, or as a session whose
-/// CSRF token `csrf` matches — and returns the actor for the audit log: `dashboard:<name>` for a
-/// session, `dashboard:token@<address>` (or the `X-Oprec-Actor` header's name) for a bearer.
-fn authorize(state: &AppState, caller: &Caller, csrf: Option<&str>) -> Result<String, AppError> {
-    let Some(keys) = &state.keys else {
-        return Err(AppError::new(
-            StatusCode::FORBIDDEN,
-            "Read-only dashboard",
-            "This dashboard was started without an operator token, so nothing can be changed \
-             from it. Restart it with --token (or OPREC_DASHBOARD_TOKEN) to allow actions, or use \
-             the oprec command line.",
-        ));
-    };
-    if let Some(auth) = caller.headers.get(header::AUTHORIZATION) {
-        let given = auth
-            .to_str()
-            .ok()
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !keys.is_token(given.trim()) {
-            return Err(unauthorized());
-        }
-        let name = match caller.headers.get("x-oprec-actor") {
-            Some(v) => actor_name(v.to_str().unwrap_or("\u{0}"))?,
-            None => format!(
-                "token@{}",
-                caller
-                    .peer
-                    .map(|p| p.ip().to_string())
-                    .unwrap_or_else(|| "unknown".into())
-            ),
-        };
-        return Ok(format!("dashboard:{name}"));
-    }
-    let Some(session) = cookie_value(&caller.headers).and_then(|c| keys.session(&c)) else {
-        return Err(unauthorized());
-    };
-    match csrf {
-        Some(given) if same(given.as_bytes(), session.csrf.as_bytes()) => {
-            Ok(format!("dashboard:{}", session.name))
-        }
-        _ => Err(AppError::new(
-            StatusCode::FORBIDDEN,
-            "Form expired",
-            "This form did not carry a valid CSRF token (it may be from before a restart of the \
-             dashboard, or from another site). Nothing was changed. Reload the page and try again.",
-        )),
-    }
-}
-
-fn unauthorized() -> AppError {
-    AppError::new(
-        StatusCode::UNAUTHORIZED,
-        "Sign-in needed",
-        "Changing anything needs the operator token: sign in with it, or send it as \
-         `Authorization: Bearer <token>`. Nothing was changed.",
-    )
-}
-
-/// A name for the audit log: 1 to 64 printable characters.
-pub(crate) fn actor_name(name: &str) -> Result<String, AppError> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::bad_request(
-            "Give your name (1 to 64 printable characters): it is recorded with every action \
-             in the audit log.",
-        ));
-    }
-    Ok(name.to_owned())
-}
-
-/// Refuses requests that change things when the browser says they come from another site
-/// (`Sec-Fetch-Site`), or whose `Origin` is not this host. Requests without either header
-/// (scripts, old browsers) pass on to the token and CSRF checks.
-pub(crate) async fn refuse_cross_site(req: Request, next: Next) -> Response {
-    if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
-        return next.run(req).await;
-    }
-    let h = req.headers();
-    let fetch_site = h.get("sec-fetch-site").and_then(|v| v.to_str().ok());
-    let cross = match fetch_site {
-        Some("same-origin") | Some("none") | None => false,
-        Some(_) => true,
-    };
-    let host = h.get(header::HOST).and_then(|v| v.to_str().ok());
-    let origin_ok = match h.get(header::ORIGIN).map(|v| v.to_str().unwrap_or("null")) {
-        None => true,
-        Some(origin) => host.is_some_and(|host| {
-            origin == format!("http://{host}") || origin == format!("https://{host}")
-        }),
-    };
-    if cross || !origin_ok {
-        return AppError::new(
-            StatusCode::FORBIDDEN,
-            "Cross-site request refused",
-            "This request came from another site (or an origin the dashboard does not know), \
-             so it was refused and nothing was changed. Open the dashboard itself and act from \
-             its pages.",
-        )
-        .into_response();
-    }
-    next.run(req).await
-}
-
-/// Security headers on every response: no framing, no sniffing, no inline scripts, no caching
-/// of pages.
-pub(crate) async fn headers(req: Request, next: Next) -> Response {
-    let mut res = next.run(req).await;
-    let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; \
-             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    if !h.contains_key(header::CACHE_CONTROL) {
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    }
-    res
-}
-
-/// The sign-in form's query.
-#[derive(Deserialize)]
-pub(crate) struct LoginQuery {
-    next: Option<String>,
-}
-
-fn login_form(next: &str, message: Option<&str>) -> String {
-    let mut body = String::from(r#"<section class="narrow"><h1>Sign in</h1>"#);
-    if let Some(m) = message {
-        body.push_str(&format!(r#"<p class="notice bad">{}</p>"#, esc(m)));
-    }
-    body.push_str(&format!(
-        r#"<p class="muted">Reading needs no sign-in. Actions (re-drive, pause, quarantine, purge)
-need the operator token the dashboard was started with; your name goes into the audit log with
-each action.</p>
-<form method="post" action="/login" class="stack">
-<input type="hidden" name="next" value="{}">
-<label>Your name <input name="name" required maxlength="64" autocomplete="username" placeholder="e.g. alice"></label>
-<label>Operator token <input name="token" type="password" required autocomplete="current-password"></label>
-<button type="submit" class="primary">Sign in</button>
-</form></section>"#,
-        esc(next)
-    ));
-    body
-}
-
-/// Only a local path: never a redirect to another site.
-fn safe_next(next: Option<&str>) -> String {
-    match next {
-        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
-        _ => "/".to_owned(),
-    }
-}
-
-/// `GET /login`.
-pub(crate) async fn login_page(
-    viewer: Viewer,
-    q: axum::extract::Query<LoginQuery>,
-) -> Result<Response, AppError> {
-    if !viewer.can_act {
-        return Err(authorize_read_only());
-    }
-    let next = safe_next(q.next.as_deref());
-    Ok(Page::new("Sign in", Nav::None, &viewer)
-        .body(login_form(&next, None))
-        .into_response())
-}
-
-fn authorize_read_only() -> AppError {
-    AppError::new(
-        StatusCode::FORBIDDEN,
-        "Read-only dashboard",
-        "This dashboard was started without an operator token, so there is nothing to sign in \
-         to: every page can be read without it. Restart it with --token (or \
-         OPREC_DASHBOARD_TOKEN) to allow actions.",
-    )
-}
-
-/// The sign-in form.
-#[derive(Deserialize)]
-pub(crate) struct LoginForm {
-    name: String,
-    token: String,
-    next: Option<String>,
-}
-
-/// `POST /login`: checks the token and sets the session cookie.
-pub(crate) async fn login(
-    state: State,
-    viewer: Viewer,
-    axum::Form(form): axum::Form<LoginForm>,
-) -> Result<Response, AppError> {
-    let Some(keys) = &state.keys else {
-        return Err(authorize_read_only());
-    };
-    let next = safe_next(form.next.as_deref());
-    let name = match actor_name(&form.name) {
-        Ok(n) => n,
-        Err(e) => {
-            return Ok((
-                StatusCode::BAD_REQUEST,
-                Page::new("Sign in", Nav::None, &viewer).body(login_form(&next, Some(&e.message))),
-            )
-                .into_response());
-        }
-    };
-    if !keys.is_token(form.token.trim()) {
-        tracing::warn!(name = %name, "dashboard sign-in with a wrong token");
-        return Ok((
-            StatusCode::UNAUTHORIZED,
-            Page::new("Sign in", Nav::None, &viewer).body(login_form(
-                &next,
-                Some("That is not the operator token. Nothing was changed."),
-            )),
-        )
-            .into_response());
-    }
-    let cookie = format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}",
-        keys.session_cookie(&name)
-    );
-    let mut res = Redirect::to(&next).into_response();
-    res.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&cookie).map_err(|_| AppError::internal("bad cookie"))?,
-    );
-    Ok(res)
-}
-
-/// `POST /logout`: forgets the session cookie.
-pub(crate) async fn logout() -> Response {
-    let mut res = Redirect::to("/").into_response();
-    res.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("oprec_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
-    );
-    res
-}
-
-/// HMAC-SHA256 (RFC 2104).
-fn hmac(key: &[u8], msg: &[u8]) -> [u8; 32] {
-    let mut k = [0u8; 64];
-    if key.len() > 64 {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(k.map(|b| b ^ 0x36));
-    inner.update(msg);
-    let mut outer = Sha256::new();
-    outer.update(k.map(|b| b ^ 0x5c));
-    outer.update(inner.finalize());
-    outer.finalize().into()
+/// HMAC-SHA256 (RFC 2104) of `msg` under `key`.
+fn hmac_sha256(key: &[u8], msg: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(msg);
+    mac.finalize().into_bytes().into()
 }
 
 /// Equal, in time that does not depend on where the first difference is.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
@@ -525,9 +149,9 @@ mod tests {
 
     #[test]
     fn hmac_matches_rfc_4231_case_2() {
-        let mac = hmac(b"Jefe", b"what do ya want for nothing?");
+        let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
         assert_eq!(
-            hex(&mac),
+            hex::encode(mac),
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
         );
     }
@@ -538,7 +162,7 @@ mod tests {
         let cookie = keys.session_cookie("alice.o'hara");
         let s = keys.session(&cookie).expect("a valid session");
         assert_eq!(s.name, "alice.o'hara");
-        let tampered = cookie.replacen(&hex(b"alice.o'hara"), &hex(b"mallory"), 1);
+        let tampered = cookie.replacen(&hex::encode("alice.o'hara"), &hex::encode("mallory"), 1);
         assert!(
             keys.session(&tampered).is_none(),
             "a changed name breaks the signature"
@@ -556,13 +180,5 @@ mod tests {
         let keys = Keys::new(t);
         assert!(keys.is_token("s3cret-s3cret-s3cret"));
         assert!(!keys.is_token("s3cret-s3cret-s3cre"));
-    }
-
-    #[test]
-    fn next_is_a_local_path_only() {
-        assert_eq!(safe_next(Some("/dead?kind=a")), "/dead?kind=a");
-        assert_eq!(safe_next(Some("//evil.example")), "/");
-        assert_eq!(safe_next(Some("https://evil.example")), "/");
-        assert_eq!(safe_next(None), "/");
     }
 }

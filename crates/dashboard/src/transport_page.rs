@@ -2,18 +2,20 @@
 //! only; the operations stay in the store, and the confirmation says how many are pending there.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use axum::Form;
 use axum::extract::rejection::FormRejection;
+use maud::{Markup, html};
+use oprec_core::operator::AuditEntry;
 use oprec_core::{OperatorStore, Status};
 use serde_json::json;
 
 use crate::State;
+use crate::authorize::{Caller, authorize_form};
 use crate::error::{AppError, store};
-use crate::html::{Nav, Page, count, esc};
-use crate::security::{Caller, Viewer, authorize_form};
-use oprec_core::operator::AuditEntry;
+use crate::html::count;
+use crate::layout::{Nav, Page};
+use crate::viewer::Viewer;
 
 async fn pending(store: &dyn OperatorStore) -> Result<u64, AppError> {
     Ok(store
@@ -26,62 +28,84 @@ async fn pending(store: &dyn OperatorStore) -> Result<u64, AppError> {
         .sum())
 }
 
-fn no_broker() -> String {
-    r#"<p class="notice">No broker is configured (<code>--transport poll</code>): workers claim straight from the store, so there is nothing to measure or purge.</p>"#.to_owned()
+fn no_broker() -> Markup {
+    html! {
+        p.notice {
+            "No broker is configured (" code { "--transport poll" } "): workers claim straight \
+             from the store, so there is nothing to measure or purge."
+        }
+    }
 }
 
 /// `GET /transport`.
 pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError> {
-    let mut b = String::from(
-        r#"<div class="head"><h1>Transport</h1><p class="muted">The broker carries only wake-ups (“attempt operation N now”). The store keeps every operation; purging loses no intent.</p></div>"#,
-    );
+    let head = html! {
+        div.head {
+            h1 { "Transport" }
+            p.muted {
+                "The broker carries only wake-ups (“attempt operation N now”). The store keeps \
+                 every operation; purging loses no intent."
+            }
+        }
+    };
     let (Some(t), Some(name)) = (&state.transport, &state.transport_name) else {
-        b.push_str(&no_broker());
-        return Ok(Page::new("Transport", Nav::Transport, &viewer).body(b));
+        return Ok(Page::new("Transport", Nav::Transport, &viewer).body(html! {
+            (head)
+            (no_broker())
+        }));
     };
     let waiting = pending(state.store.as_ref()).await?;
     let depth = t.depth().await;
-    let _ = write!(b, r#"<section class="panel"><h2>{}</h2>"#, esc(name));
-    match depth {
-        Ok(d) => {
-            let _ = write!(
-                b,
-                r#"<p class="big" id="depth">{} wake-ups waiting</p>"#,
-                count(d)
-            );
+    if let Err(e) = &depth {
+        tracing::warn!(error = %e, "transport depth");
+    }
+    let body = html! {
+        (head)
+        section.panel {
+            h2 { (name) }
+            @match depth {
+                Ok(d) => p.big #depth { (count(d)) " wake-ups waiting" },
+                Err(_) => p.notice.bad {
+                    "The broker did not answer: its depth is unknown. The operations are safe in \
+                     the store."
+                },
+            }
+            p #pending {
+                (count(waiting)) " operation" @if waiting == 1 { " is" } @else { "s are" }
+                " pending in the store."
+            }
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "transport depth");
-            b.push_str(r#"<p class="notice bad">The broker did not answer: its depth is unknown. The operations are safe in the store.</p>"#);
+        section.panel.confirm {
+            h2 { "Purge" }
+            @match viewer.why_not("/transport") {
+                Some(why) => p.notice { (why) },
+                None => (purge_form(&viewer, name, waiting)),
+            }
+        }
+    };
+    Ok(Page::new("Transport", Nav::Transport, &viewer).body(body))
+}
+
+/// What a purge does and does not lose, and the typed confirmation.
+fn purge_form(viewer: &Viewer, name: &str, waiting: u64) -> Markup {
+    html! {
+        p {
+            "Purging drops every waiting wake-up on " (name) ". "
+            strong {
+                (count(waiting)) " operation" @if waiting != 1 { "s" }
+                " will remain pending in the store"
+            }
+            "; the scheduler wakes the eligible ones again."
+        }
+        form.stack #purge-form method="post" action="/transport/purge" {
+            (viewer.csrf_field())
+            label {
+                "Type " code { "purge" } " to confirm "
+                input name="confirm" autocomplete="off" required pattern="purge";
+            }
+            div.actions { button.danger type="submit" { "Purge wake-ups" } }
         }
     }
-    let _ = write!(
-        b,
-        r#"<p id="pending">{} operation{} pending in the store.</p></section>"#,
-        count(waiting),
-        if waiting == 1 { " is" } else { "s are" }
-    );
-    b.push_str(r#"<section class="panel confirm"><h2>Purge</h2>"#);
-    match viewer.why_not("/transport") {
-        Some(why) => {
-            let _ = write!(b, r#"<p class="notice">{why}</p>"#);
-        }
-        None => {
-            let _ = write!(
-                b,
-                r#"<p>Purging drops every waiting wake-up on {}. <strong>{} operation{} will remain pending in the store</strong>; the scheduler wakes the eligible ones again.</p>
-<form method="post" action="/transport/purge" class="stack" id="purge-form">{}
-<label>Type <code>purge</code> to confirm <input name="confirm" autocomplete="off" required pattern="purge"></label>
-<div class="actions"><button type="submit" class="danger">Purge wake-ups</button></div></form>"#,
-                esc(name),
-                count(waiting),
-                if waiting == 1 { "" } else { "s" },
-                viewer.csrf_field()
-            );
-        }
-    }
-    b.push_str("</section>");
-    Ok(Page::new("Transport", Nav::Transport, &viewer).body(b))
 }
 
 /// `POST /transport/purge`.
@@ -126,12 +150,16 @@ pub(crate) async fn purge(
         })
         .await
         .map_err(store)?;
-    let b = format!(
-        r#"<div class="head"><h1>Transport purged</h1></div><section class="panel"><p class="notice good" id="purged">Purged {} wake-ups from {}; {} operation{} still pending in the store: no intent was lost.</p><p><a href="/transport">Back to the transport</a></p></section>"#,
-        count(purged),
-        esc(name),
-        count(waiting),
-        if waiting == 1 { " is" } else { "s are" }
-    );
-    Ok(Page::new("Transport purged", Nav::Transport, &viewer).body(b))
+    let body = html! {
+        div.head { h1 { "Transport purged" } }
+        section.panel {
+            p.notice.good #purged {
+                "Purged " (count(purged)) " wake-ups from " (name) "; " (count(waiting))
+                " operation" @if waiting == 1 { " is" } @else { "s are" }
+                " still pending in the store: no intent was lost."
+            }
+            p { a href="/transport" { "Back to the transport" } }
+        }
+    };
+    Ok(Page::new("Transport purged", Nav::Transport, &viewer).body(body))
 }

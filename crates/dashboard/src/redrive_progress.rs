@@ -1,0 +1,153 @@
+//! A re-drive's progress: how many of the confirmed operations are re-driven so far, at what pace,
+//! how many of them have become eligible under the confirmed rate, and what became of them. The
+//! page reloads itself until the job is done and the last one is eligible.
+
+use axum::extract::Path;
+use chrono::{DateTime, Utc};
+use maud::html;
+use oprec_core::Status;
+use oprec_core::operator::{OperationFilter, RedriveMode};
+
+use crate::State;
+use crate::dead_page::describe;
+use crate::error::{AppError, store};
+use crate::html::{badge, count, or_dash, span, time};
+use crate::jobs::JobState;
+use crate::layout::{Nav, Page};
+use crate::viewer::Viewer;
+
+/// `GET /jobs/{id}`: a re-drive's progress.
+pub(crate) async fn progress(
+    state: State,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Result<Page, AppError> {
+    let Some(job) = state.jobs.get(id.trim()) else {
+        return Err(AppError::not_found(
+            "No re-drive with this id is known to this dashboard (it keeps the last 100 until it \
+             restarts). The audit log has every re-drive.",
+        ));
+    };
+    let planned = job.plan.limit;
+    let status = match (job.finished, &job.error) {
+        (false, _) => "running",
+        (true, Some(_)) => "stopped",
+        (true, None) => "done",
+    };
+    let mode = match job.plan.mode {
+        RedriveMode::InPlace { .. } => "in place (the same ids, attempts reset)",
+        RedriveMode::AsNew { .. } => "as new operations linked by redrive_of",
+    };
+    let pace = match job.plan.rate {
+        Some(r) if r >= 1.0 => format!("{r:.1} per second"),
+        Some(r) => format!("{:.1} per minute", r * 60.0),
+        None => "all at once".into(),
+    };
+    // The rate at work: how many have become eligible so far.
+    let now = state.store.now().await.map_err(store)?;
+    let release = release(&job, now);
+    let outcome = if job.finished && !job.ids.is_empty() {
+        let filter = OperationFilter {
+            ids: job.ids.clone(),
+            ..OperationFilter::default()
+        };
+        Some(
+            state
+                .store
+                .operation_count_matching(&filter)
+                .await
+                .map_err(store)?,
+        )
+    } else {
+        None
+    };
+    let body = html! {
+        div.head {
+            p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
+            h1 { "Re-drive " (status) }
+            p.muted {
+                "Filter: " (describe(&job.plan.filter)) " · by " (job.plan.actor)
+                " · confirmed " (time(job.started))
+            }
+        }
+        section.panel {
+            progress #progress max=(planned.max(1)) value=(job.done) {}
+            p.big #job-status data-finished=(job.finished) {
+                (count(job.done)) " of " (count(planned)) " re-driven"
+            }
+            @if let Some(e) = &job.error {
+                p.notice.bad { (e) }
+            }
+            dl.record {
+                dt { "Mode" } dd { (mode) }
+                dt { "Pace" } dd { (pace) }
+                dt { "Eligible" }
+                dd {
+                    @match (job.first, job.last) {
+                        (Some(f), Some(l)) => { "from " (time(f)) " to " (time(l)) },
+                        _ => (or_dash(None)),
+                    }
+                }
+                dt { "Batches" } dd { (job.batches) }
+            }
+            @if let Some(r) = &release {
+                p #released {
+                    progress max=(job.done.max(1)) value=(r.eligible) {}
+                    (count(r.eligible)) " of " (count(job.done)) " eligible now"
+                    @if r.releasing {
+                        "; the last at " (time(r.last)) " (in " (span(r.last - now)) ")"
+                    }
+                }
+            }
+            @if let Some(counts) = &outcome {
+                h2 { "What became of them" }
+                table.kv #outcome {
+                    @for s in Status::ALL {
+                        @if let Some(n) = counts.get(s) {
+                            tr { td { (badge(s.as_str())) } td.num { (count(*n)) } }
+                        }
+                    }
+                }
+                @if job.ids.len() as u64 == job.done {
+                    p.muted.small { "Reload to follow them as workers pick them up." }
+                }
+            }
+        }
+    };
+    let releasing = release.is_some_and(|r| r.releasing);
+    let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(body);
+    if !job.finished || releasing {
+        page = page.refresh(if job.finished { 2 } else { 1 });
+    }
+    Ok(page)
+}
+
+/// How far a finished re-drive's staggered eligible times have come.
+struct Release {
+    /// Operations eligible by now.
+    eligible: u64,
+    /// When the last one becomes eligible.
+    last: DateTime<Utc>,
+    /// Some are not eligible yet.
+    releasing: bool,
+}
+
+fn release(job: &JobState, now: DateTime<Utc>) -> Option<Release> {
+    let (true, Some(first), Some(last)) = (job.finished, job.first, job.last) else {
+        return None;
+    };
+    let spacing = job.plan.spacing.num_microseconds().unwrap_or(0);
+    let eligible = if now >= last {
+        job.done
+    } else if now < first || spacing <= 0 {
+        0
+    } else {
+        let passed = (now - first).num_microseconds().unwrap_or(0);
+        (u64::try_from(passed / spacing).unwrap_or(0) + 1).min(job.done)
+    };
+    Some(Release {
+        eligible,
+        last,
+        releasing: now < last,
+    })
+}
