@@ -257,6 +257,8 @@ pub(crate) struct PurgeArgs {
     /// Really purge (without it, the command says what would happen and exits 2).
     #[arg(long)]
     pub yes: bool,
+    #[command(flatten)]
+    pub actor: crate::audit_trail::ActorArgs,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,

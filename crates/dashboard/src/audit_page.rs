@@ -1,6 +1,7 @@
 //! The audit log: every operator action, newest first, with its actor, filter and count.
 
 use maud::html;
+use oprec_core::operator::AuditListParams;
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -14,7 +15,11 @@ const ROWS: u32 = 200;
 /// `GET /audit`.
 pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError> {
     let now = state.store.now().await.map_err(store)?;
-    let rows = state.store.audit_list(ROWS).await.map_err(store)?;
+    let rows = state
+        .store
+        .audit_list(AuditListParams { limit: ROWS })
+        .await
+        .map_err(store)?;
     let body = html! {
         div.head {
             h1 { "Audit log" }

@@ -7,6 +7,8 @@ use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
 use oprec_core::operator::{OperationFilter, PreviewGroup, RedrivePreview};
+use oprec_ops::Spelling;
+use oprec_ops::redrive::{RedriveInput, RedriveRequest, RedriveReview};
 use oprec_core::{FailureClass, TerminalReason};
 
 use crate::State;
@@ -17,9 +19,6 @@ use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::query_string::query;
 use crate::viewer::Viewer;
-
-/// Sample errors shown in a dry run.
-const SAMPLES: u32 = 8;
 
 fn filter_form(action: &str, f: &FilterForm, button: &str) -> Markup {
     let classes: Vec<&str> = FailureClass::ALL.iter().map(|c| c.as_str()).collect();
@@ -41,7 +40,7 @@ fn filter_form(action: &str, f: &FilterForm, button: &str) -> Markup {
             label {
                 "Error contains"
                 input name="error" value=(f.error.trim()) placeholder="text in the last error"
-                    maxlength="200";
+                    maxlength="1000";
             }
             label {
                 "Dependency"
@@ -55,6 +54,10 @@ fn filter_form(action: &str, f: &FilterForm, button: &str) -> Markup {
             label {
                 "Ended before"
                 input name="until" value=(f.until.trim()) placeholder="10m or RFC 3339";
+            }
+            label.check {
+                input type="checkbox" name="cancelled" value="on" checked[f.include_cancelled()];
+                " Cancelled ones too"
             }
             div.actions { button.primary type="submit" { (button) } }
         }
@@ -127,21 +130,23 @@ pub(crate) fn samples(p: &RedrivePreview) -> Markup {
     }
 }
 
-/// The filter a page was asked with, as the form and as the store's filter, and what re-driving
-/// it would do (nothing changes).
+/// The filter a page was asked with, and the dry run of re-driving it (nothing changes): the
+/// operator library's review, as the CLI makes it.
 pub(crate) async fn dry_run(
     state: &State,
     q: Result<Query<FilterForm>, QueryRejection>,
-) -> Result<(FilterForm, OperationFilter, RedrivePreview), AppError> {
+) -> Result<(FilterForm, RedriveReview), AppError> {
     let f = form(q)?;
     let now = state.store.now().await.map_err(store)?;
-    let filter = f.operation_filter(now)?;
-    let p = state
-        .store
-        .redrive_preview(&filter, false, SAMPLES)
-        .await
-        .map_err(store)?;
-    Ok((f, filter, p))
+    let input = RedriveInput {
+        filter: f.input(),
+        include_cancelled: f.include_cancelled(),
+        ..RedriveInput::default()
+    };
+    let review = RedriveRequest::check(&input, Spelling::Fields, now)?
+        .review(state.store.as_ref())
+        .await?;
+    Ok((f, review))
 }
 
 /// `GET /dead`: dead operations grouped by kind, class and reason.
@@ -150,7 +155,8 @@ pub(crate) async fn groups(
     viewer: Viewer,
     q: Result<Query<FilterForm>, QueryRejection>,
 ) -> Result<Page, AppError> {
-    let (f, _, p) = dry_run(&state, q).await?;
+    let (f, review) = dry_run(&state, q).await?;
+    let p = &review.preview;
     let body = html! {
         div.head {
             h1 { "Dead letters" }
@@ -173,8 +179,8 @@ pub(crate) async fn groups(
                         "Review re-drive of all " (count(p.matched)) "…"
                     }
                 }
-                (groups_table(&p, &f))
-                (samples(&p))
+                (groups_table(p, &f))
+                (samples(p))
             }
         }
     };

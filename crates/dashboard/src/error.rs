@@ -45,6 +45,34 @@ impl AppError {
     }
 }
 
+/// An operator workflow's error for the person: bad input is a 400 that says what is accepted,
+/// a broker that refused is a 502, a store error reads as [`store`] says.
+impl From<oprec_ops::Error> for AppError {
+    fn from(e: oprec_ops::Error) -> Self {
+        match e {
+            oprec_ops::Error::Input(i) => AppError::bad_request(i.0),
+            oprec_ops::Error::Transport(t) => {
+                tracing::warn!(error = %t, "broker error in the dashboard");
+                AppError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "The broker did not answer",
+                    "The broker refused or did not answer; the operations are safe in the \
+                     store. Try again when the broker is reachable.",
+                )
+            }
+            oprec_ops::Error::Store(s) => store(s),
+            other => AppError::internal(&other.to_string()),
+        }
+    }
+}
+
+/// Bad input, refused by the operator library's grammar, is a 400 that says what is accepted.
+impl From<oprec_ops::InputError> for AppError {
+    fn from(e: oprec_ops::InputError) -> Self {
+        AppError::bad_request(e.0)
+    }
+}
+
 /// A store error for the person: what happened, and what to do.
 pub(crate) fn store(e: oprec_core::Error) -> AppError {
     let text = format!("{e:#}");
@@ -52,10 +80,7 @@ pub(crate) fn store(e: oprec_core::Error) -> AppError {
     if let oprec_core::Error::InvalidInput(m) = &e {
         return AppError::bad_request(m.clone());
     }
-    if text.contains("no such table")
-        || text.contains("42P01")
-        || (text.contains("relation \"") && text.contains("does not exist"))
-    {
+    if matches!(e, oprec_core::Error::SchemaMissing { .. }) {
         return AppError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "The database has no oprec tables",

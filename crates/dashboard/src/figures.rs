@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use maud::{Markup, Render, html};
+use oprec_core::Status;
 use oprec_core::operator::StatsReport;
 
 use crate::html::{badge, count, span};
@@ -22,6 +23,11 @@ fn card(title: &str, value: impl Render, note: impl Render, tone: Option<&str>) 
             div.card-n { (note) }
         }
     }
+}
+
+/// A typed count map with its keys as they are shown.
+pub(crate) fn named<K: ToString>(m: &BTreeMap<K, u64>) -> BTreeMap<String, u64> {
+    m.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
 
 /// A two-column table of counts, in `order` first.
@@ -64,7 +70,13 @@ pub(crate) fn counts(
 /// The cards of the figures that need a decision.
 pub(crate) fn figures(r: &StatsReport) -> Markup {
     let now = r.at.unwrap_or_else(chrono::Utc::now);
-    let g = |k: &str| r.by_status.get(k).copied().unwrap_or(0);
+    let g = |k: &str| {
+        k.parse::<Status>()
+            .ok()
+            .and_then(|s| r.by_status.get(&s))
+            .copied()
+            .unwrap_or(0)
+    };
     let dead_hour: u64 = r.dead_last_hour_by_kind.values().sum();
     let dead_day: u64 = r.dead_last_day_by_kind.values().sum();
     let tone = |attention: bool, tone: &'static str| attention.then_some(tone);

@@ -1,6 +1,6 @@
-//! Turning what a person typed into filters: every field checked, and a bad one answered with a
-//! sentence that says what is accepted. Values reach SQL only as bind parameters (the stores'
-//! job); here they are only checked for shape and size.
+//! Turning what a person typed into filters: the form's fields, read by the operator library's
+//! grammar (the same as the CLI's flags), every field checked and a bad one answered with a
+//! sentence that says what is accepted. Values reach SQL only as bind parameters.
 
 use std::collections::HashMap;
 
@@ -12,12 +12,6 @@ use serde::Deserialize;
 
 use crate::error::AppError;
 use crate::query_string::query;
-
-/// A since/until pair, either end open.
-pub(crate) type TimeRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-
-/// The longest name or search text accepted.
-const MAX_TEXT: usize = 200;
 
 /// The filter fields, as typed: every one optional text, so that nothing a person types is
 /// refused by the extractor before it can be explained.
@@ -33,6 +27,8 @@ pub(crate) struct FilterForm {
     pub id: String,
     pub since: String,
     pub until: String,
+    /// `on` to take cancelled operations too (re-drive).
+    pub cancelled: String,
     pub after: String,
     pub limit: String,
 }
@@ -51,6 +47,7 @@ impl FilterForm {
             id: g("id"),
             since: g("since"),
             until: g("until"),
+            cancelled: g("cancelled"),
             after: String::new(),
             limit: String::new(),
         }
@@ -72,6 +69,7 @@ impl FilterForm {
             ("id", self.id.trim()),
             ("since", self.since.trim()),
             ("until", self.until.trim()),
+            ("cancelled", self.cancelled.trim()),
         ]
     }
 
@@ -86,60 +84,43 @@ impl FilterForm {
         }
     }
 
-    pub fn kind(&self) -> Result<Option<String>, AppError> {
-        name("kind", &self.kind)
+    /// The filter as typed, for the operator library's grammar: a field left blank is not given.
+    pub fn input(&self) -> FilterInput {
+        let one = |v: &str| {
+            let t = v.trim();
+            (!t.is_empty()).then(|| t.to_owned())
+        };
+        FilterInput {
+            kinds: one(&self.kind).into_iter().collect(),
+            classes: one(&self.class).into_iter().collect(),
+            reasons: one(&self.reason).into_iter().collect(),
+            error_contains: one(&self.error),
+            dependency: one(&self.dependency),
+            ids: one(&self.id).into_iter().collect(),
+            since: one(&self.since),
+            until: one(&self.until),
+        }
     }
 
-    pub fn dependency(&self) -> Result<Option<String>, AppError> {
-        name("dependency", &self.dependency)
+    /// The operator-action filter (kind, class, reason, error text, dependency, id, and the
+    /// terminal time range), by the grammar every front end shares.
+    pub fn operation_filter(&self, now: DateTime<Utc>) -> Result<OperationFilter, AppError> {
+        Ok(self.input().check(Spelling::Fields, now)?)
     }
 
+    /// Whether cancelled operations are taken too (a re-drive's option).
+    pub fn include_cancelled(&self) -> bool {
+        matches!(self.cancelled.trim(), "on" | "true" | "1")
+    }
+
+    /// The status to list.
     pub fn status(&self) -> Result<Option<Status>, AppError> {
-        parse_enum("status", &self.status)
+        blank_or(&self.status, |t| filter::status("status", t))
     }
 
-    pub fn class(&self) -> Result<Option<FailureClass>, AppError> {
-        parse_enum("failure class", &self.class)
-    }
-
-    pub fn reason(&self) -> Result<Option<TerminalReason>, AppError> {
-        parse_enum("terminal reason", &self.reason)
-    }
-
-    pub fn error_text(&self) -> Result<Option<String>, AppError> {
-        let t = self.error.trim();
-        if t.is_empty() {
-            return Ok(None);
-        }
-        if t.chars().count() > MAX_TEXT {
-            return Err(AppError::bad_request(format!(
-                "The error text to search for is longer than {MAX_TEXT} characters; search for \
-                 a shorter part of the message."
-            )));
-        }
-        Ok(Some(t.to_owned()))
-    }
-
-    pub fn id(&self) -> Result<Option<OperationId>, AppError> {
-        opt_id("id", &self.id)
-    }
-
+    /// The page to list after (keyset paging).
     pub fn after(&self) -> Result<Option<OperationId>, AppError> {
-        opt_id("after", &self.after)
-    }
-
-    /// The since/until pair, checked to be in order.
-    pub fn range(&self, now: DateTime<Utc>) -> Result<TimeRange, AppError> {
-        let since = moment("since", &self.since, now)?;
-        let until = moment("until", &self.until, now)?;
-        if let (Some(s), Some(u)) = (since, until)
-            && s >= u
-        {
-            return Err(AppError::bad_request(
-                "“Since” is not before “until”, so nothing could match; widen the time range.",
-            ));
-        }
-        Ok((since, until))
+        blank_or(&self.after, |t| filter::id("after", t))
     }
 
     /// Page size: 1 to 500, default 50.
@@ -155,109 +136,18 @@ impl FilterForm {
             )),
         }
     }
-
-    /// The operator-action filter: kind, class, reason, error text, dependency, id, and the
-    /// terminal time range.
-    pub fn operation_filter(&self, now: DateTime<Utc>) -> Result<OperationFilter, AppError> {
-        let (since, until) = self.range(now)?;
-        Ok(OperationFilter {
-            ids: self.id()?.into_iter().collect(),
-            kinds: self.kind()?.into_iter().collect(),
-            classes: self.class()?.into_iter().collect(),
-            reasons: self.reason()?.into_iter().collect(),
-            dependency: self.dependency()?,
-            error_contains: self.error_text()?,
-            terminal_since: since,
-            terminal_until: until,
-        })
-    }
 }
 
-fn name(what: &str, v: &str) -> Result<Option<String>, AppError> {
-    let t = v.trim();
-    if t.is_empty() {
-        return Ok(None);
-    }
-    if t.chars().count() > MAX_TEXT || t.chars().any(char::is_control) {
-        return Err(AppError::bad_request(format!(
-            "The {what} must be at most {MAX_TEXT} printable characters."
-        )));
-    }
-    Ok(Some(t.to_owned()))
-}
-
-fn parse_enum<T>(what: &str, v: &str) -> Result<Option<T>, AppError>
-where
-    T: std::str::FromStr<Err = oprec_core::ParseEnumError>,
-{
-    let t = v.trim();
-    if t.is_empty() {
-        return Ok(None);
-    }
-    t.parse()
-        .map(Some)
-        .map_err(|e: oprec_core::ParseEnumError| {
-            AppError::bad_request(format!(
-                "“{}” is not a {what}; use one of: {}.",
-                e.value, e.expected
-            ))
-        })
-}
-
-fn opt_id(what: &str, v: &str) -> Result<Option<OperationId>, AppError> {
-    let t = v.trim();
-    if t.is_empty() {
-        return Ok(None);
-    }
-    t.parse().map(Some).map_err(|_| {
-        AppError::bad_request(format!(
-            "The {what} value is not an operation id (a UUID such as \
-             0190c3e4-8a7b-7c3d-9e2f-0123456789ab)."
-        ))
-    })
-}
-
-/// A point in time: RFC 3339, `YYYY-MM-DDTHH:MM` (as a date-time input sends it; UTC), or a
-/// duration ago such as `90s`, `30m`, `2h`, `7d`.
-pub(crate) fn moment(
-    what: &str,
+/// `None` for a blank field, else the field read by `read`.
+fn blank_or<T>(
     v: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<DateTime<Utc>>, AppError> {
+    read: impl FnOnce(&str) -> Result<T, InputError>,
+) -> Result<Option<T>, AppError> {
     let t = v.trim();
     if t.is_empty() {
         return Ok(None);
     }
-    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return Ok(Some(d.with_timezone(&Utc)));
-    }
-    for f in ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M"] {
-        if let Ok(n) = NaiveDateTime::parse_from_str(t, f) {
-            return Ok(Some(n.and_utc()));
-        }
-    }
-    if let Some(d) = duration(t) {
-        return Ok(Some(now - d));
-    }
-    Err(AppError::bad_request(format!(
-        "“{what}” must be a time (2026-01-05T09:00, UTC, or RFC 3339) or a duration ago \
-         (90s, 30m, 2h, 7d)."
-    )))
-}
-
-/// `90s`, `30m`, `2h`, `7d` (whole numbers, at most ten years).
-pub(crate) fn duration(t: &str) -> Option<Duration> {
-    let split = t.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = t.split_at(split);
-    let n: i64 = n.parse().ok()?;
-    let secs = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60)?,
-        "h" => n.checked_mul(3600)?,
-        "d" => n.checked_mul(86400)?,
-        _ => return None,
-    };
-    (secs <= 10 * 365 * 86400).then(|| Duration::seconds(secs))
+    Ok(Some(read(t)?))
 }
 
 #[cfg(test)]
@@ -291,21 +181,22 @@ mod tests {
     }
 
     #[test]
-    fn times_are_absolute_or_ago() {
+    fn the_grammar_is_the_cli_s() {
+        let f = FilterForm {
+            since: "1h30m".into(),
+            error: "x".repeat(1000),
+            ..Default::default()
+        };
+        let filter = f.operation_filter(now()).unwrap();
         assert_eq!(
-            moment("since", "2h", now()).unwrap(),
-            Some(now() - Duration::hours(2))
+            filter.terminal_since,
+            Some(now() - chrono::Duration::minutes(90))
         );
-        assert_eq!(
-            moment("since", "2026-01-04T08:30", now()).unwrap(),
-            Some(Utc.with_ymd_and_hms(2026, 1, 4, 8, 30, 0).unwrap())
-        );
-        assert!(moment("since", "yesterday", now()).is_err());
         let f = FilterForm {
             since: "1h".into(),
             until: "2h".into(),
             ..Default::default()
         };
-        assert!(f.range(now()).is_err(), "since after until");
+        assert!(f.operation_filter(now()).unwrap_err().message.contains("not before"));
     }
 }

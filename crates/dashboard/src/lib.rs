@@ -4,7 +4,7 @@
 //! run, confirm with a rate, progress), pauses, quarantine and the transport purge.
 //!
 //! Server-rendered HTML with every asset embedded (no CDN, no build step), on axum, over any
-//! [`OperatorStore`]. Pages are maud templates, checked at compile time, which escape every value
+//! [`OperatorStore`](oprec_core::OperatorStore). Pages are maud templates, checked at compile time, which escape every value
 //! spliced into them: no module builds HTML by hand. It is not an API for programs (the `oprec`
 //! binary and the library are), and not a place to edit operation records by hand.
 //!
@@ -47,7 +47,7 @@ use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use oprec_core::{OperatorStore, Transport};
+use oprec_core::{FullStore, Transport};
 
 pub use security::Token;
 
@@ -57,7 +57,7 @@ use crate::security::Keys;
 /// What the dashboard serves, and who may change things.
 pub struct Dashboard {
     /// The store of operation records.
-    pub store: Arc<dyn OperatorStore>,
+    pub store: Arc<dyn FullStore>,
     /// The broker, when there is one: its depth and purge.
     pub transport: Option<Arc<dyn Transport>>,
     /// The transport URL with any password masked, for display.
@@ -70,7 +70,7 @@ pub struct Dashboard {
 
 /// Shared by every request.
 pub(crate) struct AppState {
-    pub store: Arc<dyn OperatorStore>,
+    pub store: Arc<dyn FullStore>,
     pub transport: Option<Arc<dyn Transport>>,
     pub transport_name: Option<String>,
     pub store_name: String,

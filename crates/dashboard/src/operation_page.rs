@@ -4,7 +4,7 @@
 
 use axum::extract::Path;
 use maud::{Markup, Render, html};
-use oprec_core::store::Step;
+use oprec_core::store::{OperationGetParams, Step, StepsGetParams};
 use oprec_core::{Attempt, Operation, OperationId, Status};
 
 use crate::State;
@@ -174,14 +174,23 @@ pub(crate) async fn page(
              0190c3e4-8a7b-7c3d-9e2f-0123456789ab.",
         )
     })?;
-    let Some(detail) = state.store.operation_get(id).await.map_err(store)? else {
+    let Some(detail) = state
+        .store
+        .operation_get(OperationGetParams { id })
+        .await
+        .map_err(store)?
+    else {
         return Err(AppError::not_found(format!(
             "No operation has the id {id}. It may be in another database than {}.",
             state.store_name
         )));
     };
     let now = state.store.now().await.map_err(store)?;
-    let steps = state.store.operation_steps_get(id).await.map_err(store)?;
+    let steps = state
+        .store
+        .operation_steps_get(StepsGetParams { id })
+        .await
+        .map_err(store)?;
     let o = &detail.operation;
 
     // Lineage: up the redrive_of chain.
@@ -191,7 +200,12 @@ pub(crate) async fn page(
         if chain.len() >= LINEAGE_DEPTH {
             break;
         }
-        match state.store.operation_get(p).await.map_err(store)? {
+        match state
+            .store
+            .operation_get(OperationGetParams { id: p })
+            .await
+            .map_err(store)?
+        {
             Some(d) => {
                 parent = d.operation.redrive_of;
                 chain.push(d.operation);

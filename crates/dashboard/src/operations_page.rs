@@ -137,16 +137,17 @@ pub(crate) async fn page(
 ) -> Result<Page, AppError> {
     let f = form(q)?;
     let now = state.store.now().await.map_err(store)?;
-    let (since, until) = f.range(now)?;
+    // The shared grammar reads the fields; here the time range bounds creation, not the end.
+    let filter = f.operation_filter(now)?;
     let limit = f.limit()?;
     let params = ListParams {
         status: f.status()?,
-        kind: f.kind()?,
-        failure_class: f.class()?,
-        terminal_reason: f.reason()?,
-        error_contains: f.error_text()?,
-        created_since: since,
-        created_until: until,
+        kind: filter.kinds.into_iter().next(),
+        failure_class: filter.classes.first().copied(),
+        terminal_reason: filter.reasons.first().copied(),
+        error_contains: filter.error_contains,
+        created_since: filter.terminal_since,
+        created_until: filter.terminal_until,
         after: f.after()?,
         newest_first: true,
         // One more than shown: whether there is a next page.

@@ -5,12 +5,14 @@
 use axum::extract::Query;
 use chrono::Duration;
 use maud::{Markup, html};
-use oprec_core::Status;
-use oprec_core::operator::{Control, StatsReport};
+use std::collections::BTreeMap;
+
+use oprec_core::operator::{ActivityParams, Control, StatsReport, WorkerListParams};
+use oprec_core::{AgeBucket, NO_CLASS, Status};
 use serde::Deserialize;
 
 use crate::error::{AppError, store};
-use crate::figures::{counts, dead_table, figures};
+use crate::figures::{counts, dead_table, figures, named};
 use crate::html::{count, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
@@ -129,21 +131,32 @@ pub(crate) async fn page(
     let now = r.at.unwrap_or_else(chrono::Utc::now);
     let activity = state
         .store
-        .activity_per_minute(now - Duration::hours(hours))
+        .activity_per_minute(ActivityParams {
+            since: now - Duration::hours(hours),
+        })
         .await
         .map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
     let workers = state
         .store
-        .worker_list(Duration::seconds(oprec_core::WORKER_LIVE_SECS))
+        .worker_list(WorkerListParams {
+            seen_within: Duration::seconds(oprec_core::WORKER_LIVE_SECS),
+        })
         .await
         .map_err(store)?;
     let depth = match &state.transport {
         Some(t) => Some(t.depth().await),
         None => None,
     };
-    // Status declares its variants in the order work flows through them.
+    // The typed keys declare their values in the order people read them (work flows through
+    // the statuses in their order; the age buckets run from young to old).
     let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+    let ages: Vec<&str> = AgeBucket::ALL.iter().map(|a| a.as_str()).collect();
+    let pending: BTreeMap<String, u64> = r
+        .pending_by_class
+        .iter()
+        .map(|(c, n)| (c.map_or(NO_CLASS, |c| c.as_str()).to_owned(), *n))
+        .collect();
 
     let body = html! {
         div.head {
@@ -168,15 +181,15 @@ pub(crate) async fn page(
         div.cols {
             section.panel {
                 h2 { "Operations by status" }
-                (counts(&r.by_status, &statuses, "No operations yet.", |k| {
+                (counts(&named(&r.by_status), &statuses, "No operations yet.", |k| {
                     Some(format!("/operations?status={k}"))
                 }))
             }
             section.panel {
                 h2 { "Pending by failure class" }
                 p.muted.small { "none: not failed yet" }
-                (counts(&r.pending_by_class, &["none"], "No pending operations.", |k| {
-                    (k != "none").then(|| format!("/operations?status=pending&class={k}"))
+                (counts(&pending, &[NO_CLASS], "No pending operations.", |k| {
+                    (k != NO_CLASS).then(|| format!("/operations?status=pending&class={k}"))
                 }))
             }
             section.panel {
@@ -203,8 +216,8 @@ pub(crate) async fn page(
                 (counts(&r.dead_last_day_by_code_version, &[], "No deaths in the last day.", |_| None))
                 h2 { "Backlog by age" }
                 (counts(
-                    &r.backlog_by_age,
-                    &["<1h", "1h-1d", "1d-7d", ">7d"],
+                    &named(&r.backlog_by_age),
+                    &ages,
                     "No unfinished operations.",
                     |_| None,
                 ))

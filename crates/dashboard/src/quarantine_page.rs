@@ -9,9 +9,9 @@ use axum::extract::Query;
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
-use oprec_core::operator::{AuditEntry, OperationFilter, QuarantineParams};
 use oprec_core::{FailureClass, Status};
-use serde_json::json;
+use oprec_ops::moves::MoveRequest;
+use oprec_ops::{CancellationToken, Who};
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
@@ -20,7 +20,6 @@ use crate::filters::FilterForm;
 use crate::html::{count, select_options};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
-use crate::pause::BATCH;
 use crate::viewer::Viewer;
 
 /// The filter whose pending operations quarantine would move: it leads to the count.
@@ -37,30 +36,25 @@ pub(crate) fn quarantine_filter_form() -> Markup {
                     "Failure class "
                     select name="class" { (select_options("", &classes)) }
                 }
-                label { "Error contains " input name="error" maxlength="200"; }
+                label { "Error contains " input name="error" maxlength="1000"; }
             }
             div.actions { button type="submit" { "Count pending operations…" } }
         }
     }
 }
 
-/// The quarantine filter, which must narrow (to stop everything, pause).
-fn quarantine_filter(f: &FilterForm) -> Result<OperationFilter, AppError> {
-    let filter = OperationFilter {
-        ids: f.id()?.into_iter().collect(),
-        kinds: f.kind()?.into_iter().collect(),
-        classes: f.class()?.into_iter().collect(),
-        dependency: f.dependency()?,
-        error_contains: f.error_text()?,
-        ..OperationFilter::default()
-    };
-    if filter == OperationFilter::default() {
-        return Err(AppError::bad_request(
-            "Quarantine needs a filter (kind, failure class, dependency or error text). To stop \
-             all work for a while, pause instead.",
-        ));
-    }
-    Ok(filter)
+/// The quarantine asked for: the form's filter (which must narrow: to stop everything, pause).
+fn request(
+    f: &FilterForm,
+    reason: String,
+    limit: Option<u64>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<MoveRequest, AppError> {
+    Ok(MoveRequest::quarantine(
+        f.operation_filter(now)?,
+        reason,
+        limit,
+    )?)
 }
 
 /// `GET /quarantine`: how many pending operations match, and the confirmation.
@@ -70,14 +64,13 @@ pub(crate) async fn quarantine_preview(
     q: Result<Query<FilterForm>, QueryRejection>,
 ) -> Result<Page, AppError> {
     let f = form(q)?;
-    let filter = quarantine_filter(&f)?;
-    let counts = state
-        .store
-        .operation_count_matching(&filter)
-        .await
-        .map_err(store)?;
-    let pending = counts.get(&Status::Pending).copied().unwrap_or(0);
-    let others: Vec<String> = counts
+    let now = state.store.now().await.map_err(store)?;
+    let review = request(&f, String::new(), None, now)?
+        .review(state.store.as_ref())
+        .await?;
+    let pending = review.matching;
+    let others: Vec<String> = review
+        .counts
         .iter()
         .filter(|(s, _)| **s != Status::Pending)
         .map(|(s, n)| format!("{} {}", count(*n), s.as_str()))
@@ -136,57 +129,30 @@ pub(crate) async fn quarantine(
 ) -> Result<Response, AppError> {
     let (actor, m) = authorize_form(&state, &caller, form)?;
     let f = FilterForm::from_map(&m);
-    let filter = quarantine_filter(&f)?;
-    let reason = m.get("reason").map(|r| r.trim()).unwrap_or("");
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(AppError::bad_request(
-            "Say why these operations are quarantined (up to 500 characters): the reason is kept \
-             on each one.",
-        ));
-    }
+    let reason = oprec_ops::reason("reason", m.get("reason").map(String::as_str))?
+        .ok_or_else(|| {
+            AppError::bad_request(
+                "Say why these operations are quarantined: the reason is kept on each one.",
+            )
+        })?;
     let expected: u64 = m
         .get("expected")
         .and_then(|e| e.trim().parse().ok())
         .ok_or_else(|| AppError::bad_request("Count the operations again before confirming."))?;
-    let mut moved = 0u64;
-    let mut failure = None;
-    while moved < expected {
-        let ask = BATCH.min(expected - moved);
-        match state
-            .store
-            .operation_quarantine(QuarantineParams {
-                filter: filter.clone(),
-                reason: reason.to_owned(),
-                actor: actor.clone(),
-                limit: ask as u32,
-            })
-            .await
-        {
-            Ok(n) => {
-                moved += n;
-                if n < ask {
-                    break;
-                }
-            }
-            Err(e) => {
-                failure = Some(store(e));
-                break;
-            }
-        }
-    }
-    state
-        .store
-        .audit_insert(AuditEntry {
-            actor,
-            action: "quarantine".into(),
-            filter: serde_json::to_value(&filter).unwrap_or(json!({})),
-            affected: moved,
-            reason: Some(reason.to_owned()),
-            details: json!({"limit": expected, "via": "dashboard", "complete": failure.is_none()}),
-        })
-        .await
-        .map_err(store)?;
-    if let Some(mut e) = failure {
+    let now = state.store.now().await.map_err(store)?;
+    let who = Who::named("actor", &actor, Some("dashboard"))?;
+    let done = request(&f, reason, Some(expected), now)?
+        .apply(
+            state.store.as_ref(),
+            &who,
+            None,
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await;
+    let moved = done.run.done;
+    if let Some(e) = done.run.failure {
+        let mut e = store(e);
         e.message = format!(
             "{} {} operations were quarantined before the failure; count again and confirm to \
              quarantine the rest.",
@@ -194,6 +160,9 @@ pub(crate) async fn quarantine(
             count(moved)
         );
         return Err(e);
+    }
+    if let Some(e) = done.audit_failure {
+        tracing::error!(error = %e, "the quarantine's audit entry could not be written");
     }
     Ok(Redirect::to(&format!("/controls?done=quarantine&n={moved}")).into_response())
 }

@@ -9,22 +9,20 @@ use axum::Form;
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use axum::response::{IntoResponse, Redirect, Response};
-use chrono::Duration;
 use maud::{Markup, html};
-use oprec_core::operator::{RedriveMode, RedrivePreview};
+use oprec_core::PayloadMode;
+use oprec_core::operator::RedrivePreview;
+use oprec_ops::redrive::{RedriveInput, RedriveRequest, RedriveReview, payload_text};
+use oprec_ops::{Spelling, Who};
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
 use crate::dead_page::{describe, dry_run, groups_table, samples};
 use crate::error::{AppError, store};
-use crate::filters::{FilterForm, duration};
+use crate::filters::FilterForm;
 use crate::html::count;
-use crate::jobs::RedrivePlan;
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
-
-/// The highest rate accepted, per second.
-const MAX_RATE: f64 = 100_000.0;
 
 /// `GET /redrive`: the dry run, and the confirmation form.
 pub(crate) async fn preview(
@@ -32,19 +30,20 @@ pub(crate) async fn preview(
     viewer: Viewer,
     q: Result<Query<FilterForm>, QueryRejection>,
 ) -> Result<Page, AppError> {
-    let (f, filter, p) = dry_run(&state, q).await?;
+    let (f, review) = dry_run(&state, q).await?;
+    let (filter, p) = (&review.request.filter, &review.preview);
     let here = format!("/redrive{}", f.query());
     let body = html! {
         div.head {
             p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
             h1 { "Re-drive: dry run" }
-            p.muted { "Filter: " (describe(&filter)) ". Nothing has changed yet." }
+            p.muted { "Filter: " (describe(filter)) ". Nothing has changed yet." }
         }
         div.cards {
             div.card {
                 div.card-t { "Would be re-driven" }
                 div.card-v #matched { (count(p.matched)) }
-                div.card-n { "dead operations that match" }
+                div.card-n { (review.request.terminal_text()) " operations that match" }
             }
             div.card.warn[p.not_terminal > 0] {
                 div.card-t { "Refused" }
@@ -60,14 +59,15 @@ pub(crate) async fn preview(
         } @else {
             section.panel {
                 h2 { "Groups" }
-                (groups_table(&p, &f))
-                (samples(&p))
+                (groups_table(p, &f))
+                (samples(p))
+                (payloads(&review))
             }
             section.panel.confirm {
                 h2 { "Confirm" }
                 @match viewer.why_not(&here) {
                     Some(why) => p.notice { (why) },
-                    None => (confirm_form(&viewer, &f, &p)),
+                    None => (confirm_form(&viewer, &f, p)),
                 }
             }
         }
@@ -108,13 +108,17 @@ fn confirm_form(viewer: &Viewer, f: &FilterForm, p: &RedrivePreview) -> Markup {
                     }
                 }
                 label {
+                    "or spread over "
+                    input name="spread" placeholder="e.g. 30m" size="8";
+                }
+                label {
                     "Extend the deadline by "
                     input name="extend" placeholder="e.g. 24h" size="8";
                 }
             }
             p.muted.small {
-                "The rate staggers when the operations become eligible, so a recovered dependency \
-                 is not hit by the whole pile at once."
+                "A rate or a spread staggers when the operations become eligible, so a recovered \
+                 dependency is not hit by the whole pile at once."
             }
             label {
                 "Note for the audit log "
@@ -132,29 +136,52 @@ fn confirm_form(viewer: &Viewer, f: &FilterForm, p: &RedrivePreview) -> Markup {
     }
 }
 
-/// Operations per second from the form's rate and unit; `None` for all at once.
-fn rate(m: &HashMap<String, String>) -> Result<Option<f64>, AppError> {
-    let r = m.get("rate").map(|s| s.trim()).unwrap_or("");
-    if r.is_empty() {
-        return Ok(None);
+/// Whether each kind's payload is replayed as a snapshot or read afresh, as the operations keep
+/// it.
+fn payloads(review: &RedriveReview) -> Markup {
+    let modes = review.payload_modes();
+    html! {
+        @if !modes.is_empty() {
+            h2 { "Payloads" }
+            table.kv #payloads {
+                @for (kind, mode) in &modes {
+                    tr {
+                        td { (kind) }
+                        td {
+                            @match *mode {
+                                "mixed" => "mixed: some replay a snapshot, others act on today's data",
+                                m => (payload_text(m.parse::<PayloadMode>().ok())),
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
-    let per = match m.get("per").map(|s| s.trim()).unwrap_or("second") {
-        "second" | "" => 1.0,
-        "minute" => 60.0,
-        "hour" => 3600.0,
-        _ => {
-            return Err(AppError::bad_request(
-                "The rate is per second, minute or hour.",
-            ));
+}
+
+/// The form's pace: a rate (a number per second, minute or hour) or a spread, as the grammar
+/// reads it (`500/s`, `30m`).
+fn pace(m: &HashMap<String, String>) -> Result<(Option<String>, Option<String>), AppError> {
+    let g = |k: &str| m.get(k).map(|s| s.trim()).unwrap_or("");
+    let rate = match g("rate") {
+        "" => None,
+        r => {
+            let unit = match g("per") {
+                "second" | "" => "s",
+                "minute" => "m",
+                "hour" => "h",
+                _ => {
+                    return Err(AppError::bad_request(
+                        "The rate is per second, minute or hour.",
+                    ));
+                }
+            };
+            Some(format!("{r}/{unit}"))
         }
     };
-    match r.parse::<f64>() {
-        Ok(n) if n.is_finite() && n > 0.0 && n / per <= MAX_RATE => Ok(Some(n / per)),
-        _ => Err(AppError::bad_request(format!(
-            "The rate must be a positive number (at most {} per second), or empty for all at once.",
-            count(MAX_RATE as u64)
-        ))),
-    }
+    let spread = Some(g("spread").to_owned()).filter(|s| !s.is_empty());
+    Ok((rate, spread))
 }
 
 /// `POST /redrive`: starts the confirmed re-drive and goes to its progress page.
@@ -166,7 +193,6 @@ pub(crate) async fn start(
     let (actor, m) = authorize_form(&state, &caller, form)?;
     let f = FilterForm::from_map(&m);
     let now = state.store.now().await.map_err(store)?;
-    let filter = f.operation_filter(now)?;
     let expected: u64 = m
         .get("expected")
         .and_then(|e| e.trim().parse().ok())
@@ -176,57 +202,37 @@ pub(crate) async fn start(
                  re-drive again.",
             )
         })?;
-    let extend = match m.get("extend").map(|s| s.trim()).unwrap_or("") {
-        "" => None,
-        e => Some(
-            duration(e)
-                .filter(|d| *d > Duration::zero())
-                .ok_or_else(|| {
-                    AppError::bad_request(
-                        "Extend the deadline by a duration such as 90m, 24h or 7d.",
-                    )
-                })?,
-        ),
-    };
-    let mode = match m.get("mode").map(|s| s.trim()).unwrap_or("in_place") {
-        "in_place" => RedriveMode::InPlace {
-            extend_deadline: extend,
-        },
-        "as_new" => RedriveMode::AsNew { deadline: extend },
+    let as_new = match m.get("mode").map(|s| s.trim()).unwrap_or("in_place") {
+        "in_place" => false,
+        "as_new" => true,
         _ => {
             return Err(AppError::bad_request(
                 "Re-drive either in place or as new operations.",
             ));
         }
     };
-    let rate = rate(&m)?;
-    let note = m
-        .get("note")
-        .map(|n| n.trim().to_owned())
-        .filter(|n| !n.is_empty());
-    if note.as_ref().is_some_and(|n| n.chars().count() > 500) {
-        return Err(AppError::bad_request("Keep the note under 500 characters."));
-    }
-    let p = state
-        .store
-        .redrive_preview(&filter, false, 0)
-        .await
-        .map_err(store)?;
-    let spacing = match rate {
-        Some(r) => Duration::microseconds((1_000_000.0 / r).round() as i64),
-        None => Duration::zero(),
-    };
-    let plan = RedrivePlan {
-        filter,
-        mode,
-        limit: expected.min(p.matched),
-        spacing,
+    let (rate, spread) = pace(&m)?;
+    let input = RedriveInput {
+        filter: f.input(),
+        include_cancelled: f.include_cancelled(),
+        as_new,
+        extend_deadline: m
+            .get("extend")
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty()),
         rate,
-        actor,
-        note,
-        matched: p.matched,
-        not_terminal: p.not_terminal,
+        spread,
+        limit: Some(expected),
+        batch: None,
     };
-    let id = state.jobs.start(state.store.clone(), plan, now);
+    let note = oprec_ops::reason(
+        "note",
+        m.get("note").map(|n| n.trim()).filter(|n| !n.is_empty()),
+    )?;
+    let who = Who::named("actor", &actor, Some("dashboard"))?;
+    let review = RedriveRequest::check(&input, Spelling::Fields, now)?
+        .review(state.store.as_ref())
+        .await?;
+    let id = state.jobs.start(state.store.clone(), review, who, note);
     Ok(Redirect::to(&format!("/jobs/{id}")).into_response())
 }

@@ -6,7 +6,7 @@ use axum::extract::Path;
 use chrono::{DateTime, Utc};
 use maud::html;
 use oprec_core::Status;
-use oprec_core::operator::{OperationFilter, RedriveMode};
+use oprec_core::operator::{CountMatchingParams, OperationFilter};
 
 use crate::State;
 use crate::dead_page::describe;
@@ -28,21 +28,15 @@ pub(crate) async fn progress(
              restarts). The audit log has every re-drive.",
         ));
     };
-    let planned = job.plan.limit;
+    let request = &job.review.request;
+    let planned = job.review.planned;
     let status = match (job.finished, &job.error) {
         (false, _) => "running",
         (true, Some(_)) => "stopped",
         (true, None) => "done",
     };
-    let mode = match job.plan.mode {
-        RedriveMode::InPlace { .. } => "in place (the same ids, attempts reset)",
-        RedriveMode::AsNew { .. } => "as new operations linked by redrive_of",
-    };
-    let pace = match job.plan.rate {
-        Some(r) if r >= 1.0 => format!("{r:.1} per second"),
-        Some(r) => format!("{:.1} per minute", r * 60.0),
-        None => "all at once".into(),
-    };
+    let mode = request.mode_text();
+    let pace = request.pace.describe(planned);
     // The rate at work: how many have become eligible so far.
     let now = state.store.now().await.map_err(store)?;
     let release = release(&job, now);
@@ -54,7 +48,7 @@ pub(crate) async fn progress(
         Some(
             state
                 .store
-                .operation_count_matching(&filter)
+                .operation_count_matching(CountMatchingParams { filter })
                 .await
                 .map_err(store)?,
         )
@@ -66,8 +60,8 @@ pub(crate) async fn progress(
             p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
             h1 { "Re-drive " (status) }
             p.muted {
-                "Filter: " (describe(&job.plan.filter)) " · by " (job.plan.actor)
-                " · confirmed " (time(job.started))
+                "Filter: " (describe(&request.filter)) " · by " (job.actor)
+                " · confirmed " (time(job.started()))
             }
         }
         section.panel {
@@ -136,7 +130,13 @@ fn release(job: &JobState, now: DateTime<Utc>) -> Option<Release> {
     let (true, Some(first), Some(last)) = (job.finished, job.first, job.last) else {
         return None;
     };
-    let spacing = job.plan.spacing.num_microseconds().unwrap_or(0);
+    let spacing = job
+        .review
+        .request
+        .pace
+        .spacing(job.review.planned)
+        .num_microseconds()
+        .unwrap_or(0);
     let eligible = if now >= last {
         job.done
     } else if now < first || spacing <= 0 {

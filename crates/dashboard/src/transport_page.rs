@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use maud::{Markup, html};
-use oprec_core::operator::AuditEntry;
 use oprec_core::{OperatorStore, Status};
-use serde_json::json;
+use oprec_ops::Who;
+use oprec_ops::purge::purge;
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
@@ -126,30 +126,12 @@ pub(crate) async fn purge(
             "Type purge in the confirmation box to purge the wake-ups. Nothing was changed.",
         ));
     }
-    // The store first: the report that no intent was lost needs it.
-    pending(state.store.as_ref()).await?;
-    let purged = t.purge().await.map_err(|e| {
-        tracing::warn!(error = %e, "transport purge");
-        AppError::new(
-            axum::http::StatusCode::BAD_GATEWAY,
-            "The broker did not purge",
-            "The broker refused or did not answer the purge; the wake-ups may still be there. \
-             The operations are safe in the store. Try again when the broker is reachable.",
-        )
-    })?;
-    let waiting = pending(state.store.as_ref()).await?;
-    state
-        .store
-        .audit_insert(AuditEntry {
-            actor,
-            action: "transport_purge".into(),
-            filter: json!({"transport": name}),
-            affected: purged,
-            reason: None,
-            details: json!({"pending_in_store": waiting, "via": "dashboard"}),
-        })
-        .await
-        .map_err(store)?;
+    let who = Who::named("actor", &actor, Some("dashboard"))?;
+    let done = purge(state.store.as_ref(), t.as_ref(), name, &who).await?;
+    if let Some(e) = &done.audit_failure {
+        tracing::error!(error = %e, "the purge's audit entry could not be written");
+    }
+    let (purged, waiting) = (done.purged, done.pending_in_store);
     let body = html! {
         div.head { h1 { "Transport purged" } }
         section.panel {

@@ -1,5 +1,5 @@
 //! What an operator workflow can fail with: input a person typed that cannot be used (said in a
-//! sentence that names what is accepted), or the store.
+//! sentence that names what is accepted), the store, or the broker.
 
 /// A value a person typed that cannot be used. The message names the field as the front end
 /// spells it and says what is accepted; front ends turn it into their own refusal (the CLI's
@@ -25,6 +25,9 @@ pub enum Error {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] oprec_core::Error),
+    /// The broker failed (a purge it refused or did not answer).
+    #[error("the broker failed: {0}")]
+    Transport(#[source] oprec_core::Error),
 }
 
 /// Result with the operator workflows' [`Error`].

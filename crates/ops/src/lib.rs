@@ -13,6 +13,7 @@
 //! | cancel operations that have not started their last attempt | [`cancel`] |
 //! | resolve an unknown outcome | [`resolve`] |
 //! | pause, postpone and resume a kind, class or dependency | [`controls`] |
+//! | purge the broker's wake-ups (never the intent) | [`purge`] |
 //!
 //! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`]) checks every value before a store
 //! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
@@ -29,6 +30,7 @@ mod error;
 pub mod filter;
 pub mod moves;
 mod pace;
+pub mod purge;
 pub mod redrive;
 pub mod resolve;
 mod spelling;

@@ -1,13 +1,16 @@
 //! `oprec transport purge` and `oprec transport depth`: the broker's wake-ups, which are only a
 //! doorbell. Purging drops them; the operations stay in the store and the scheduler re-wakes the
-//! eligible ones, so the purge report says how many operations are still pending.
+//! eligible ones, so the purge report says how many operations are still pending. The purge is
+//! the operator library's ([`oprec::ops::purge`]), audited as the dashboard's is.
 
 use std::sync::Arc;
 
-use oprec::{Status, Transport};
+use oprec::Transport;
+use oprec::ops::purge::purge;
 use serde_json::json;
 
-use crate::backend::{self, Backend, store_error};
+use crate::audit_trail;
+use crate::backend::{self, Backend};
 use crate::cli::{DepthArgs, Global, PurgeArgs};
 use crate::exit::bad;
 use crate::output::{self, count};
@@ -39,22 +42,19 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
              the operations stay pending in the store and the scheduler wakes them again"
         )));
     }
+    let who = args.actor.who()?;
     // The store first: the report that no intent was lost needs it, so check it before purging.
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;
-    let purged = transport
-        .purge()
-        .await
-        .map_err(|e| anyhow::Error::new(e).context(format!("purging {shown} failed")))?;
-    let pending: u64 = backend
-        .store
-        .operation_count()
-        .await
-        .map_err(store_error)?
-        .iter()
-        .filter(|r| r.status == Status::Pending)
-        .map(|r| r.count)
-        .sum();
+    let done = match purge(backend.store.as_ref(), transport.as_ref(), &shown, &who).await {
+        Ok(done) => done,
+        Err(oprec::ops::Error::Transport(e)) => {
+            return Err(anyhow::Error::new(e).context(format!("purging {shown} failed")));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    audit_trail::check(done.audit_failure)?;
+    let (purged, pending) = (done.purged, done.pending_in_store);
     if args.json {
         return output::json(&json!({
             "transport": shown,
