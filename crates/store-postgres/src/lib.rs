@@ -1,16 +1,41 @@
-//! oprec-postgres: the [`Store`](oprec_core::Store) on PostgreSQL, for production.
+//! oprec-postgres: the [`Store`](oprec_core::Store) and its sibling traits on PostgreSQL, for
+//! production: many worker and scheduler processes on many hosts sharing one database.
 //!
-//! Claims use `FOR UPDATE SKIP LOCKED` over a partial index of pending rows, so many workers on
-//! many hosts claim without blocking each other and the claim's cost does not grow with finished
-//! rows. Enqueues and completions are one statement per batch (`UNNEST` of arrays). With the system
-//! clock, leases and eligibility are judged by the database's clock; with a manual clock, by it.
+//! Claims use `FOR UPDATE SKIP LOCKED` over a partial index of pending rows, so many workers claim
+//! without blocking each other and the claim's cost does not grow with finished rows. Enqueues and
+//! completions are one statement per batch (`UNNEST` of arrays). Only one scheduler publishes
+//! wake-ups at a time (a transaction-level advisory lock). With the system clock, leases and
+//! eligibility are judged by the database's clock; with a manual clock, by it.
 //!
-//! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes rows.
+//! The store applies what core decided ([`Transition`](oprec_core::Transition),
+//! [`Ending`](oprec_core::Ending), [`Settlement`](oprec_core::Settlement)); it never picks a status
+//! or writes a text of its own. Its modules are those of every oprec store crate: `traits` forwards
+//! each trait method to the concept module of the same name (`claim`, `complete`, `rescue`, ...),
+//! whose static SQL lives in `src/sql/` (see `sql`).
+//!
+//! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes
+//! rows.
 
+mod alerts;
+mod audit;
+mod cancel;
+mod claim;
+mod complete;
+mod controls;
+mod enqueue;
 mod error;
-mod operator;
+mod filter;
+mod quarantine;
+mod read;
+mod reconcile;
+mod redrive;
+mod rescue;
 mod row;
-mod store;
+mod sql;
+mod stats;
+mod steps;
+mod traits;
+mod wake;
 mod workers;
 
 use std::sync::Arc;
@@ -85,7 +110,8 @@ impl PgStore {
         &self.pool
     }
 
-    /// The value bound as `$1` in every query: `None` lets SQL fall back to the database's `now()`.
+    /// The value bound as "now" (`$1` in most statements): `None` lets SQL fall back to the
+    /// database's `now()`, so that with the system clock every host judges time by one clock.
     fn now_bind(&self) -> Option<DateTime<Utc>> {
         (!self.clock.is_system()).then(|| self.clock.now())
     }

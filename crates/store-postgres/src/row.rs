@@ -1,95 +1,171 @@
-//! Reading rows back into core types.
+//! Reading rows back into core types, and the column values bound for core types. A stored value
+//! that does not fit its core type (an unknown status name, a negative count, JSON of the wrong
+//! shape) is an error, never clamped or defaulted.
 
-use oprec_core::{Attempt, Error, Operation, OperationId, Result};
-use sqlx::Row;
+use chrono::Duration;
+use oprec_core::{Attempt, Claimed, Error, Operation, OperationId, Result};
 use sqlx::postgres::PgRow;
+use sqlx::{Decode, Postgres, Row, Type};
+use uuid::Uuid;
 
 use crate::backend_error;
 
-/// The columns of `operations`, in the order [`operation`] reads them.
-macro_rules! operation_columns {
-    () => {
-        "id, kind, idempotency_key, payload, status, attempt, max_attempts, next_eligible_at, \
-         give_up_at, lease_until, claim_token, claimed_at, worker_id, last_failure_class, \
-         last_error, remote_id, dependency, terminal_reason, code_version, enqueue_params, \
-         redrive_of, redrive_count, vanished_streak, last_woken_at, created_at, updated_at, \
-         terminal_at"
-    };
+/// The error for a stored value that does not read back as its core type.
+pub(crate) fn unreadable(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::backend(false, format!("unreadable stored {what}: {e}"))
 }
-pub(crate) use operation_columns;
 
-fn parse<T: std::str::FromStr>(s: Option<String>) -> Result<Option<T>>
+/// A stored integer as the unsigned count it stands for; a negative or oversized one is an error.
+pub(crate) fn unsigned<T: TryFrom<i64>>(what: &str, n: i64) -> Result<T>
+where
+    T::Error: std::fmt::Display,
+{
+    T::try_from(n).map_err(|e| unreadable(what, format!("{n}: {e}")))
+}
+
+/// A stored name as the core enum it names.
+pub(crate) fn parse<T: std::str::FromStr>(what: &str, s: &str) -> Result<T>
 where
     T::Err: std::fmt::Display,
 {
-    s.map(|s| s.parse::<T>())
-        .transpose()
-        .map_err(|e| Error::backend(false, format!("unreadable stored value: {e}")))
+    s.parse().map_err(|e| unreadable(what, e))
 }
 
-fn json<T: serde::de::DeserializeOwned>(v: Option<serde_json::Value>) -> Result<Option<T>> {
-    v.map(serde_json::from_value)
-        .transpose()
-        .map_err(|e| Error::backend(false, format!("unreadable stored JSON: {e}")))
-}
+/// Typed access to one row's columns, by name.
+pub(crate) struct Columns<'r>(pub(crate) &'r PgRow);
 
-fn count(n: i32) -> u32 {
-    u32::try_from(n).unwrap_or(0)
+impl Columns<'_> {
+    /// A column as its PostgreSQL type decodes.
+    pub(crate) fn get<'r, T: Decode<'r, Postgres> + Type<Postgres>>(
+        &'r self,
+        column: &str,
+    ) -> Result<T> {
+        self.0.try_get(column).map_err(backend_error)
+    }
+
+    pub(crate) fn opt_parsed<T: std::str::FromStr>(&self, column: &str) -> Result<Option<T>>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.get::<Option<&str>>(column)?
+            .map(|s| parse(column, s))
+            .transpose()
+    }
+
+    pub(crate) fn parsed<T: std::str::FromStr>(&self, column: &str) -> Result<T>
+    where
+        T::Err: std::fmt::Display,
+    {
+        parse(column, self.get::<&str>(column)?)
+    }
+
+    pub(crate) fn opt_json<T: serde::de::DeserializeOwned>(
+        &self,
+        column: &str,
+    ) -> Result<Option<T>> {
+        self.get::<Option<serde_json::Value>>(column)?
+            .map(|v| serde_json::from_value(v).map_err(|e| unreadable(column, e)))
+            .transpose()
+    }
+
+    /// An `integer` count (attempts, bounds, streaks).
+    pub(crate) fn opt_count(&self, column: &str) -> Result<Option<u32>> {
+        self.get::<Option<i32>>(column)?
+            .map(|n| unsigned(column, i64::from(n)))
+            .transpose()
+    }
+
+    pub(crate) fn count(&self, column: &str) -> Result<u32> {
+        unsigned(column, i64::from(self.get::<i32>(column)?))
+    }
+
+    /// A `bigint` count (`count(*)`, affected rows, a pid).
+    pub(crate) fn big_count<T: TryFrom<i64>>(&self, column: &str) -> Result<T>
+    where
+        T::Error: std::fmt::Display,
+    {
+        unsigned(column, self.get::<i64>(column)?)
+    }
+
+    pub(crate) fn id(&self, column: &str) -> Result<OperationId> {
+        self.get::<Uuid>(column).map(OperationId::from_uuid)
+    }
 }
 
 /// Reads one `operations` row.
 pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
-    let get = |e: sqlx::Error| backend_error(e);
+    let c = Columns(row);
     Ok(Operation {
-        id: OperationId::from_uuid(row.try_get("id").map_err(get)?),
-        kind: row.try_get("kind").map_err(get)?,
-        idempotency_key: row.try_get("idempotency_key").map_err(get)?,
-        payload: row.try_get("payload").map_err(get)?,
-        status: parse(Some(row.try_get::<String, _>("status").map_err(get)?))?
-            .expect("status is NOT NULL"),
-        attempt: count(row.try_get("attempt").map_err(get)?),
-        max_attempts: row
-            .try_get::<Option<i32>, _>("max_attempts")
-            .map_err(get)?
-            .map(count),
-        next_eligible_at: row.try_get("next_eligible_at").map_err(get)?,
-        give_up_at: row.try_get("give_up_at").map_err(get)?,
-        lease_until: row.try_get("lease_until").map_err(get)?,
-        claim_token: row.try_get("claim_token").map_err(get)?,
-        claimed_at: row.try_get("claimed_at").map_err(get)?,
-        worker_id: row.try_get("worker_id").map_err(get)?,
-        last_failure_class: parse(row.try_get("last_failure_class").map_err(get)?)?,
-        last_error: json(row.try_get("last_error").map_err(get)?)?,
-        remote_id: row.try_get("remote_id").map_err(get)?,
-        dependency: row.try_get("dependency").map_err(get)?,
-        terminal_reason: parse(row.try_get("terminal_reason").map_err(get)?)?,
-        code_version: row.try_get("code_version").map_err(get)?,
-        enqueue_params: row.try_get("enqueue_params").map_err(get)?,
-        redrive_of: row
-            .try_get::<Option<uuid::Uuid>, _>("redrive_of")
-            .map_err(get)?
+        id: c.id("id")?,
+        kind: c.get("kind")?,
+        idempotency_key: c.get("idempotency_key")?,
+        payload: c.get("payload")?,
+        payload_mode: c.opt_parsed("payload_mode")?,
+        status: c.parsed("status")?,
+        attempt: c.count("attempt")?,
+        max_attempts: c.opt_count("max_attempts")?,
+        next_eligible_at: c.get("next_eligible_at")?,
+        give_up_at: c.get("give_up_at")?,
+        lease_until: c.get("lease_until")?,
+        claim_token: c.get("claim_token")?,
+        claimed_at: c.get("claimed_at")?,
+        worker_id: c.get("worker_id")?,
+        last_failure_class: c.opt_parsed("last_failure_class")?,
+        last_error: c.opt_json("last_error")?,
+        remote_id: c.get("remote_id")?,
+        dependency: c.get("dependency")?,
+        terminal_reason: c.opt_parsed("terminal_reason")?,
+        code_version: c.get("code_version")?,
+        enqueue_params: c.get("enqueue_params")?,
+        redrive_of: c
+            .get::<Option<Uuid>>("redrive_of")?
             .map(OperationId::from_uuid),
-        redrive_count: count(row.try_get("redrive_count").map_err(get)?),
-        vanished_streak: count(row.try_get("vanished_streak").map_err(get)?),
-        last_woken_at: row.try_get("last_woken_at").map_err(get)?,
-        created_at: row.try_get("created_at").map_err(get)?,
-        updated_at: row.try_get("updated_at").map_err(get)?,
-        terminal_at: row.try_get("terminal_at").map_err(get)?,
+        redrive_count: c.count("redrive_count")?,
+        vanished_streak: c.count("vanished_streak")?,
+        last_woken_at: c.get("last_woken_at")?,
+        created_at: c.get("created_at")?,
+        updated_at: c.get("updated_at")?,
+        terminal_at: c.get("terminal_at")?,
     })
+}
+
+/// Reads one `operations` row that a claim returned (or the rescuer listed) as running.
+pub(crate) fn claimed(row: &PgRow) -> Result<Claimed> {
+    Claimed::from_operation(operation(row)?)
 }
 
 /// Reads one `operation_attempts` row.
 pub(crate) fn attempt(row: &PgRow) -> Result<Attempt> {
-    let get = |e: sqlx::Error| backend_error(e);
+    let c = Columns(row);
     Ok(Attempt {
-        attempt: count(row.try_get("attempt").map_err(get)?),
-        claimed_at: row.try_get("claimed_at").map_err(get)?,
-        ended_at: row.try_get("ended_at").map_err(get)?,
-        outcome: parse(Some(row.try_get::<String, _>("outcome").map_err(get)?))?
-            .expect("outcome is NOT NULL"),
-        failure_class: parse(row.try_get("failure_class").map_err(get)?)?,
-        error: json(row.try_get("error").map_err(get)?)?,
-        worker_id: row.try_get("worker_id").map_err(get)?,
-        code_version: row.try_get("code_version").map_err(get)?,
+        attempt: c.count("attempt")?,
+        claimed_at: c.get("claimed_at")?,
+        ended_at: c.get("ended_at")?,
+        outcome: c.parsed("outcome")?,
+        failure_class: c.opt_parsed("failure_class")?,
+        error: c.opt_json("error")?,
+        worker_id: c.get("worker_id")?,
+        code_version: c.get("code_version")?,
     })
+}
+
+/// The ids as bound to a `uuid[]` parameter.
+pub(crate) fn uuids(ids: &[OperationId]) -> Vec<Uuid> {
+    ids.iter().map(|id| *id.as_uuid()).collect()
+}
+
+/// A duration as bound to an `int8` of milliseconds (`$n::int8 * interval '1 millisecond'`).
+pub(crate) fn millis(d: Duration) -> i64 {
+    d.num_milliseconds()
+}
+
+/// A duration as bound to an `int8` of microseconds, saturating.
+pub(crate) fn micros(d: Duration) -> i64 {
+    d.num_microseconds().unwrap_or(i64::MAX)
+}
+
+/// A JSON value as bound to a `jsonb` parameter.
+pub(crate) fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(value)
+        .map_err(|e| Error::InvalidInput(format!("not storable as JSON: {e}")))
 }

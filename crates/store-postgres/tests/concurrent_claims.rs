@@ -5,8 +5,13 @@ mod common;
 use std::sync::Arc;
 
 use chrono::Duration;
-use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
-use oprec_core::{EnqueueOptions, Error, NewOperation, RetryPolicy, Status, Store, Transition};
+use oprec_core::store::{
+    ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams, OperationGetParams,
+};
+use oprec_core::{
+    EnqueueOptions, EnqueueStore, Error, NewOperation, RetryPolicy, Status, Store, Transition,
+    VanishRule, WorkerStore,
+};
 use serde_json::json;
 use tokio::sync::Barrier;
 
@@ -142,12 +147,7 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
     // Wait for the database's clock to pass the lease; poll instead of guessing a sleep.
     let mut rescued = 0;
     for _ in 0..200 {
-        rescued = store
-            .operation_rescue_expired(oprec_core::store::RescueParams {
-                vanish_limit: 3,
-                retry_delay: Duration::zero(),
-                limit: 10,
-            })
+        rescued = oprec_testkit::rescue_pass(&store, &VanishRule::default())
             .await
             .unwrap()
             .vanished;
@@ -170,7 +170,7 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
     store
         .operation_complete(CompleteParams {
             id,
-            claim_token: new.claim_token.unwrap(),
+            claim_token: new.claim_token(),
             transition: Transition::succeeded(Some("from-new".into())),
         })
         .await
@@ -178,12 +178,16 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
     let late = store
         .operation_complete(CompleteParams {
             id,
-            claim_token: old.claim_token.unwrap(),
+            claim_token: old.claim_token(),
             transition: Transition::succeeded(Some("from-old".into())),
         })
         .await;
     assert!(matches!(late, Err(Error::StaleClaim { .. })));
-    let op = store.operation_get(id).await.unwrap().unwrap();
+    let op = store
+        .operation_get(OperationGetParams { id })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(op.operation.remote_id.as_deref(), Some("from-new"));
     assert_eq!(op.attempts.len(), 2);
 }

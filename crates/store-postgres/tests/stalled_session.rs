@@ -7,8 +7,10 @@ mod common;
 use std::time::{Duration as StdDuration, Instant};
 
 use chrono::Utc;
-use oprec_core::store::WakeDueParams;
-use oprec_core::{EnqueueOptions, Ladder, NewOperation, RetryPolicy, Store};
+use oprec_core::maintenance::WakeDueParams;
+use oprec_core::{
+    EnqueueOptions, EnqueueStore, Ladder, MaintenanceStore, NewOperation, RetryPolicy,
+};
 use oprec_postgres::{IDLE_IN_TRANSACTION_TIMEOUT, PgStore};
 use sqlx::postgres::PgConnectOptions;
 

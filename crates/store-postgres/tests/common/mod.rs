@@ -15,8 +15,15 @@ pub fn database_url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-/// A store over a new, migrated schema, reading the given clock (or the database's).
+/// A store over a new, migrated schema, judging time by the database's clock.
 pub async fn fresh_store(pool_size: u32) -> PgStore {
+    let store = empty_schema(pool_size).await;
+    store.migrate().await.expect("migrate");
+    store
+}
+
+/// A store over a new schema without the oprec tables (not migrated).
+pub async fn empty_schema(pool_size: u32) -> PgStore {
     let url = database_url();
     let schema = format!("oprec_test_{}", uuid::Uuid::now_v7().simple());
     let admin = PgStore::connect(&url)
@@ -28,14 +35,12 @@ pub async fn fresh_store(pool_size: u32) -> PgStore {
         .expect("create schema");
     admin.pool().close().await;
     let options: PgConnectOptions = url.parse().expect("database url");
-    let store = PgStore::connect_with(
+    PgStore::connect_with(
         options.options([("search_path", schema.as_str())]),
         pool_size,
     )
     .await
-    .expect("connect to test schema");
-    store.migrate().await.expect("migrate");
-    store
+    .expect("connect to test schema")
 }
 
 /// The harness for the conformance suite.

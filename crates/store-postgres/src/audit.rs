@@ -1,0 +1,55 @@
+//! The audit log ([`OperatorStore`](oprec_core::OperatorStore)): every operator action, who,
+//! when, what filter, how many and why, appended and read back newest first.
+
+use oprec_core::Result;
+use oprec_core::operator::{AuditEntry, AuditListParams, AuditRecord};
+
+use crate::row::Columns;
+use crate::{PgStore, backend_error, sql};
+
+/// Appends an entry, stamped with the store's "now".
+pub(crate) async fn audit_insert(store: &PgStore, entry: AuditEntry) -> Result<()> {
+    let affected = i64::try_from(entry.affected)
+        .map_err(|e| oprec_core::Error::InvalidInput(format!("affected count: {e}")))?;
+    sqlx::query(sql::AUDIT_INSERT)
+        .bind(store.now_bind())
+        .bind(&entry.actor)
+        .bind(&entry.action)
+        .bind(&entry.filter)
+        .bind(affected)
+        .bind(&entry.reason)
+        .bind(&entry.details)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
+}
+
+/// The newest rows first.
+pub(crate) async fn audit_list(
+    store: &PgStore,
+    params: AuditListParams,
+) -> Result<Vec<AuditRecord>> {
+    let rows = sqlx::query(sql::AUDIT_LIST)
+        .bind(i64::from(params.limit))
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter()
+        .map(|r| {
+            let c = Columns(r);
+            Ok(AuditRecord {
+                id: c.get("id")?,
+                at: c.get("at")?,
+                entry: AuditEntry {
+                    actor: c.get("actor")?,
+                    action: c.get("action")?,
+                    filter: c.get("filter")?,
+                    affected: c.big_count("affected")?,
+                    reason: c.get("reason")?,
+                    details: c.get("details")?,
+                },
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! Claims and what keeps them alive ([`WorkerStore`](oprec_core::WorkerStore)): claiming by id
+//! (wake-ups) or the oldest eligible (polling), heartbeats, and whether a worker has work.
+//!
+//! Every claim skips rows another claimer holds (`FOR UPDATE SKIP LOCKED`), so many workers on
+//! many hosts claim without waiting for each other, and splices in core's pause rule.
+
+use chrono::{DateTime, Utc};
+use oprec_core::store::{
+    ClaimByIdsParams, ClaimEligibleParams, Claimant, HeartbeatParams, WorkExistsParams,
+};
+use oprec_core::{Claimed, Error, Result};
+use sqlx::postgres::PgRow;
+
+use crate::row::{self, millis};
+use crate::{PgStore, backend_error, sql};
+
+/// Claims the named operations that are claimable now; the others are left out.
+pub(crate) async fn operation_claim_by_ids(
+    store: &PgStore,
+    params: ClaimByIdsParams,
+) -> Result<Vec<Claimed>> {
+    if params.ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let c = &params.claimant;
+    let rows = sqlx::query(sql::CLAIM_BY_IDS.as_str())
+        .bind(store.now_bind())
+        .bind(row::uuids(&params.ids))
+        .bind(&params.kinds)
+        .bind(millis(c.lease))
+        .bind(&c.worker_id)
+        .bind(&c.code_version)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter().map(row::claimed).collect()
+}
+
+/// Claims up to `limit` eligible operations, oldest eligible first.
+pub(crate) async fn operation_claim_eligible(
+    store: &PgStore,
+    params: ClaimEligibleParams,
+) -> Result<Vec<Claimed>> {
+    if params.limit == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = claim_eligible_rows(store, &params.kinds, params.limit, &params.claimant).await?;
+    let mut claimed: Vec<Claimed> = rows.iter().map(row::claimed).collect::<Result<_>>()?;
+    // UPDATE ... RETURNING keeps no order; the pick's order is the promise.
+    claimed.sort_by_key(|c| (c.next_eligible_at, c.id));
+    Ok(claimed)
+}
+
+/// The claim of eligible rows, in a transaction that walks the pending index in order.
+async fn claim_eligible_rows(
+    store: &PgStore,
+    kinds: &[String],
+    limit: u32,
+    c: &Claimant,
+) -> Result<Vec<PgRow>> {
+    let mut tx = store
+        .pool
+        .begin_with(sql::WALK_PENDING_IN_ORDER)
+        .await
+        .map_err(backend_error)?;
+    let rows = sqlx::query(sql::CLAIM_ELIGIBLE.as_str())
+        .bind(store.now_bind())
+        .bind(kinds)
+        .bind(i64::from(limit))
+        .bind(millis(c.lease))
+        .bind(&c.worker_id)
+        .bind(&c.code_version)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
+    Ok(rows)
+}
+
+/// Extends a running claim's lease; a stale token is [`Error::StaleClaim`].
+pub(crate) async fn operation_heartbeat(
+    store: &PgStore,
+    params: HeartbeatParams,
+) -> Result<DateTime<Utc>> {
+    let lease: Option<DateTime<Utc>> = sqlx::query_scalar(sql::CLAIM_HEARTBEAT)
+        .bind(store.now_bind())
+        .bind(params.id.as_uuid())
+        .bind(params.claim_token)
+        .bind(millis(params.lease))
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    lease.ok_or(Error::StaleClaim { id: params.id })
+}
+
+/// Whether an operation of the kinds is running, or claimable now.
+pub(crate) async fn operation_work_exists(
+    store: &PgStore,
+    params: WorkExistsParams,
+) -> Result<bool> {
+    sqlx::query_scalar(sql::CLAIM_WORK_EXISTS.as_str())
+        .bind(store.now_bind())
+        .bind(&params.kinds)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)
+}

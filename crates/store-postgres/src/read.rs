@@ -1,0 +1,84 @@
+//! What every caller reads ([`Store`](oprec_core::Store)): the schema, the store's "now", one
+//! operation with its history, listings and counts.
+
+use chrono::{DateTime, Utc};
+use oprec_core::store::{CountRow, ListParams, OperationGetParams};
+use oprec_core::{Error, Operation, OperationDetail, Result};
+
+use crate::row::{self, Columns};
+use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
+
+/// Creates or upgrades the schema with the embedded migrations.
+pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
+    MIGRATOR
+        .run(&store.pool)
+        .await
+        .map_err(|e| Error::backend(false, e))
+}
+
+/// The store's clock, or with the system clock the database's, so that every host judges
+/// eligibility and leases by one clock.
+pub(crate) async fn now(store: &PgStore) -> Result<DateTime<Utc>> {
+    match store.now_bind() {
+        Some(now) => Ok(now),
+        None => sqlx::query_scalar("SELECT now()")
+            .fetch_one(&store.pool)
+            .await
+            .map_err(backend_error),
+    }
+}
+
+/// One operation with its attempt history, oldest first.
+pub(crate) async fn operation_get(
+    store: &PgStore,
+    params: OperationGetParams,
+) -> Result<Option<OperationDetail>> {
+    let id = params.id.as_uuid();
+    let Some(op) = sqlx::query(sql::READ_OPERATION)
+        .bind(id)
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(backend_error)?
+    else {
+        return Ok(None);
+    };
+    let attempts = sqlx::query(sql::READ_ATTEMPTS)
+        .bind(id)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(Some(OperationDetail {
+        operation: row::operation(&op)?,
+        attempts: attempts.iter().map(row::attempt).collect::<Result<_>>()?,
+    }))
+}
+
+/// Operations matching the listing's filters, one keyset page.
+pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Result<Vec<Operation>> {
+    let mut query = filter::list_query(params);
+    let rows = query
+        .build()
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter().map(row::operation).collect()
+}
+
+/// Operations counted by status, kind and last failure class.
+pub(crate) async fn operation_count(store: &PgStore) -> Result<Vec<CountRow>> {
+    let rows = sqlx::query(sql::READ_COUNT)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter()
+        .map(|r| {
+            let c = Columns(r);
+            Ok(CountRow {
+                status: c.parsed("status")?,
+                kind: c.get("kind")?,
+                failure_class: c.opt_parsed("last_failure_class")?,
+                count: c.big_count("count")?,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,183 @@
+//! The crate's SQL: every static statement, one `.sql` file each under `src/sql/` (named
+//! `<module>_<statement>.sql`, the same name in every store crate), embedded here as a named
+//! constant. Each file starts with what the statement does and which index it walks. Statements
+//! whose shape depends on an operator's filter are built in `filter.rs` instead.
+//!
+//! Four statements splice in core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! says `/*not_held_back*/`; their final text is built once, on first use.
+
+use std::sync::LazyLock;
+
+/// "Now" in a statement that binds the store's clock as `$1` (NULL: the database's clock).
+const NOW: &str = "coalesce($1::timestamptz, now())";
+
+/// The placeholder a statement file marks the pause rule's place with.
+const NOT_HELD_BACK: &str = "/*not_held_back*/";
+
+/// `sql` with core's pause rule for the `operations` row named `row` in place of its one
+/// placeholder (a file without exactly one is a bug, caught by the first statement run).
+fn with_not_held_back(sql: &str, row: &str) -> String {
+    assert_eq!(
+        sql.matches(NOT_HELD_BACK).count(),
+        1,
+        "a statement splicing the pause rule marks its place exactly once"
+    );
+    sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, NOW))
+}
+
+/// Opens the transaction of a statement that must walk the partial index of pending rows in its
+/// order (`ORDER BY next_eligible_at, id LIMIT n`: [`CLAIM_ELIGIBLE`], [`WAKE_DUE`]). Without
+/// this, a missing or stale estimate (a new table, or a burst of pending rows in a table whose
+/// statistics say there are almost none: the aftermath of an outage) makes the planner fetch and
+/// sort every pending row on each call, so draining a backlog costs O(n²). Pricing sorts out
+/// leaves the ordered index scan, which stops after `n` rows.
+pub(crate) const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = off";
+
+/// Dead operations not announced yet.
+pub(crate) const ALERTS_DEAD_UNALERTED: &str = include_str!("sql/alerts_dead_unalerted.sql");
+
+/// Records announced promotions.
+pub(crate) const ALERTS_MARK_ALERTED: &str = include_str!("sql/alerts_mark_alerted.sql");
+
+/// Appends to the audit log.
+pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
+
+/// The newest audit rows.
+pub(crate) const AUDIT_LIST: &str = include_str!("sql/audit_list.sql");
+
+/// Cancels waiting operations.
+pub(crate) const CANCEL_WAITING: &str = include_str!("sql/cancel_waiting.sql");
+
+/// Claims the operations named by wake-ups.
+pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_by_ids.sql"), "locked"));
+
+/// Claims the oldest eligible operations.
+pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible.sql"), "operations"));
+
+/// Extends a claim's lease.
+pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
+
+/// Whether a worker of some kinds has work.
+pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_work_exists.sql"), "operations"));
+
+/// Ends claims with decided transitions: completions and rescues alike.
+pub(crate) const COMPLETE_APPLY: &str = include_str!("sql/complete_apply.sql");
+
+/// The controls in force.
+pub(crate) const CONTROLS_LIST: &str = include_str!("sql/controls_list.sql");
+
+/// Removes a control.
+pub(crate) const CONTROLS_REMOVE: &str = include_str!("sql/controls_remove.sql");
+
+/// Sets or replaces a control.
+pub(crate) const CONTROLS_SET: &str = include_str!("sql/controls_set.sql");
+
+/// The operation that holds an idempotency key.
+pub(crate) const ENQUEUE_EXISTING_ID: &str = include_str!("sql/enqueue_existing_id.sql");
+
+/// Enqueues a batch in one statement.
+pub(crate) const ENQUEUE_INSERT_MANY: &str = include_str!("sql/enqueue_insert_many.sql");
+
+/// Enqueues one operation (a cached plan).
+pub(crate) const ENQUEUE_INSERT_ONE: &str = include_str!("sql/enqueue_insert_one.sql");
+
+/// Records published wake-ups.
+pub(crate) const ENQUEUE_MARK_WOKEN: &str = include_str!("sql/enqueue_mark_woken.sql");
+
+/// An operation's attempt history, oldest first.
+pub(crate) const READ_ATTEMPTS: &str = include_str!("sql/read_attempts.sql");
+
+/// Operations counted by status, kind and last failure class.
+pub(crate) const READ_COUNT: &str = include_str!("sql/read_count.sql");
+
+/// One operation by id.
+pub(crate) const READ_OPERATION: &str = include_str!("sql/read_operation.sql");
+
+/// Takes reconciling operations due for their hook.
+pub(crate) const RECONCILE_DUE: &str = include_str!("sql/reconcile_due.sql");
+
+/// Writes a settlement.
+pub(crate) const RECONCILE_RESOLVE: &str = include_str!("sql/reconcile_resolve.sql");
+
+/// An operation's status, to explain a settlement that wrote nothing.
+pub(crate) const RECONCILE_STATUS: &str = include_str!("sql/reconcile_status.sql");
+
+/// Re-drives terminal operations as new, linked operations.
+pub(crate) const REDRIVE_AS_NEW: &str = include_str!("sql/redrive_as_new.sql");
+
+/// Re-drives terminal operations in place.
+pub(crate) const REDRIVE_IN_PLACE: &str = include_str!("sql/redrive_in_place.sql");
+
+/// Ends waiting operations past their deadline.
+pub(crate) const RESCUE_END_PAST_DEADLINE: &str = include_str!("sql/rescue_end_past_deadline.sql");
+
+/// Running operations whose lease expired.
+pub(crate) const RESCUE_LEASE_EXPIRED: &str = include_str!("sql/rescue_lease_expired.sql");
+
+/// Attempts and promotions to dead per minute.
+pub(crate) const STATS_ACTIVITY_PER_MINUTE: &str =
+    include_str!("sql/stats_activity_per_minute.sql");
+
+/// Attempts of succeeded operations, and how many succeeded.
+pub(crate) const STATS_ATTEMPTS_PER_SUCCESS: &str =
+    include_str!("sql/stats_attempts_per_success.sql");
+
+/// Attempts since a time, by dependency.
+pub(crate) const STATS_ATTEMPTS_SINCE_BY_DEPENDENCY: &str =
+    include_str!("sql/stats_attempts_since_by_dependency.sql");
+
+/// Waiting and running operations by age bucket.
+pub(crate) const STATS_BACKLOG_BY_AGE: &str = include_str!("sql/stats_backlog_by_age.sql");
+
+/// The oldest waiting or running operation's creation time.
+pub(crate) const STATS_BACKLOG_OLDEST: &str = include_str!("sql/stats_backlog_oldest.sql");
+
+/// Operations by status.
+pub(crate) const STATS_BY_STATUS: &str = include_str!("sql/stats_by_status.sql");
+
+/// Dead operations by kind.
+pub(crate) const STATS_DEAD_BY_KIND: &str = include_str!("sql/stats_dead_by_kind.sql");
+
+/// Promotions to dead since a time, by code version.
+pub(crate) const STATS_DEAD_SINCE_BY_CODE_VERSION: &str =
+    include_str!("sql/stats_dead_since_by_code_version.sql");
+
+/// Promotions to dead since a time, by kind.
+pub(crate) const STATS_DEAD_SINCE_BY_KIND: &str = include_str!("sql/stats_dead_since_by_kind.sql");
+
+/// The pending operation eligible longest.
+pub(crate) const STATS_OLDEST_ELIGIBLE: &str = include_str!("sql/stats_oldest_eligible.sql");
+
+/// Pending operations by last failure class.
+pub(crate) const STATS_PENDING_BY_CLASS: &str = include_str!("sql/stats_pending_by_class.sql");
+
+/// An operation's completed durable steps.
+pub(crate) const STEPS_GET: &str = include_str!("sql/steps_get.sql");
+
+/// Records the effect's remote identity under a claim.
+pub(crate) const STEPS_REMOTE_ID_SET: &str = include_str!("sql/steps_remote_id_set.sql");
+
+/// Saves a durable step under a claim.
+pub(crate) const STEPS_SAVE: &str = include_str!("sql/steps_save.sql");
+
+/// Marks due operations woken and returns them.
+pub(crate) static WAKE_DUE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "operations"));
+
+/// Takes the scheduler's leadership for the transaction.
+pub(crate) const WAKE_LEADER: &str = include_str!("sql/wake_leader.sql");
+
+/// Registers or refreshes a worker's row.
+pub(crate) const WORKERS_BEAT: &str = include_str!("sql/workers_beat.sql");
+
+/// The workers seen lately.
+pub(crate) const WORKERS_LIST: &str = include_str!("sql/workers_list.sql");
+
+/// Removes a worker's row.
+pub(crate) const WORKERS_REMOVE: &str = include_str!("sql/workers_remove.sql");
+
+/// Pending operations per kind that no live worker handles.
+pub(crate) const WORKERS_UNHANDLED: &str = include_str!("sql/workers_unhandled.sql");

@@ -1,0 +1,6 @@
+-- The completed durable steps of operation $1, in the order they completed. Walks the primary
+-- key of operation_steps (operation_id, name).
+SELECT name, output, attempt, completed_at
+FROM operation_steps
+WHERE operation_id = $1
+ORDER BY completed_at, name

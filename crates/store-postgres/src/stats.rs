@@ -1,0 +1,162 @@
+//! The at-a-glance figures ([`OperatorStore`](oprec_core::OperatorStore)): the
+//! [`StatsReport`] that answers "what is failing, why, and is it safe", and the per-minute
+//! activity of the dashboard's chart. Each figure is one small statement over its own index.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use oprec_core::operator::{
+    ActivityMinute, ActivityParams, OldestEligible, StatsReport, WorkerListParams,
+};
+use oprec_core::{Result, Status, WORKER_LIVE_SECS};
+use sqlx::Row;
+
+use crate::row::{self, Columns};
+use crate::{PgStore, backend_error, read, sql, workers};
+
+/// The figures, all taken at the store's "now".
+pub(crate) async fn stats(store: &PgStore) -> Result<StatsReport> {
+    let now = read::now(store).await?;
+    let (hour_ago, day_ago) = (now - Duration::hours(1), now - Duration::days(1));
+    let by_status = counts(store, sql::STATS_BY_STATUS, None, |s| {
+        row::parse("status", &required(s)?)
+    })
+    .await?;
+    let (attempts, successes) = attempts_and_successes(store).await?;
+    Ok(StatsReport {
+        at: Some(now),
+        reconciling: by_status.get(&Status::Reconciling).copied().unwrap_or(0),
+        by_status,
+        pending_by_class: counts(store, sql::STATS_PENDING_BY_CLASS, None, |c| {
+            c.map(|c| row::parse("last_failure_class", &c)).transpose()
+        })
+        .await?,
+        attempts_per_success: (successes > 0).then(|| attempts as f64 / successes as f64),
+        oldest_eligible: oldest_eligible(store, now).await?,
+        dead_by_kind: named(store, sql::STATS_DEAD_BY_KIND, None).await?,
+        dead_last_hour_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(hour_ago)).await?,
+        dead_last_day_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(day_ago)).await?,
+        dead_last_day_by_code_version: named(
+            store,
+            sql::STATS_DEAD_SINCE_BY_CODE_VERSION,
+            Some(day_ago),
+        )
+        .await?,
+        attempts_last_hour_by_dependency: named(
+            store,
+            sql::STATS_ATTEMPTS_SINCE_BY_DEPENDENCY,
+            Some(hour_ago),
+        )
+        .await?,
+        backlog_age_seconds: backlog_oldest(store)
+            .await?
+            .map(|t| (now - t).num_seconds()),
+        backlog_by_age: counts(store, sql::STATS_BACKLOG_BY_AGE, Some(now), |b| {
+            row::parse("age bucket", &required(b)?)
+        })
+        .await?,
+        unhandled: workers::operation_unhandled(
+            store,
+            WorkerListParams {
+                seen_within: Duration::seconds(WORKER_LIVE_SECS),
+            },
+        )
+        .await?,
+    })
+}
+
+/// Runs a two-column `(key, count)` statement, with `at` bound as `$1` when given, and reads
+/// each key with `key`. A NULL key reaches `key` as `None`.
+async fn counts<K: Ord>(
+    store: &PgStore,
+    statement: &'static str,
+    at: Option<DateTime<Utc>>,
+    key: impl Fn(Option<String>) -> Result<K>,
+) -> Result<BTreeMap<K, u64>> {
+    let mut q = sqlx::query(statement);
+    if let Some(at) = at {
+        q = q.bind(at);
+    }
+    let rows = q.fetch_all(&store.pool).await.map_err(backend_error)?;
+    rows.iter()
+        .map(|r| {
+            let name: Option<String> = r.try_get(0).map_err(backend_error)?;
+            let n: i64 = r.try_get(1).map_err(backend_error)?;
+            Ok((key(name)?, row::unsigned("count", n)?))
+        })
+        .collect()
+}
+
+/// [`counts`] keyed by a name that is never NULL (a kind, a code version, a dependency).
+async fn named(
+    store: &PgStore,
+    statement: &'static str,
+    at: Option<DateTime<Utc>>,
+) -> Result<BTreeMap<String, u64>> {
+    counts(store, statement, at, required).await
+}
+
+/// A group's key that the statement never leaves NULL.
+fn required(key: Option<String>) -> Result<String> {
+    key.ok_or_else(|| row::unreadable("group key", "NULL"))
+}
+
+/// Attempts recorded for succeeded operations, and how many succeeded.
+async fn attempts_and_successes(store: &PgStore) -> Result<(u64, u64)> {
+    let r = sqlx::query(sql::STATS_ATTEMPTS_PER_SUCCESS)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    let c = Columns(&r);
+    Ok((c.big_count("attempts")?, c.big_count("successes")?))
+}
+
+/// The pending operation eligible longest at `now`.
+async fn oldest_eligible(store: &PgStore, now: DateTime<Utc>) -> Result<Option<OldestEligible>> {
+    let r = sqlx::query(sql::STATS_OLDEST_ELIGIBLE)
+        .bind(now)
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    r.as_ref()
+        .map(|r| {
+            let c = Columns(r);
+            Ok(OldestEligible {
+                id: c.id("id")?,
+                kind: c.get("kind")?,
+                next_eligible_at: c.get("next_eligible_at")?,
+            })
+        })
+        .transpose()
+}
+
+/// When the oldest waiting or running operation was created.
+async fn backlog_oldest(store: &PgStore) -> Result<Option<DateTime<Utc>>> {
+    sqlx::query_scalar(sql::STATS_BACKLOG_OLDEST)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)
+}
+
+/// Attempts (and failed ones) and promotions to dead per minute since a time, oldest first.
+pub(crate) async fn activity_per_minute(
+    store: &PgStore,
+    params: ActivityParams,
+) -> Result<Vec<ActivityMinute>> {
+    let rows = sqlx::query(sql::STATS_ACTIVITY_PER_MINUTE)
+        .bind(params.since)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter()
+        .map(|r| {
+            let c = Columns(r);
+            Ok(ActivityMinute {
+                minute: c.get("minute")?,
+                attempts: c.big_count("attempts")?,
+                failed: c.big_count("failed")?,
+                dead: c.big_count("dead")?,
+            })
+        })
+        .collect()
+}
