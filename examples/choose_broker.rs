@@ -116,7 +116,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(Worker::new(store.clone(), transport, registry, config).run(stop.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let status = loop {
-        let o = store.operation_get(op.id).await?.expect("exists").operation;
+        let o = store.operation_get(OperationGetParams { id: op.id }).await?.expect("exists").operation;
         if o.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break o.status;
         }

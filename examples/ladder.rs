@@ -96,7 +96,7 @@ impl Demo {
         loop {
             let op = self
                 .store
-                .operation_get(id)
+                .operation_get(OperationGetParams { id: id })
                 .await?
                 .expect("enqueued")
                 .operation;
@@ -148,7 +148,7 @@ impl Demo {
     }
 
     async fn report(&self, title: &str, id: OperationId) -> anyhow::Result<()> {
-        let d = self.store.operation_get(id).await?.expect("enqueued");
+        let d = self.store.operation_get(OperationGetParams { id: id }).await?.expect("enqueued");
         println!("\n{title}");
         for a in &d.attempts {
             let at = fmt_offset((a.claimed_at - self.start).num_seconds());

@@ -81,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
     // 6. Watch the row until it is terminal, then stop the worker (it drains and exits).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let detail = loop {
-        let d = store.operation_get(op.id).await?.expect("the row exists");
+        let d = store.operation_get(OperationGetParams { id: op.id }).await?.expect("the row exists");
         if d.operation.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break d;
         }

@@ -124,7 +124,7 @@ async fn main() -> anyhow::Result<()> {
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let detail = loop {
-        let d = store.operation_get(op.id).await?.expect("the row exists");
+        let d = store.operation_get(OperationGetParams { id: op.id }).await?.expect("the row exists");
         if d.operation.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break d;
         }
@@ -134,7 +134,7 @@ async fn main() -> anyhow::Result<()> {
     running.await?;
 
     let o = &detail.operation;
-    let steps = store.operation_steps_get(op.id).await?;
+    let steps = store.operation_steps_get(StepsGetParams { id: op.id }).await?;
     println!(
         "\noperation {}: {} after {} attempts, remote id {}",
         o.id,

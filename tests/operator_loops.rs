@@ -104,7 +104,7 @@ async fn the_reconciler_asks_the_kind_and_records_its_answer() {
         (1, 1, 1)
     );
     let applied = store
-        .operation_get(ids[0])
+        .operation_get(OperationGetParams { id: ids[0] })
         .await
         .unwrap()
         .unwrap()
@@ -112,14 +112,14 @@ async fn the_reconciler_asks_the_kind_and_records_its_answer() {
     assert_eq!(applied.status, Status::Succeeded);
     assert_eq!(applied.remote_id, Some(format!("ch-{}", ids[0])));
     let retry = store
-        .operation_get(ids[1])
+        .operation_get(OperationGetParams { id: ids[1] })
         .await
         .unwrap()
         .unwrap()
         .operation;
     assert_eq!(retry.status, Status::Pending, "not applied: safe to retry");
     let unknown = store
-        .operation_get(ids[2])
+        .operation_get(OperationGetParams { id: ids[2] })
         .await
         .unwrap()
         .unwrap()

@@ -110,7 +110,7 @@ impl Rig {
 
     pub async fn get(&self, id: OperationId) -> oprec_core::OperationDetail {
         self.store
-            .operation_get(id)
+            .operation_get(OperationGetParams { id: id })
             .await
             .expect("get")
             .expect("exists")

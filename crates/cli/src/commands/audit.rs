@@ -26,7 +26,7 @@ pub(crate) async fn run(global: &Global, args: AuditArgs) -> anyhow::Result<()> 
     let backend = Backend::connect(&global.database_url).await?;
     let entries = backend
         .store
-        .audit_list(args.limit)
+        .audit_list(AuditListParams { limit: args.limit })
         .await
         .map_err(store_error)?;
     if args.json {

@@ -148,7 +148,7 @@ async fn play(
     let mut reports = Vec::with_capacity(scenarios.len());
     for (s, id) in scenarios.iter().zip(&ids) {
         let detail = store
-            .operation_get(*id)
+            .operation_get(OperationGetParams { id: *id })
             .await
             .map_err(store_error)?
             .ok_or_else(|| anyhow::anyhow!("operation {id} disappeared"))?;

@@ -35,7 +35,7 @@ async fn moment(
     let mut next: Option<DateTime<Utc>> = None;
     for id in ids {
         let op = store
-            .operation_get(*id)
+            .operation_get(OperationGetParams { id: *id })
             .await?
             .ok_or_else(|| anyhow::anyhow!("operation {id} vanished from the store"))?
             .operation;

@@ -143,7 +143,7 @@ impl Importer {
 
     /// Whether an existing operation is still as an interrupted import left it.
     async fn never_quarantined(&self, id: OperationId) -> anyhow::Result<bool> {
-        let Some(d) = self.store.operation_get(id).await? else {
+        let Some(d) = self.store.operation_get(OperationGetParams { id: id }).await? else {
             return Ok(false);
         };
         let o = d.operation;
