@@ -4,7 +4,7 @@
 //! It applies what core decides (transitions, endings, settlements, the pause rule) and decides
 //! nothing itself. Its modules have the PostgreSQL store's names, one per concept (`claim`,
 //! `complete`, `rescue`, `redrive`, ...), each function named after the trait method it
-//! implements ([`traits`](crate::traits) only forwards); its static statements are `.sql` files
+//! implements (`traits` only forwards); its static statements are `.sql` files
 //! under `src/sql/` with the PostgreSQL store's file names. Two modules exist for SQLite alone:
 //! `time` (times as fixed-width UTC text, so comparing the strings compares the times; "now" is
 //! always the store's [`Clock`], never SQLite's) and `write` (SQLite has one writer at a time and

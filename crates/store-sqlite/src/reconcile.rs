@@ -83,7 +83,7 @@ pub(crate) async fn operation_reconcile_resolve(
     if let Some(status) = status {
         return status
             .parse()
-            .map_err(|e| Error::backend(false, format!("unreadable stored value in status: {e}")));
+            .map_err(|e| Error::backend(false, format!("unreadable stored status: {e}")));
     }
     let current: Option<String> = sqlx::query_scalar(sql::RECONCILE_STATUS)
         .bind(&id)

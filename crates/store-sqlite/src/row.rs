@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::{backend_error, time};
 
 fn unreadable(column: &str, e: impl std::fmt::Display) -> Error {
-    Error::backend(false, format!("unreadable stored value in {column}: {e}"))
+    Error::backend(false, format!("unreadable stored {column}: {e}"))
 }
 
 /// Typed access to one row's columns, each stored as SQLite keeps it.

@@ -15,9 +15,9 @@ use oprec_core::operator::{
 };
 use oprec_core::store::{ClaimEligibleParams, CompleteParams, CompleteResult, MarkWokenParams};
 use oprec_core::{
-    Clock, EnqueueOptions, EnqueueStore, Failure, FailureClass, MaintenanceStore, ManualClock,
-    NewOperation, OperationError, OperationId, OperatorStore, Status, Store, TerminalReason,
-    Transition, WorkerStore,
+    Clock, Ending, EnqueueOptions, EnqueueStore, Failure, FailureClass, MaintenanceStore,
+    ManualClock, NewOperation, OperationError, OperationId, OperatorStore, Status, Store,
+    TerminalReason, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::operator_cases::{dead_ops, finish};
@@ -285,12 +285,12 @@ async fn quarantine_keeps_the_summary_and_says_who_and_why() {
     let (h, _dir) = fresh().await;
     let fresh_op = enqueue(&h, "k", EnqueueOptions::default()).await;
     let failed = enqueue(&h, "k", EnqueueOptions::default()).await;
-    finish(
-        &h,
-        failed,
-        Transition::retry(h.clock.now(), Failure::transient("503 from provider")),
-    )
-    .await;
+    let before = OperationError::new("503 from provider")
+        .field("amount")
+        .decision("retry")
+        .next_action("none: retried automatically");
+    let failure = Failure::new(FailureClass::Transient, before.clone());
+    finish(&h, failed, Transition::retry(h.clock.now(), failure)).await;
     let n = h
         .store
         .operation_quarantine(QuarantineParams {
@@ -302,20 +302,23 @@ async fn quarantine_keeps_the_summary_and_says_who_and_why() {
         .await
         .unwrap();
     assert_eq!(n, 2);
-    for (id, summary) in [(fresh_op, "quarantined"), (failed, "503 from provider")] {
+    // Core's words, by core's rule: the summary and the field kept, decision and next action new.
+    let patch = Ending::quarantined("alice", "importer v2 sends bad rows").patch;
+    for (id, had) in [(fresh_op, None), (failed, Some(&before))] {
         let o = h.get(id).await.operation;
         assert_eq!(o.status, Status::Held);
-        let e = o.last_error.unwrap();
-        assert_eq!(e.summary, summary);
-        assert_eq!(
-            e.decision.as_deref(),
-            Some("quarantined by alice: importer v2 sends bad rows")
-        );
-        assert_eq!(
-            e.next_action.as_deref(),
-            Some("repair the input or the handler, then release it (oprec release)")
-        );
+        assert_eq!(o.last_error, Some(patch.apply(had)));
     }
+    assert_eq!(
+        h.get(failed)
+            .await
+            .operation
+            .last_error
+            .unwrap()
+            .decision
+            .as_deref(),
+        Some("quarantined by alice: importer v2 sends bad rows")
+    );
 }
 
 #[tokio::test]
