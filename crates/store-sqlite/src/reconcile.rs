@@ -33,6 +33,7 @@ pub(crate) async fn operation_reconcile_due(
         .await
         .map_err(backend_error)?;
     if ids.is_empty() {
+        tx.commit().await?;
         return Ok(Vec::new());
     }
     let rows = sqlx::query(sql::RECONCILE_TAKE)

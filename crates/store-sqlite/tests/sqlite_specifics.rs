@@ -1,6 +1,7 @@
 //! What the conformance suite cannot see but SQLite makes worth checking: batches larger than one
-//! statement's bind parameters, the same operation twice in one batch of completions, a busy
-//! database reported as transient, the stored text operators query, and in-memory databases.
+//! enqueue statement carries and lists longer than SQLite's bind parameters, the same operation
+//! twice in one batch of completions, a busy database reported as transient, the stored text
+//! operators query, and in-memory databases.
 
 use std::sync::Arc;
 
