@@ -1,20 +1,22 @@
-//! Completions: each claim ends with its transition, fenced by the claim token and
-//! `status = 'running'`, and its attempt row is written in the same transaction.
+//! The end of a claim, for a worker's completions and the rescuer's vanished attempts alike: one
+//! apply, `complete_apply.sql`, writes each transition core decided, fenced as
+//! [`Transition::fence`] says, and `complete_attempts.sql` writes the attempt rows of the claims
+//! it ended, in the same transaction.
 
 use std::collections::HashMap;
 
+use oprec_core::maintenance::RescueManyParams;
 use oprec_core::store::{CompleteParams, CompleteResult};
-use oprec_core::{Error, Result};
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection};
+use oprec_core::{Error, Fence, OperationId, Result, Transition};
+use serde::Serialize;
+use sqlx::SqliteConnection;
 
-use crate::attempts::{self, AttemptRow};
-use crate::row::{json_text, uuid_text};
-use crate::{ROWS_PER_STATEMENT, SqliteStore, backend_error, time};
+use crate::row::{Columns, json_text, uuid_text};
+use crate::{SqliteStore, backend_error, sql, time};
 
-/// One completion as the stored text of what it writes.
-struct Ending {
-    /// Index into the caller's batch.
-    index: usize,
+/// One transition as the stored text of what it writes: a row of `complete_apply.sql`'s input.
+#[derive(Serialize)]
+struct ApplyRow {
     id: String,
     token: String,
     status: &'static str,
@@ -22,151 +24,143 @@ struct Ending {
     failure_class: Option<&'static str>,
     error: Option<String>,
     terminal_reason: Option<&'static str>,
-    refund: bool,
-    remote_id: Option<String>,
     terminal_at: Option<String>,
+    remote_id: Option<String>,
+    refund: bool,
+    vanished: bool,
+    expired_fence: bool,
+    /// For the attempt row only.
+    #[serde(skip)]
     outcome: &'static str,
 }
 
-impl Ending {
-    fn new(index: usize, p: &CompleteParams, now: &str) -> Result<Self> {
-        let t = &p.transition;
-        Ok(Ending {
-            index,
+impl ApplyRow {
+    fn new(p: &CompleteParams, now: &str) -> Result<Self> {
+        let t: &Transition = &p.transition;
+        Ok(ApplyRow {
             id: uuid_text(p.id.as_uuid()),
             token: uuid_text(&p.claim_token),
             status: t.status().as_str(),
             next_eligible_at: time::opt_text(t.next_eligible_at())?,
-            failure_class: t.failure().map(|(c, _)| c.as_str()),
-            error: t.failure().map(|(_, e)| json_text(e)).transpose()?,
+            failure_class: t.failure_class().map(|c| c.as_str()),
+            error: t.error().map(json_text).transpose()?,
             terminal_reason: t.terminal_reason().map(|r| r.as_str()),
-            refund: t.refunds_attempt(),
-            remote_id: t.remote_id().map(str::to_owned),
             terminal_at: t.status().is_terminal().then(|| now.to_owned()),
+            remote_id: t.remote_id().map(str::to_owned),
+            refund: t.refunds_attempt(),
+            vanished: t.is_vanished(),
+            expired_fence: t.fence() == Fence::ExpiredClaim,
             outcome: t.attempt_outcome().as_str(),
         })
     }
 }
 
-/// What an applied completion returns for its history row: the claim as it was.
-#[derive(sqlx::FromRow)]
-struct Ended {
-    id: String,
+/// One attempt row, as `complete_attempts.sql` reads it.
+#[derive(Serialize)]
+struct AttemptRow<'a> {
+    operation_id: String,
     attempt: i64,
     claimed_at: String,
+    ended_at: &'a str,
+    outcome: &'static str,
+    failure_class: Option<&'static str>,
+    error: Option<&'a str>,
     worker_id: Option<String>,
     code_version: Option<String>,
 }
 
-impl SqliteStore {
-    /// See [`Store::operation_complete_many`](oprec_core::Store::operation_complete_many).
-    pub(crate) async fn complete_many(
-        &self,
-        params: Vec<CompleteParams>,
-    ) -> Result<Vec<CompleteResult>> {
-        if params.is_empty() {
-            return Ok(Vec::new());
-        }
-        let now = time::text(self.clock_now())?;
-        // One multi-row statement cannot apply two endings to the same row, so the n-th
-        // completion of an operation in this batch goes in round n: rounds run in batch order,
-        // as if the completions were written one by one.
-        let mut rounds: Vec<Vec<Ending>> = Vec::new();
-        let mut seen: HashMap<_, usize> = HashMap::new();
-        for (i, p) in params.iter().enumerate() {
-            let round = seen.entry(p.id).or_insert(0);
-            if rounds.len() <= *round {
-                rounds.push(Vec::new());
-            }
-            rounds[*round].push(Ending::new(i, p, &now)?);
-            *round += 1;
-        }
-        let mut results = vec![CompleteResult::Stale; params.len()];
-        let mut tx = self.begin_write().await?;
-        for round in &rounds {
-            for chunk in round.chunks(ROWS_PER_STATEMENT) {
-                for index in end_claims(tx.conn(), chunk, &now).await? {
-                    results[index] = CompleteResult::Applied;
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(results)
-    }
+/// See [`WorkerStore::operation_complete_many`](oprec_core::WorkerStore::operation_complete_many).
+pub(crate) async fn operation_complete_many(
+    store: &SqliteStore,
+    params: Vec<CompleteParams>,
+) -> Result<Vec<CompleteResult>> {
+    apply(store, &params).await
 }
 
-/// Applies `endings` (distinct operations) whose token still holds a running claim, writes their
-/// attempt rows, and returns the batch indexes of those applied.
-async fn end_claims(
+/// See [`MaintenanceStore::operation_rescue_many`](oprec_core::MaintenanceStore::operation_rescue_many):
+/// the same apply, each vanished transition fenced by its lease having expired.
+pub(crate) async fn operation_rescue_many(
+    store: &SqliteStore,
+    params: RescueManyParams,
+) -> Result<Vec<CompleteResult>> {
+    apply(store, &params.rescues).await
+}
+
+/// Applies `params` in one write transaction; the results are in input order.
+async fn apply(store: &SqliteStore, params: &[CompleteParams]) -> Result<Vec<CompleteResult>> {
+    if params.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = time::text(store.clock_now())?;
+    // One statement cannot apply two transitions to the same row, so the n-th transition of an
+    // operation in this batch goes in round n: rounds run in batch order, as if the transitions
+    // were written one by one.
+    let mut rounds: Vec<Vec<(usize, ApplyRow)>> = Vec::new();
+    let mut seen: HashMap<OperationId, usize> = HashMap::new();
+    for (i, p) in params.iter().enumerate() {
+        let round = seen.entry(p.id).or_insert(0);
+        if rounds.len() <= *round {
+            rounds.push(Vec::new());
+        }
+        rounds[*round].push((i, ApplyRow::new(p, &now)?));
+        *round += 1;
+    }
+    let mut results = vec![CompleteResult::Stale; params.len()];
+    let mut tx = store.begin_write().await?;
+    for round in &rounds {
+        for index in apply_round(tx.conn(), round, &now).await? {
+            results[index] = CompleteResult::Applied;
+        }
+    }
+    tx.commit().await?;
+    Ok(results)
+}
+
+/// Applies one round (distinct operations, each with its batch index), writes the attempt rows
+/// of the claims it ended, and returns the batch indexes of those applied.
+async fn apply_round(
     conn: &mut SqliteConnection,
-    endings: &[Ending],
+    round: &[(usize, ApplyRow)],
     now: &str,
 ) -> Result<Vec<usize>> {
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
-        "WITH input (op_id, token, new_status, new_eligible_at, new_class, new_error, \
-         new_reason, refund, new_remote_id, new_terminal_at) AS (",
-    );
-    q.push_values(endings, |mut v, e| {
-        v.push_bind(&e.id)
-            .push_bind(&e.token)
-            .push_bind(e.status)
-            .push_bind(&e.next_eligible_at)
-            .push_bind(e.failure_class)
-            .push_bind(&e.error)
-            .push_bind(e.terminal_reason)
-            .push_bind(i64::from(e.refund))
-            .push_bind(&e.remote_id)
-            .push_bind(&e.terminal_at);
-    });
-    q.push(
-        ") UPDATE operations SET
-            status = input.new_status,
-            attempt = operations.attempt - input.refund,
-            next_eligible_at = coalesce(input.new_eligible_at, operations.next_eligible_at),
-            last_failure_class = coalesce(input.new_class, operations.last_failure_class),
-            last_error = coalesce(input.new_error, operations.last_error),
-            terminal_reason = input.new_reason,
-            remote_id = coalesce(input.new_remote_id, operations.remote_id),
-            terminal_at = input.new_terminal_at,
-            claim_token = NULL, lease_until = NULL, vanished_streak = 0, updated_at = ",
-    )
-    .push_bind(now)
-    .push(
-        " FROM input
-         WHERE operations.id = input.op_id AND operations.claim_token = input.token
-           AND operations.status = 'running'
-         RETURNING id, attempt, claimed_at, worker_id, code_version",
-    );
-    let done: Vec<Ended> = q
-        .build_query_as()
+    let input: Vec<&ApplyRow> = round.iter().map(|(_, r)| r).collect();
+    let ended = sqlx::query(sql::COMPLETE_APPLY)
+        .bind(now)
+        .bind(json_text(&input)?)
         .fetch_all(&mut *conn)
         .await
         .map_err(backend_error)?;
-
-    let by_id: HashMap<&str, &Ending> = endings.iter().map(|e| (e.id.as_str(), e)).collect();
-    let mut applied = Vec::with_capacity(done.len());
-    let mut history = Vec::with_capacity(done.len());
-    for d in done {
-        let e = by_id.get(d.id.as_str()).ok_or_else(|| {
-            Error::backend(
-                false,
-                format!("completion returned an operation not asked for: {}", d.id),
-            )
+    if ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_id: HashMap<&str, &(usize, ApplyRow)> =
+        round.iter().map(|e| (e.1.id.as_str(), e)).collect();
+    let mut applied = Vec::with_capacity(ended.len());
+    let mut history = Vec::with_capacity(ended.len());
+    for r in &ended {
+        let c = Columns(r);
+        let id = c.text("id")?;
+        let (index, row) = by_id.get(id.as_str()).copied().ok_or_else(|| {
+            Error::backend(false, format!("a claim ended that was not asked for: {id}"))
         })?;
-        applied.push(e.index);
+        applied.push(*index);
         history.push(AttemptRow {
-            operation_id: d.id,
             // The attempt as claimed, before a refund gave it back.
-            attempt: d.attempt + i64::from(e.refund),
-            claimed_at: d.claimed_at,
-            ended_at: now.to_owned(),
-            outcome: e.outcome,
-            failure_class: e.failure_class,
-            error: e.error.clone(),
-            worker_id: d.worker_id,
-            code_version: d.code_version,
+            attempt: c.int("attempt")? + i64::from(row.refund),
+            operation_id: id,
+            claimed_at: c.text("claimed_at")?,
+            ended_at: now,
+            outcome: row.outcome,
+            failure_class: row.failure_class,
+            error: row.error.as_deref(),
+            worker_id: c.opt_text("worker_id")?,
+            code_version: c.opt_text("code_version")?,
         });
     }
-    attempts::insert(conn, &history).await?;
+    sqlx::query(sql::COMPLETE_ATTEMPTS)
+        .bind(json_text(&history)?)
+        .execute(&mut *conn)
+        .await
+        .map_err(backend_error)?;
     Ok(applied)
 }

@@ -1,23 +1,28 @@
-//! Enqueueing: multi-row inserts in one transaction, with the idempotency key resolved within the
-//! batch and against stored operations.
+//! Enqueueing: one operation with a plain cached INSERT, a batch with JSON-fed inserts, both in
+//! one write transaction; an idempotency key already stored returns the stored operation, and a
+//! key repeated within the batch resolves as core's [`IdempotentBatch`] says. Also the record
+//! that wake-ups were published.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use oprec_core::store::Enqueued;
-use oprec_core::{Error, NewOperation, OperationId, Result};
-use sqlx::{QueryBuilder, Sqlite};
-use uuid::Uuid;
+use oprec_core::store::{Enqueued, MarkWokenParams};
+use oprec_core::{Error, IdempotentBatch, NewOperation, OperationId, Result};
+use serde::Serialize;
+use sqlx::SqliteConnection;
 
-use crate::row::{json_text, parse_uuid, uuid_text};
-use crate::{ROWS_PER_STATEMENT, SqliteStore, backend_error, time};
+use crate::row::{Columns, distinct_texts, json_text, parse_id, uuid_text};
+use crate::{ROWS_PER_STATEMENT, SqliteStore, backend_error, sql, time};
 
-/// One operation as its columns' stored text.
+/// One operation as the stored text of its columns: the binds of `enqueue_insert_one.sql`, or
+/// one row of `enqueue_insert_many.sql`'s JSON array.
+#[derive(Serialize)]
 struct InsertRow<'a> {
     id: String,
     kind: &'a str,
     idempotency_key: Option<&'a str>,
     payload: String,
-    max_attempts: Option<i64>,
+    payload_mode: &'static str,
+    max_attempts: Option<u32>,
     next_eligible_at: String,
     give_up_at: Option<String>,
     dependency: Option<&'a str>,
@@ -33,7 +38,8 @@ impl<'a> InsertRow<'a> {
             kind: &op.kind,
             idempotency_key: op.idempotency_key.as_deref(),
             payload: json_text(&op.payload)?,
-            max_attempts: op.max_attempts.map(i64::from),
+            payload_mode: op.payload_mode.as_str(),
+            max_attempts: op.max_attempts,
             next_eligible_at: time::text(op.next_eligible_at)?,
             give_up_at: time::opt_text(op.give_up_at)?,
             dependency: op.dependency.as_deref(),
@@ -44,108 +50,141 @@ impl<'a> InsertRow<'a> {
     }
 }
 
-impl SqliteStore {
-    /// See [`Store::operation_insert_many`](oprec_core::Store::operation_insert_many).
-    pub(crate) async fn insert_many(&self, ops: Vec<NewOperation>) -> Result<Vec<Enqueued>> {
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        // A key repeated inside the batch resolves to its first occurrence.
-        let mut first_of_key: HashMap<(&str, &str), usize> = HashMap::new();
-        let mut alias = vec![None; ops.len()];
-        let mut unique = Vec::with_capacity(ops.len());
-        for (i, op) in ops.iter().enumerate() {
-            if let Some(key) = op.idempotency_key.as_deref() {
-                if let Some(&j) = first_of_key.get(&(op.kind.as_str(), key)) {
-                    alias[i] = Some(j);
-                    continue;
-                }
-                first_of_key.insert((op.kind.as_str(), key), i);
-            }
-            unique.push(i);
-        }
-        let rows = unique
-            .iter()
-            .map(|&i| InsertRow::new(&ops[i]))
-            .collect::<Result<Vec<_>>>()?;
+/// A taken idempotency key, as `enqueue_existing_id.sql` reads it.
+#[derive(Serialize)]
+struct Key<'a> {
+    kind: &'a str,
+    key: Option<&'a str>,
+}
 
-        // The write lock is held from the start, so a key found taken below is still taken, and
-        // by the same operation, when the transaction commits.
-        let mut tx = self.begin_write().await?;
-        let mut inserted: HashSet<Uuid> = HashSet::with_capacity(rows.len());
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(
-                "INSERT INTO operations (id, kind, idempotency_key, payload, max_attempts, \
-                 next_eligible_at, give_up_at, dependency, enqueue_params, created_at, updated_at, \
-                 last_woken_at) ",
-            );
-            q.push_values(chunk, |mut v, r| {
-                v.push_bind(&r.id)
-                    .push_bind(r.kind)
-                    .push_bind(r.idempotency_key)
-                    .push_bind(&r.payload)
-                    .push_bind(r.max_attempts)
-                    .push_bind(&r.next_eligible_at)
-                    .push_bind(&r.give_up_at)
-                    .push_bind(r.dependency)
-                    .push_bind(&r.enqueue_params)
-                    .push_bind(&r.created_at)
-                    .push_bind(&r.created_at)
-                    .push_bind(&r.last_woken_at);
-            });
-            q.push(
-                " ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL \
-                 DO NOTHING RETURNING id",
-            );
-            let ids: Vec<String> = q
-                .build_query_scalar()
-                .fetch_all(tx.conn())
-                .await
-                .map_err(backend_error)?;
-            for id in ids {
-                inserted.insert(parse_uuid(&id)?);
-            }
-        }
-
-        let mut results: Vec<Option<Enqueued>> = vec![None; ops.len()];
-        for &i in &unique {
-            let op = &ops[i];
-            results[i] = Some(if inserted.contains(op.id.as_uuid()) {
-                Enqueued {
-                    id: op.id,
-                    created: true,
-                }
-            } else {
-                // Only the idempotency key can have stopped the insert: any other conflict is an
-                // error of the statement itself.
-                let id: Option<String> = sqlx::query_scalar(
-                    "SELECT id FROM operations WHERE kind = ? AND idempotency_key = ?",
-                )
-                .bind(&op.kind)
-                .bind(&op.idempotency_key)
-                .fetch_optional(tx.conn())
-                .await
-                .map_err(backend_error)?;
-                let id = id.ok_or_else(|| Error::backend(false, "enqueue lost track of a row"))?;
-                Enqueued {
-                    id: OperationId::from_uuid(parse_uuid(&id)?),
-                    created: false,
-                }
-            });
-        }
-        tx.commit().await?;
-
-        for i in 0..ops.len() {
-            if let Some(j) = alias[i] {
-                results[i] = results[j].map(|e| Enqueued {
-                    id: e.id,
-                    created: false,
-                });
-            }
-        }
-        results
-            .into_iter()
-            .map(|r| r.ok_or_else(|| Error::backend(false, "enqueue lost track of a row")))
-            .collect()
+/// See [`EnqueueStore::operation_insert_many`](oprec_core::EnqueueStore::operation_insert_many).
+pub(crate) async fn operation_insert_many(
+    store: &SqliteStore,
+    ops: Vec<NewOperation>,
+) -> Result<Vec<Enqueued>> {
+    if ops.is_empty() {
+        return Ok(Vec::new());
     }
+    let plan = IdempotentBatch::plan(&ops);
+    let rows = plan
+        .unique()
+        .iter()
+        .map(|&i| InsertRow::new(&ops[i]))
+        .collect::<Result<Vec<_>>>()?;
+    // The write lock is held from the start, so a key found taken below is still taken, and by
+    // the same operation, when the transaction commits.
+    let mut tx = store.begin_write().await?;
+    let created = match rows.as_slice() {
+        [one] => insert_one(tx.conn(), one).await?,
+        _ => {
+            let mut created = Vec::with_capacity(rows.len());
+            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                let ids: Vec<String> = sqlx::query_scalar(sql::ENQUEUE_INSERT_MANY)
+                    .bind(json_text(chunk)?)
+                    .fetch_all(tx.conn())
+                    .await
+                    .map_err(backend_error)?;
+                created.extend(ids);
+            }
+            created
+        }
+    };
+    let existing = existing_ids(tx.conn(), &rows, &created).await?;
+    tx.commit().await?;
+    let inserted = rows
+        .iter()
+        .enumerate()
+        .map(|(k, row)| match existing.get(&k) {
+            Some(id) => Ok(Enqueued {
+                id: *id,
+                created: false,
+            }),
+            None => Ok(Enqueued {
+                id: parse_id(&row.id)?,
+                created: true,
+            }),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    plan.resolve(&inserted)
+}
+
+/// Inserts one operation with the plain statement; returns its id when it was inserted.
+async fn insert_one(conn: &mut SqliteConnection, r: &InsertRow<'_>) -> Result<Vec<String>> {
+    sqlx::query_scalar(sql::ENQUEUE_INSERT_ONE)
+        .bind(&r.id)
+        .bind(r.kind)
+        .bind(r.idempotency_key)
+        .bind(&r.payload)
+        .bind(r.payload_mode)
+        .bind(r.max_attempts)
+        .bind(&r.next_eligible_at)
+        .bind(&r.give_up_at)
+        .bind(r.dependency)
+        .bind(&r.enqueue_params)
+        .bind(&r.created_at)
+        .bind(&r.last_woken_at)
+        .fetch_all(conn)
+        .await
+        .map_err(backend_error)
+}
+
+/// The stored operation for each of `rows` that was not inserted (by its index in `rows`). Only
+/// an idempotency key can have stopped an insert: any other conflict fails the statement.
+async fn existing_ids(
+    conn: &mut SqliteConnection,
+    rows: &[InsertRow<'_>],
+    created: &[String],
+) -> Result<HashMap<usize, OperationId>> {
+    if created.len() == rows.len() {
+        return Ok(HashMap::new());
+    }
+    let created: std::collections::HashSet<&str> = created.iter().map(String::as_str).collect();
+    let taken: Vec<usize> = (0..rows.len())
+        .filter(|&k| !created.contains(rows[k].id.as_str()))
+        .collect();
+    let keys: Vec<Key> = taken
+        .iter()
+        .map(|&k| Key {
+            kind: rows[k].kind,
+            key: rows[k].idempotency_key,
+        })
+        .collect();
+    let found = sqlx::query(sql::ENQUEUE_EXISTING_ID)
+        .bind(json_text(&keys)?)
+        .fetch_all(conn)
+        .await
+        .map_err(backend_error)?;
+    let mut existing = HashMap::with_capacity(taken.len());
+    for r in &found {
+        let c = Columns(r);
+        let position = usize::try_from(c.int("position")?)
+            .ok()
+            .and_then(|p| taken.get(p))
+            .ok_or_else(|| Error::backend(false, "enqueue found a key it did not ask for"))?;
+        existing.insert(*position, c.id("id")?);
+    }
+    if existing.len() != taken.len() {
+        return Err(Error::backend(false, "enqueue lost track of a row"));
+    }
+    Ok(existing)
+}
+
+/// See [`EnqueueStore::operation_mark_woken`](oprec_core::EnqueueStore::operation_mark_woken).
+pub(crate) async fn operation_mark_woken(
+    store: &SqliteStore,
+    params: MarkWokenParams,
+) -> Result<()> {
+    let ids = distinct_texts(&params.ids);
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let now = time::text(store.clock_now())?;
+    let _turn = store.write_turn().await;
+    sqlx::query(sql::ENQUEUE_MARK_WOKEN)
+        .bind(now)
+        .bind(json_text(&ids)?)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
 }

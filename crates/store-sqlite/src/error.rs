@@ -1,3 +1,6 @@
+//! SQLite's errors as oprec's: whether a failure is worth retrying, and "the oprec tables do not
+//! exist" as [`Error::SchemaMissing`], so that callers match a variant instead of SQLite's text.
+
 use oprec_core::Error;
 
 /// SQLite's primary result codes (the low byte of an extended code) that say "try again later":
@@ -12,16 +15,26 @@ const TRANSIENT_CODES: [i32; 6] = [
     15, // SQLITE_PROTOCOL
 ];
 
+/// How SQLite begins the message of a statement that names a table the database does not have
+/// (result code SQLITE_ERROR, which says nothing more).
+const NO_SUCH_TABLE: &str = "no such table";
+
 /// Maps a sqlx error onto oprec's, saying whether retrying the same call later may succeed:
 /// a busy or locked database (a write lock held past the busy timeout), I/O errors, lack of
 /// memory or disk, pool timeouts and crashed connection workers are transient; everything else
-/// (constraint violations, malformed SQL, unreadable values) is not.
+/// (constraint violations, malformed SQL, unreadable values) is not. A statement that names a
+/// missing table is [`Error::SchemaMissing`]: the database was never migrated.
 pub fn backend_error(e: sqlx::Error) -> Error {
     let transient = match &e {
         sqlx::Error::Io(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) if db.message().starts_with(NO_SUCH_TABLE) => {
+            return Error::SchemaMissing {
+                detail: db.message().to_owned(),
+            };
+        }
         sqlx::Error::Database(db) => db
             .code()
             .and_then(|code| code.parse::<i32>().ok())

@@ -1,22 +1,37 @@
-//! Which operations an operator action touches: an [`OperationFilter`] as SQL conditions on the
-//! table aliased `o`, every value a bind parameter.
+//! The statements whose shape depends on what a person asked for: listings by [`ListParams`]
+//! and operator actions by [`OperationFilter`] (count, re-drive dry run and pick, quarantine,
+//! release), built with sqlx's `QueryBuilder` on the table aliased `o`, every value a bind
+//! parameter. Every other statement is a file under `src/sql/`.
 //!
-//! Each list of the filter (ids, kinds, classes, reasons) is one bind parameter, a JSON array read
+//! Each list of a filter (ids, kinds, classes, reasons) is one bind parameter, a JSON array read
 //! back by `json_each`, so that no list, however long, meets SQLite's limit on bind parameters,
 //! and ordering and limits still apply to the whole selection (chunking the list would not).
 
 use std::collections::BTreeMap;
 
-use oprec_core::operator::OperationFilter;
-use oprec_core::{Result, Status};
+use oprec_core::operator::{CountMatchingParams, OperationFilter};
+use oprec_core::store::ListParams;
+use oprec_core::{Ending, Result, Status};
 use serde::Serialize;
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::row::{Columns, json_text, uuid_text};
 use crate::{SqliteStore, backend_error, time};
 
-/// Appends ` AND ...` for every narrowing field of `f`, on the table aliased `o`.
-pub(crate) fn push_filter(q: &mut QueryBuilder<Sqlite>, f: &OperationFilter) -> Result<()> {
+/// The columns of `operations` that [`crate::row::operation`] reads, for built statements (the
+/// files under `src/sql/` name them themselves).
+const OPERATION_COLUMNS: &str = "o.id, o.kind, o.idempotency_key, o.payload, o.payload_mode, \
+     o.status, o.attempt, o.max_attempts, o.next_eligible_at, o.give_up_at, o.lease_until, \
+     o.claim_token, o.claimed_at, o.worker_id, o.last_failure_class, o.last_error, o.remote_id, \
+     o.dependency, o.terminal_reason, o.code_version, o.enqueue_params, o.redrive_of, \
+     o.redrive_count, o.vanished_streak, o.last_woken_at, o.created_at, o.updated_at, \
+     o.terminal_at";
+
+/// The statuses of operations not yet ended.
+const NOT_TERMINAL: &str = "('pending', 'running', 'reconciling', 'held')";
+
+/// Appends ` AND ...` for every narrowing field of `f`.
+fn push_filter(q: &mut QueryBuilder<Sqlite>, f: &OperationFilter) -> Result<()> {
     if !f.ids.is_empty() {
         let ids: Vec<String> = f.ids.iter().map(|id| uuid_text(id.as_uuid())).collect();
         push_in(q, "o.id", &ids)?;
@@ -36,11 +51,7 @@ pub(crate) fn push_filter(q: &mut QueryBuilder<Sqlite>, f: &OperationFilter) -> 
         q.push(" AND o.dependency = ").push_bind(dependency.clone());
     }
     if let Some(text) = &f.error_contains {
-        // instr, not LIKE: the operator's text is literal, `%` and `_` included. SQLite's lower()
-        // folds ASCII letters only.
-        q.push(" AND instr(lower(json_extract(o.last_error, '$.summary')), lower(")
-            .push_bind(text.clone())
-            .push(")) > 0");
+        push_error_contains(q, text);
     }
     if let Some(t) = f.terminal_since {
         q.push(" AND o.terminal_at >= ").push_bind(time::text(t)?);
@@ -65,52 +76,196 @@ fn push_in<T: Serialize>(
     Ok(())
 }
 
-/// The statuses a re-drive takes operations from, as an SQL list.
-pub(crate) fn terminal_statuses(include_cancelled: bool) -> &'static str {
-    if include_cancelled {
-        "('dead', 'cancelled')"
-    } else {
-        "('dead')"
-    }
+/// Appends that the last error's summary contains `text`: instr, not LIKE, so the text is
+/// literal, `%` and `_` included. SQLite's lower() folds ASCII letters only.
+fn push_error_contains(q: &mut QueryBuilder<Sqlite>, text: &str) {
+    q.push(" AND instr(lower(json_extract(o.last_error, '$.summary')), lower(")
+        .push_bind(text.to_owned())
+        .push(")) > 0");
 }
 
 /// Appends the condition (with no leading `AND`) that `o` is a terminal match of `f` not already
 /// re-driven as new. `NOT IN` over the children rather than a correlated `NOT EXISTS`: SQLite
 /// reads the children once instead of once per row (`redrive_of` has no index).
-pub(crate) fn push_redrivable(
+fn push_redrivable(
     q: &mut QueryBuilder<Sqlite>,
     f: &OperationFilter,
     include_cancelled: bool,
 ) -> Result<()> {
-    q.push(" o.status IN ")
-        .push(terminal_statuses(include_cancelled))
-        .push(
-            " AND o.id NOT IN (SELECT c.redrive_of FROM operations c \
-             WHERE c.redrive_of IS NOT NULL)",
-        );
+    q.push(if include_cancelled {
+        " o.status IN ('dead', 'cancelled')"
+    } else {
+        " o.status = 'dead'"
+    })
+    .push(
+        " AND o.id NOT IN (SELECT c.redrive_of FROM operations c WHERE c.redrive_of IS NOT NULL)",
+    );
     push_filter(q, f)
 }
 
-impl SqliteStore {
-    /// See [`OperatorStore::operation_count_matching`](oprec_core::OperatorStore::operation_count_matching).
-    pub(crate) async fn count_matching(
-        &self,
-        filter: &OperationFilter,
-    ) -> Result<BTreeMap<Status, u64>> {
-        let mut q: QueryBuilder<Sqlite> =
-            QueryBuilder::new("SELECT o.status, count(*) AS n FROM operations o WHERE 1 = 1");
-        push_filter(&mut q, filter)?;
-        q.push(" GROUP BY o.status");
-        let rows = q
-            .build()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(backend_error)?;
-        rows.iter()
-            .map(|r| {
-                let c = Columns(r);
-                Ok((c.parsed("status")?, u64::try_from(c.int("n")?).unwrap_or(0)))
-            })
-            .collect()
+/// The page of operations `p` asks for, in id (creation) order, at most 10,000.
+pub(crate) fn list(p: &ListParams) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(format!(
+        "SELECT {OPERATION_COLUMNS} FROM operations o WHERE true"
+    ));
+    if let Some(status) = p.status {
+        q.push(" AND o.status = ").push_bind(status.as_str());
     }
+    if let Some(kind) = &p.kind {
+        q.push(" AND o.kind = ").push_bind(kind.clone());
+    }
+    if let Some(class) = p.failure_class {
+        q.push(" AND o.last_failure_class = ")
+            .push_bind(class.as_str());
+    }
+    if let Some(reason) = p.terminal_reason {
+        q.push(" AND o.terminal_reason = ")
+            .push_bind(reason.as_str());
+    }
+    if let Some(text) = &p.error_contains {
+        push_error_contains(&mut q, text);
+    }
+    if let Some(t) = p.created_since {
+        q.push(" AND o.created_at >= ").push_bind(time::text(t)?);
+    }
+    if let Some(t) = p.created_until {
+        q.push(" AND o.created_at < ").push_bind(time::text(t)?);
+    }
+    let (after, order) = if p.newest_first {
+        (" AND o.id < ", " ORDER BY o.id DESC LIMIT ")
+    } else {
+        (" AND o.id > ", " ORDER BY o.id LIMIT ")
+    };
+    if let Some(id) = p.after {
+        // Hyphenated lowercase text sorts as the ids do.
+        q.push(after).push_bind(uuid_text(id.as_uuid()));
+    }
+    q.push(order).push_bind(i64::from(p.limit.clamp(1, 10_000)));
+    Ok(q)
+}
+
+/// See [`OperatorStore::operation_count_matching`](oprec_core::OperatorStore::operation_count_matching).
+pub(crate) async fn operation_count_matching(
+    store: &SqliteStore,
+    params: CountMatchingParams,
+) -> Result<BTreeMap<Status, u64>> {
+    let mut q = QueryBuilder::new("SELECT o.status, count(*) AS n FROM operations o WHERE true");
+    push_filter(&mut q, &params.filter)?;
+    q.push(" GROUP BY o.status");
+    let rows = q
+        .build()
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter()
+        .map(|r| {
+            let c = Columns(r);
+            Ok((c.parsed("status")?, c.u64("n")?))
+        })
+        .collect()
+}
+
+/// A re-drive's matches grouped by kind, payload mode, last failure class and terminal reason:
+/// the largest group first, then PostgreSQL's order (its NULLs last), for a stable order.
+pub(crate) fn redrive_groups(
+    f: &OperationFilter,
+    include_cancelled: bool,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, count(*) AS n \
+         FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled)?;
+    q.push(
+        " GROUP BY 1, 2, 3, 4 \
+         ORDER BY 5 DESC, 1, 2 NULLS LAST, 3 NULLS LAST, 4 NULLS LAST",
+    );
+    Ok(q)
+}
+
+/// How many of the filter's matches are not terminal, and so refused by a re-drive.
+pub(crate) fn redrive_not_terminal(f: &OperationFilter) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(format!(
+        "SELECT count(*) AS n FROM operations o WHERE o.status IN {NOT_TERMINAL}"
+    ));
+    push_filter(&mut q, f)?;
+    Ok(q)
+}
+
+/// Up to `limit` of a re-drive's matches, oldest terminal first, with their last error summary.
+pub(crate) fn redrive_samples(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.id, o.kind, json_extract(o.last_error, '$.summary') AS summary \
+         FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled)?;
+    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
+        .push_bind(i64::from(limit));
+    Ok(q)
+}
+
+/// The ids of up to `limit` of a re-drive's matches, oldest terminal first.
+pub(crate) fn redrive_pick(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
+    push_redrivable(&mut q, f, include_cancelled)?;
+    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
+        .push_bind(i64::from(limit));
+    Ok(q)
+}
+
+/// Applies `ending` at `now` to up to `limit` pending matches of `f`, in id order: status and
+/// terminal reason from the ending, `last_error` patched by its [`ErrorPatch`] rule (the
+/// summary kept, or the default when there was no error; decision and next action replaced;
+/// every other key kept: json_insert and json_set change only the keys they name).
+///
+/// [`ErrorPatch`]: oprec_core::ErrorPatch
+pub(crate) fn quarantine(
+    f: &OperationFilter,
+    ending: &Ending,
+    now: &str,
+    limit: u32,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new("UPDATE operations SET status = ");
+    q.push_bind(ending.status.as_str())
+        .push(", terminal_reason = ")
+        .push_bind(ending.terminal_reason.map(|r| r.as_str()))
+        .push(", terminal_at = ")
+        .push_bind(ending.status.is_terminal().then(|| now.to_owned()))
+        .push(", last_error = json_set(json_insert(coalesce(last_error, '{}'), '$.summary', ")
+        .push_bind(ending.patch.default_summary.clone())
+        .push("), '$.decision', ")
+        .push_bind(ending.patch.decision.clone())
+        .push(", '$.next_action', ")
+        .push_bind(ending.patch.next_action.clone())
+        .push("), updated_at = ")
+        .push_bind(now.to_owned())
+        .push(" WHERE id IN (SELECT o.id FROM operations o WHERE o.status = 'pending'");
+    push_filter(&mut q, f)?;
+    q.push(" ORDER BY o.id LIMIT ")
+        .push_bind(i64::from(limit))
+        .push(")");
+    Ok(q)
+}
+
+/// Returns up to `limit` held matches of `f`, in id order, to pending, eligible at `now` and
+/// due for a wake-up at once.
+pub(crate) fn release(f: &OperationFilter, now: &str, limit: u32) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new("UPDATE operations SET status = 'pending', next_eligible_at = ");
+    q.push_bind(now.to_owned())
+        .push(", last_woken_at = NULL, updated_at = ")
+        .push_bind(now.to_owned())
+        .push(" WHERE id IN (SELECT o.id FROM operations o WHERE o.status = 'held'");
+    push_filter(&mut q, f)?;
+    q.push(" ORDER BY o.id LIMIT ")
+        .push_bind(i64::from(limit))
+        .push(")");
+    Ok(q)
 }

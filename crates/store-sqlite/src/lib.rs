@@ -1,44 +1,42 @@
-//! oprec-sqlite: the [`Store`](oprec_core::Store) on SQLite, the embedded default for
-//! development, tests and single-machine deployments: one database file, no server to run.
+//! oprec-sqlite: oprec's store traits on SQLite, the embedded default for development, tests and
+//! single-machine deployments: one database file, no server to run.
 //!
-//! SQLite has one writer at a time and no `SKIP LOCKED`, so every write that reads before it
-//! writes (claims, completions, rescues) runs in a `BEGIN IMMEDIATE` transaction that takes the
-//! write lock up front. Writers of one process queue for their turn; a writer in another process
-//! waits for the lock (the busy timeout) instead of failing.
-//! Batches are a few multi-row statements (at most [`ROWS_PER_STATEMENT`] rows each, under
-//! SQLite's bind-parameter limit) inside one transaction. "Now" always comes from the store's
-//! [`Clock`], never from SQLite, and times are stored as fixed-width UTC text
-//! (`2026-01-05T09:00:00.000000Z`) so that comparing the strings compares the times.
-//!
-//! It is also the [`OperatorStore`](oprec_core::OperatorStore): pauses and postponements (which
-//! hold back claims and wake-ups), re-drive, quarantine, reconciliation, stats, the audit log and
-//! dead-letter alerts, with the PostgreSQL store's behaviour. Operator filters bind each list as
-//! one JSON array (read with `json_each`), so an id list of any length stays one parameter.
+//! It applies what core decides (transitions, endings, settlements, the pause rule) and decides
+//! nothing itself. Its modules have the PostgreSQL store's names, one per concept (`claim`,
+//! `complete`, `rescue`, `redrive`, ...), each function named after the trait method it
+//! implements (`traits` only forwards); its static statements are `.sql` files
+//! under `src/sql/` with the PostgreSQL store's file names. Two modules exist for SQLite alone:
+//! `time` (times as fixed-width UTC text, so comparing the strings compares the times; "now" is
+//! always the store's [`Clock`], never SQLite's) and `write` (SQLite has one writer at a time and
+//! no `SKIP LOCKED`, so a write that reads before it writes runs in a `BEGIN IMMEDIATE`
+//! transaction, and writers of one process queue for their turn instead of meeting at the lock).
+//! Lists reach SQL as one JSON array read by `json_each`, so a statement keeps one text whatever
+//! the list's length.
 //!
 //! Not for: many worker hosts sharing one database (SQLite on a network file system is not safe;
 //! use oprec-postgres), nor wake-ups, workers or policies (see oprec-runtime): this crate only
 //! reads and writes rows.
 
 mod alerts;
-mod attempts;
 mod audit;
+mod cancel;
 mod claim;
 mod complete;
 mod controls;
 mod enqueue;
 mod error;
 mod filter;
-mod operator;
 mod quarantine;
 mod read;
 mod reconcile;
 mod redrive;
 mod rescue;
 mod row;
+mod sql;
 mod stats;
 mod steps;
-mod store;
 mod time;
+mod traits;
 mod wake;
 mod workers;
 mod write;
@@ -47,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use oprec_core::{Clock, Result, SystemClock};
+use oprec_core::{Clock, Error, Result, SystemClock};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 use tokio::sync::Mutex;
@@ -64,8 +62,9 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pool size [`SqliteStore::connect`] uses.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
 
-/// The most rows one multi-row statement carries, so that its bind parameters stay well under
-/// SQLite's limit (32,766); larger batches take several statements in one transaction.
+/// The most operations one enqueue statement carries; a larger batch takes several statements in
+/// one transaction, so that the JSON array bound to each (payloads included) stays far below
+/// SQLite's limit on the length of one value.
 pub const ROWS_PER_STATEMENT: usize = 500;
 
 /// Operation records in a SQLite database file.
@@ -142,4 +141,17 @@ impl SqliteStore {
     fn clock_now(&self) -> DateTime<Utc> {
         time::truncate(self.clock.now())
     }
+}
+
+/// Creates or upgrades the schema with [`MIGRATOR`].
+pub(crate) async fn migrate(store: &SqliteStore) -> Result<()> {
+    MIGRATOR
+        .run(&store.pool)
+        .await
+        .map_err(|e| Error::backend(false, e))
+}
+
+/// The store's "now": its clock's, never SQLite's.
+pub(crate) async fn now(store: &SqliteStore) -> Result<DateTime<Utc>> {
+    Ok(store.clock_now())
 }

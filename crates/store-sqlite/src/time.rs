@@ -1,7 +1,8 @@
-//! Times as this store keeps them: UTC text in one fixed-width format,
-//! `2026-01-05T09:00:00.000000Z`, so that SQL comparing or ordering the strings compares or
-//! orders the times. Every time written or read goes through here; sqlx's own chrono encoding
-//! for SQLite is never used (its width varies with the fraction).
+//! Times as this store keeps them (a module of this store alone: PostgreSQL has
+//! `timestamptz`): UTC text in one fixed-width format, `2026-01-05T09:00:00.000000Z`, so that SQL
+//! comparing or ordering the strings compares or orders the times. Every time written or read
+//! goes through here; sqlx's own chrono encoding for SQLite is never used (its width varies with
+//! the fraction).
 
 use chrono::{DateTime, Datelike, Duration, NaiveDateTime, SubsecRound, Utc};
 use oprec_core::{Error, Result};

@@ -1,4 +1,5 @@
-//! Writing: one writer at a time, as SQLite allows.
+//! Writing: one writer at a time, as SQLite allows. A module of this store alone (PostgreSQL
+//! has row locks and `SKIP LOCKED` instead): every concept module that writes takes its turn here.
 //!
 //! SQLite admits one write transaction per database file at a time. A writer in another process
 //! that finds the lock taken waits in SQLite's busy handler, which polls with sleeps growing to

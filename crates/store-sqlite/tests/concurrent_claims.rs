@@ -6,9 +6,11 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use oprec_core::store::OperationGetParams;
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
-    AttemptOutcome, EnqueueOptions, NewOperation, OperationId, Status, Store, Transition,
+    AttemptOutcome, Claimed, EnqueueOptions, EnqueueStore, NewOperation, OperationId, Status,
+    Store, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::store_cases::plain_policy;
@@ -69,7 +71,7 @@ async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
         assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
         let won = winners.remove(0);
         assert_eq!(won.attempt, round);
-        let token = won.claim_token.expect("token");
+        let token = won.claim_token();
         assert!(tokens.insert(token), "round {round}: a token was reused");
         first
             .operation_complete(CompleteParams {
@@ -81,7 +83,11 @@ async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
             .unwrap_or_else(|e| panic!("round {round}: release failed: {e}"));
     }
 
-    let d = first.operation_get(id).await.unwrap().unwrap();
+    let d = first
+        .operation_get(OperationGetParams { id })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.operation.status, Status::Pending);
     assert_eq!(d.operation.attempt, rounds);
     assert!(
@@ -94,11 +100,7 @@ async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
 }
 
 /// Half the claimers claim by id (a wake-up), half whatever is eligible (polling).
-async fn claim(
-    store: &SqliteStore,
-    n: usize,
-    id: OperationId,
-) -> oprec_core::Result<Vec<oprec_core::Operation>> {
+async fn claim(store: &SqliteStore, n: usize, id: OperationId) -> oprec_core::Result<Vec<Claimed>> {
     let claimant = Claimant {
         worker_id: format!("w{n}"),
         code_version: None,

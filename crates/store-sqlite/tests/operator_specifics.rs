@@ -6,16 +6,18 @@
 use std::sync::Arc;
 
 use chrono::Duration;
+use oprec_core::maintenance::{
+    DeadUnalertedParams, MarkAlertedParams, ReconcileDueParams, WakeDueParams,
+};
 use oprec_core::operator::{
-    ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams,
-    ReconcileDueParams, RedriveMode, RedriveParams, ReleaseParams, Resolution, ResolveParams,
+    ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams, RedriveMode,
+    RedriveParams, RedrivePreviewParams, ReleaseParams, Resolution,
 };
-use oprec_core::store::{
-    ClaimEligibleParams, CompleteParams, CompleteResult, MarkWokenParams, WakeDueParams,
-};
+use oprec_core::store::{ClaimEligibleParams, CompleteParams, CompleteResult, MarkWokenParams};
 use oprec_core::{
-    Clock, EnqueueOptions, Failure, FailureClass, ManualClock, NewOperation, OperationError,
-    OperationId, OperatorStore, Status, Store, TerminalReason, Transition,
+    Clock, Ending, EnqueueOptions, EnqueueStore, Failure, FailureClass, MaintenanceStore,
+    ManualClock, NewOperation, OperationError, OperationId, OperatorStore, Status, Store,
+    TerminalReason, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::operator_cases::{dead_ops, finish};
@@ -75,7 +77,7 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
         .iter()
         .map(|c| CompleteParams {
             id: c.id,
-            claim_token: c.claim_token.unwrap(),
+            claim_token: c.claim_token(),
             transition: Transition::dead(
                 TerminalReason::Permanent,
                 Some(Failure::permanent(OperationError::new("bad"))),
@@ -86,17 +88,24 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
     assert!(results.iter().all(|r| *r == CompleteResult::Applied));
     let ids: Vec<OperationId> = claimed.iter().map(|c| c.id).collect();
     assert_eq!(
-        h.store.operation_dead_unalerted(5_000).await.unwrap().len(),
+        h.store
+            .operation_dead_unalerted(DeadUnalertedParams { limit: 5_000 })
+            .await
+            .unwrap()
+            .len(),
         N
     );
 
     // Far more ids than SQLite takes bind parameters (32,766), most of them unknown.
     let mut long = ids.clone();
     long.extend((0..40_000).map(|_| OperationId::new()));
-    h.store.operation_mark_alerted(long.clone()).await.unwrap();
+    h.store
+        .operation_mark_alerted(MarkAlertedParams { ids: long.clone() })
+        .await
+        .unwrap();
     assert!(
         h.store
-            .operation_dead_unalerted(10)
+            .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
             .await
             .unwrap()
             .is_empty()
@@ -106,7 +115,15 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
         ids: long,
         ..Default::default()
     };
-    let preview = h.store.redrive_preview(&filter, false, 3).await.unwrap();
+    let preview = h
+        .store
+        .redrive_preview(RedrivePreviewParams {
+            filter: filter.clone(),
+            include_cancelled: false,
+            samples: 3,
+        })
+        .await
+        .unwrap();
     assert_eq!((preview.matched, preview.not_terminal), (N as u64, 0));
     assert_eq!(preview.samples.len(), 3);
     let start = h.clock.now();
@@ -186,13 +203,7 @@ async fn in_place_redrive_resets_every_field_the_postgres_store_resets() {
         .unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(hidden_columns(&h, spent).await, (1, false));
-    let status = h
-        .store
-        .operation_reconcile_resolve(ResolveParams {
-            id: spent,
-            resolution: Resolution::NotApplied,
-            actor: "bob".into(),
-        })
+    let status = oprec_testkit::resolve(&h.store, spent, Resolution::NotApplied, "bob")
         .await
         .unwrap();
     assert_eq!(status, Status::Dead);
@@ -222,7 +233,10 @@ async fn in_place_redrive_resets_every_field_the_postgres_store_resets() {
         ),
     )
     .await;
-    h.store.operation_mark_alerted(vec![spent]).await.unwrap();
+    h.store
+        .operation_mark_alerted(MarkAlertedParams { ids: vec![spent] })
+        .await
+        .unwrap();
     h.store
         .operation_mark_woken(MarkWokenParams { ids: vec![spent] })
         .await
@@ -271,12 +285,12 @@ async fn quarantine_keeps_the_summary_and_says_who_and_why() {
     let (h, _dir) = fresh().await;
     let fresh_op = enqueue(&h, "k", EnqueueOptions::default()).await;
     let failed = enqueue(&h, "k", EnqueueOptions::default()).await;
-    finish(
-        &h,
-        failed,
-        Transition::retry(h.clock.now(), Failure::transient("503 from provider")),
-    )
-    .await;
+    let before = OperationError::new("503 from provider")
+        .field("amount")
+        .decision("retry")
+        .next_action("none: retried automatically");
+    let failure = Failure::new(FailureClass::Transient, before.clone());
+    finish(&h, failed, Transition::retry(h.clock.now(), failure)).await;
     let n = h
         .store
         .operation_quarantine(QuarantineParams {
@@ -288,20 +302,23 @@ async fn quarantine_keeps_the_summary_and_says_who_and_why() {
         .await
         .unwrap();
     assert_eq!(n, 2);
-    for (id, summary) in [(fresh_op, "quarantined"), (failed, "503 from provider")] {
+    // Core's words, by core's rule: the summary and the field kept, decision and next action new.
+    let patch = Ending::quarantined("alice", "importer v2 sends bad rows").patch;
+    for (id, had) in [(fresh_op, None), (failed, Some(&before))] {
         let o = h.get(id).await.operation;
         assert_eq!(o.status, Status::Held);
-        let e = o.last_error.unwrap();
-        assert_eq!(e.summary, summary);
-        assert_eq!(
-            e.decision.as_deref(),
-            Some("quarantined by alice: importer v2 sends bad rows")
-        );
-        assert_eq!(
-            e.next_action.as_deref(),
-            Some("repair the input or the handler, then release it (oprec release)")
-        );
+        assert_eq!(o.last_error, Some(patch.apply(had)));
     }
+    assert_eq!(
+        h.get(failed)
+            .await
+            .operation
+            .last_error
+            .unwrap()
+            .decision
+            .as_deref(),
+        Some("quarantined by alice: importer v2 sends bad rows")
+    );
 }
 
 #[tokio::test]
@@ -362,7 +379,14 @@ async fn error_text_filters_are_literal() {
         };
         let store = &h.store;
         async move {
-            let p = store.redrive_preview(&filter, false, 10).await.unwrap();
+            let p = store
+                .redrive_preview(RedrivePreviewParams {
+                    filter,
+                    include_cancelled: false,
+                    samples: 10,
+                })
+                .await
+                .unwrap();
             p.samples.iter().map(|s| s.id).collect::<Vec<_>>()
         }
     };

@@ -1,16 +1,19 @@
 //! What the conformance suite cannot see but SQLite makes worth checking: batches larger than one
-//! statement's bind parameters, the same operation twice in one batch of completions, a busy
-//! database reported as transient, the stored text operators query, and in-memory databases.
+//! enqueue statement carries and lists longer than SQLite's bind parameters, the same operation
+//! twice in one batch of completions, a busy database reported as transient, the stored text
+//! operators query, and in-memory databases.
 
 use std::sync::Arc;
 
 use chrono::Duration;
+use oprec_core::operator::CancelParams;
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams, CompleteResult,
-    MarkWokenParams,
+    MarkWokenParams, OperationGetParams,
 };
 use oprec_core::{
-    Clock, EnqueueOptions, ManualClock, NewOperation, OperationId, Status, Store, Transition,
+    Clock, EnqueueOptions, EnqueueStore, ManualClock, NewOperation, OperationId, OperatorStore,
+    Status, Store, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::start_time;
@@ -87,13 +90,19 @@ async fn batches_larger_than_one_statement_are_whole() {
         .iter()
         .map(|c| CompleteParams {
             id: c.id,
-            claim_token: c.claim_token.unwrap(),
+            claim_token: c.claim_token(),
             transition: Transition::succeeded(None),
         })
         .collect();
     let results = store.operation_complete_many(completions).await.unwrap();
     assert!(results.iter().all(|r| *r == CompleteResult::Applied));
-    let detail = store.operation_get(claimed[700].id).await.unwrap().unwrap();
+    let detail = store
+        .operation_get(OperationGetParams {
+            id: claimed[700].id,
+        })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(detail.operation.status, Status::Succeeded);
     assert_eq!(detail.attempts.len(), 1);
 
@@ -110,9 +119,16 @@ async fn batches_larger_than_one_statement_are_whole() {
         .operation_mark_woken(MarkWokenParams { ids: ids.clone() })
         .await
         .unwrap();
-    let last = store.operation_get(ids[N - 1]).await.unwrap().unwrap();
+    let last = store
+        .operation_get(OperationGetParams { id: ids[N - 1] })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(last.operation.last_woken_at, Some(clock.now()));
-    let cancelled = store.operation_cancel(ids.clone()).await.unwrap();
+    let cancelled = store
+        .operation_cancel(CancelParams { ids: ids.clone() })
+        .await
+        .unwrap();
     assert_eq!(cancelled, ids, "all cancelled, in the order asked for");
 }
 
@@ -137,14 +153,7 @@ async fn the_same_operation_twice_in_one_batch_applies_in_order() {
         })
         .await
         .unwrap();
-    let token = |id| {
-        claimed
-            .iter()
-            .find(|c| c.id == id)
-            .unwrap()
-            .claim_token
-            .unwrap()
-    };
+    let token = |id| claimed.iter().find(|c| c.id == id).unwrap().claim_token();
     let end = |id, claim_token| CompleteParams {
         id,
         claim_token,
@@ -162,7 +171,11 @@ async fn the_same_operation_twice_in_one_batch_applies_in_order() {
     use CompleteResult::{Applied, Stale};
     assert_eq!(results, vec![Stale, Applied, Applied, Stale]);
     for id in [a, b] {
-        let d = store.operation_get(id).await.unwrap().unwrap();
+        let d = store
+            .operation_get(OperationGetParams { id })
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(d.operation.status, Status::Succeeded);
         assert_eq!(
             d.attempts.len(),
@@ -267,11 +280,15 @@ async fn an_in_memory_database_works() {
     store
         .operation_complete(CompleteParams {
             id,
-            claim_token: claimed[0].claim_token.unwrap(),
+            claim_token: claimed[0].claim_token(),
             transition: Transition::succeeded(None),
         })
         .await
         .unwrap();
-    let d = store.operation_get(id).await.unwrap().unwrap();
+    let d = store
+        .operation_get(OperationGetParams { id })
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(d.operation.status, Status::Succeeded);
 }

@@ -1,0 +1,236 @@
+//! The store's static statements, one `.sql` file each under `src/sql/`, named
+//! `<module>_<statement>.sql` as in the PostgreSQL store, so that a statement is read, reviewed
+//! and diffed as SQL. Statements whose shape depends on an operator's filter are built in
+//! [`crate::filter`] instead.
+//!
+//! Lists (ids, kinds, batches of rows) are bound as one JSON array read by `json_each`, so that a
+//! statement keeps one text whatever the list's length (SQLite prepares and caches it once per
+//! connection) and no list meets SQLite's limit on bind parameters.
+//!
+//! Four statements splice core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! says `/*not_held_back*/`; their final text is built once, on first use.
+
+use std::sync::LazyLock;
+
+/// Where a statement file takes core's pause rule.
+const NOT_HELD_BACK: &str = "/*not_held_back*/";
+
+/// `sql` with core's pause rule for the row aliased `row` at the time `now` in place of its
+/// placeholder.
+fn with_not_held_back(sql: &str, row: &str, now: &str) -> String {
+    debug_assert_eq!(sql.matches(NOT_HELD_BACK).count(), 1, "{sql}");
+    sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, now))
+}
+
+macro_rules! statements {
+    ($($(#[$doc:meta])* $name:ident = $file:literal;)+) => {
+        $($(#[$doc])* pub(crate) const $name: &str = include_str!(concat!("sql/", $file));)+
+    };
+}
+
+statements! {
+    /// One operation by id.
+    READ_OPERATION = "read_operation.sql";
+    /// One operation's attempt history.
+    READ_ATTEMPTS = "read_attempts.sql";
+    /// Counts by status, kind and class.
+    READ_COUNT = "read_count.sql";
+    /// One enqueue.
+    ENQUEUE_INSERT_ONE = "enqueue_insert_one.sql";
+    /// A batch of enqueues.
+    ENQUEUE_INSERT_MANY = "enqueue_insert_many.sql";
+    /// The operations that hold taken idempotency keys.
+    ENQUEUE_EXISTING_ID = "enqueue_existing_id.sql";
+    /// Wake-ups published.
+    ENQUEUE_MARK_WOKEN = "enqueue_mark_woken.sql";
+    /// A lease extended.
+    CLAIM_HEARTBEAT = "claim_heartbeat.sql";
+    /// Claims ended with their transitions (completions and rescues).
+    COMPLETE_APPLY = "complete_apply.sql";
+    /// The attempt rows of ended claims.
+    COMPLETE_ATTEMPTS = "complete_attempts.sql";
+    /// Expired claims.
+    RESCUE_LEASE_EXPIRED = "rescue_lease_expired.sql";
+    /// Waiting operations past their deadline ended.
+    RESCUE_END_PAST_DEADLINE = "rescue_end_past_deadline.sql";
+    /// Reconciling operations due for their hook, picked.
+    RECONCILE_DUE = "reconcile_due.sql";
+    /// Picked reconciling operations taken.
+    RECONCILE_TAKE = "reconcile_take.sql";
+    /// A settlement written.
+    RECONCILE_RESOLVE = "reconcile_resolve.sql";
+    /// One operation's status.
+    RECONCILE_STATUS = "reconcile_status.sql";
+    /// Dead operations not announced yet.
+    ALERTS_DEAD_UNALERTED = "alerts_dead_unalerted.sql";
+    /// Promotions announced.
+    ALERTS_MARK_ALERTED = "alerts_mark_alerted.sql";
+    /// A control set.
+    CONTROLS_SET = "controls_set.sql";
+    /// A control removed.
+    CONTROLS_REMOVE = "controls_remove.sql";
+    /// The controls in force.
+    CONTROLS_LIST = "controls_list.sql";
+    /// Picked operations re-driven in place.
+    REDRIVE_IN_PLACE = "redrive_in_place.sql";
+    /// Picked operations re-driven as new.
+    REDRIVE_AS_NEW = "redrive_as_new.sql";
+    /// Waiting operations cancelled.
+    CANCEL_WAITING = "cancel_waiting.sql";
+    /// A remote id recorded.
+    STEPS_REMOTE_ID_SET = "steps_remote_id_set.sql";
+    /// An operation's steps.
+    STEPS_GET = "steps_get.sql";
+    /// The attempt of a running claim.
+    STEPS_CLAIM_ATTEMPT = "steps_claim_attempt.sql";
+    /// A step saved.
+    STEPS_SAVE = "steps_save.sql";
+    /// An audit row appended.
+    AUDIT_INSERT = "audit_insert.sql";
+    /// The newest audit rows.
+    AUDIT_LIST = "audit_list.sql";
+    /// A worker's presence refreshed.
+    WORKERS_BEAT = "workers_beat.sql";
+    /// A worker's presence removed.
+    WORKERS_REMOVE = "workers_remove.sql";
+    /// The live workers.
+    WORKERS_LIST = "workers_list.sql";
+    /// Pending kinds no live worker handles.
+    WORKERS_UNHANDLED = "workers_unhandled.sql";
+    /// Operations by status.
+    STATS_BY_STATUS = "stats_by_status.sql";
+    /// Pending operations by class.
+    STATS_PENDING_BY_CLASS = "stats_pending_by_class.sql";
+    /// Dead operations by kind.
+    STATS_DEAD_BY_KIND = "stats_dead_by_kind.sql";
+    /// Recent promotions to dead by kind.
+    STATS_DEAD_SINCE_BY_KIND = "stats_dead_since_by_kind.sql";
+    /// Recent promotions to dead by code version.
+    STATS_DEAD_SINCE_BY_CODE_VERSION = "stats_dead_since_by_code_version.sql";
+    /// Recent attempts by dependency.
+    STATS_ATTEMPTS_SINCE_BY_DEPENDENCY = "stats_attempts_since_by_dependency.sql";
+    /// Waiting operations by age.
+    STATS_BACKLOG_BY_AGE = "stats_backlog_by_age.sql";
+    /// Attempts per succeeded operation.
+    STATS_ATTEMPTS_PER_SUCCESS = "stats_attempts_per_success.sql";
+    /// The most overdue pending operation.
+    STATS_OLDEST_ELIGIBLE = "stats_oldest_eligible.sql";
+    /// The oldest waiting operation's creation.
+    STATS_BACKLOG_OLDEST = "stats_backlog_oldest.sql";
+    /// Activity per minute.
+    STATS_ACTIVITY_PER_MINUTE = "stats_activity_per_minute.sql";
+}
+
+/// Operations to claim, picked.
+pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible.sql"), "o", "?1"));
+
+/// Operations claimed by id.
+pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_by_ids.sql"), "operations", "?1"));
+
+/// Whether a worker of some kinds has work.
+pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_work_exists.sql"), "o", "?1"));
+
+/// Due operations marked woken.
+pub(crate) static WAKE_DUE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "o", "?1"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SqliteStore;
+
+    /// SQLite's plan for `statement`, one line per step.
+    async fn plan(store: &SqliteStore, statement: &str) -> String {
+        let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "EXPLAIN QUERY PLAN {statement}"
+        )))
+        .fetch_all(store.pool())
+        .await
+        .expect("plan");
+        rows.into_iter().map(|r| r.3 + "\n").collect()
+    }
+
+    #[test]
+    fn the_pause_rule_replaces_each_placeholder() {
+        for s in [
+            &CLAIM_ELIGIBLE,
+            &CLAIM_BY_IDS,
+            &CLAIM_WORK_EXISTS,
+            &WAKE_DUE,
+        ] {
+            assert!(
+                !s.contains(NOT_HELD_BACK) && s.contains("FROM controls c"),
+                "{}",
+                **s
+            );
+        }
+    }
+
+    /// The hot statements walk the partial indexes their files name, in order (no sort), and the
+    /// JSON-fed ones look each row up by primary key, with SQLite as bundled and no statistics:
+    /// their cost follows the rows they touch, not the rows the table holds.
+    #[tokio::test]
+    async fn hot_statements_walk_their_indexes() {
+        let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
+        crate::migrate(&store).await.unwrap();
+        let walks = [
+            (
+                CLAIM_ELIGIBLE.as_str(),
+                "SEARCH o USING INDEX operations_pending_eligible",
+            ),
+            (
+                WAKE_DUE.as_str(),
+                "SEARCH o USING INDEX operations_pending_eligible",
+            ),
+            (
+                STATS_OLDEST_ELIGIBLE,
+                "USING INDEX operations_pending_eligible",
+            ),
+            (RESCUE_LEASE_EXPIRED, "USING INDEX operations_running_lease"),
+            (
+                RESCUE_END_PAST_DEADLINE,
+                "USING INDEX operations_waiting_deadline",
+            ),
+        ];
+        for (statement, index) in walks {
+            let plan = plan(&store, statement).await;
+            assert!(
+                plan.contains(index) && !plan.contains("TEMP B-TREE"),
+                "{statement}\n{plan}"
+            );
+        }
+        let exists = plan(&store, &CLAIM_WORK_EXISTS).await;
+        assert!(
+            exists.contains("SEARCH o USING INDEX operations_pending_eligible"),
+            "{exists}"
+        );
+        assert!(
+            exists.contains("SCAN r USING INDEX operations_running_lease"),
+            "{exists}"
+        );
+        let by_id = [
+            CLAIM_BY_IDS.as_str(),
+            COMPLETE_APPLY,
+            REDRIVE_IN_PLACE,
+            REDRIVE_AS_NEW,
+            CANCEL_WAITING,
+            ENQUEUE_MARK_WOKEN,
+            ALERTS_MARK_ALERTED,
+            RECONCILE_TAKE,
+        ];
+        for statement in by_id {
+            let plan = plan(&store, statement).await;
+            let first = plan
+                .lines()
+                .find(|l| l.contains("operations"))
+                .unwrap_or_default();
+            assert!(
+                first.contains("sqlite_autoindex_operations_1 (id=?)"),
+                "{statement}\n{plan}"
+            );
+        }
+    }
+}

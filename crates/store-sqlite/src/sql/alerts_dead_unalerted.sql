@@ -1,0 +1,11 @@
+-- Up to ?1 dead operations whose promotion has not been announced yet, oldest first. INDEXED BY
+-- operations_dead_unalerted, for the reason given in claim_eligible.sql.
+SELECT id, kind, idempotency_key, payload, payload_mode, status, attempt, max_attempts,
+       next_eligible_at, give_up_at, lease_until, claim_token, claimed_at, worker_id,
+       last_failure_class, last_error, remote_id, dependency, terminal_reason, code_version,
+       enqueue_params, redrive_of, redrive_count, vanished_streak, last_woken_at, created_at,
+       updated_at, terminal_at
+FROM operations INDEXED BY operations_dead_unalerted
+WHERE status = 'dead' AND alerted_at IS NULL
+ORDER BY terminal_at, id
+LIMIT ?1

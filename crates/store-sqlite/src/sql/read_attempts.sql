@@ -1,0 +1,5 @@
+-- One operation's attempt history, oldest first. Walks operation_attempts_operation.
+SELECT attempt, claimed_at, ended_at, outcome, failure_class, error, worker_id, code_version
+FROM operation_attempts
+WHERE operation_id = ?1
+ORDER BY id
