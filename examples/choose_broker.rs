@@ -18,8 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use oprec::store::{OperationGetParams};
 use oprec::{
-    Client, EnqueueOptions, Kind, OperatorStore, Registry, RetryPolicy, Status, Store, Worker,
+    Client, EnqueueOptions, Kind, FullStore, Registry, RetryPolicy, Status, Store, Worker,
     WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -32,7 +33,7 @@ struct Welcome {
 
 /// The store a URL names. Libraries use the concrete types; a binary that lets its operator
 /// choose matches on the scheme like this (or uses `oprec::connect` when `Store` is enough).
-async fn open_store(url: &str) -> anyhow::Result<Arc<dyn OperatorStore>> {
+async fn open_store(url: &str) -> anyhow::Result<Arc<dyn FullStore>> {
     match url.split_once(':').map(|(s, _)| s) {
         #[cfg(feature = "postgres")]
         Some("postgres" | "postgresql") => {

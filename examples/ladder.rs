@@ -14,10 +14,12 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use oprec::sqlite::SqliteStore;
-use oprec::store::{ClaimByIdsParams, Claimant, CompleteParams, RescueParams};
+use oprec::prelude::*;
+use oprec::runtime::{RescuerConfig, Stats, rescue_once};
+use oprec::store::{ClaimByIdsParams, Claimant, CompleteParams, OperationGetParams};
 use oprec::{
     ClaimContext, Clock, EnqueueOptions, Failure, Ladder, ManualClock, NewOperation,
-    OperationError, OperationId, Outcome, RetryPolicy, Status, Store,
+    OperationError, OperationId, Outcome, RetryPolicy, Status, VanishRule,
 };
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -96,7 +98,7 @@ impl Demo {
         loop {
             let op = self
                 .store
-                .operation_get(OperationGetParams { id: id })
+                .operation_get(OperationGetParams { id })
                 .await?
                 .expect("enqueued")
                 .operation;
@@ -119,13 +121,15 @@ impl Demo {
             };
             if crash {
                 self.clock.advance(Duration::seconds(31));
-                self.store
-                    .operation_rescue_expired(RescueParams {
+                // The rescuer's pass, as a worker's maintenance runs it.
+                let rescuer = RescuerConfig {
+                    rule: VanishRule {
                         vanish_limit: 3,
                         retry_delay: Duration::seconds(60),
-                        limit: 100,
-                    })
-                    .await?;
+                    },
+                    ..RescuerConfig::default()
+                };
+                rescue_once(&self.store, &rescuer, &Stats::default()).await?;
                 continue;
             }
             let now = self.clock.now();
@@ -136,7 +140,7 @@ impl Demo {
                 now,
                 &mut StdRng::seed_from_u64(1),
             );
-            let claim_token = op.claim_token.expect("a claim has a token");
+            let claim_token = op.claim_token();
             self.store
                 .operation_complete(CompleteParams {
                     id,
@@ -148,7 +152,7 @@ impl Demo {
     }
 
     async fn report(&self, title: &str, id: OperationId) -> anyhow::Result<()> {
-        let d = self.store.operation_get(OperationGetParams { id: id }).await?.expect("enqueued");
+        let d = self.store.operation_get(OperationGetParams { id }).await?.expect("enqueued");
         println!("\n{title}");
         for a in &d.attempts {
             let at = fmt_offset((a.claimed_at - self.start).num_seconds());

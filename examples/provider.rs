@@ -22,9 +22,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use oprec::sqlite::SqliteStore;
+use oprec::store::{OperationGetParams};
 use oprec::{
     Client, EnqueueOptions, Failure, FailureClass, Kind, Ladder, MemoryTransport, OperationError,
-    OperationId, OperatorStore, Reconciled, Registry, RetryPolicy, Status, Store, Worker,
+    OperationId, FullStore, Reconciled, Registry, RetryPolicy, Status, Store, Worker,
     WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -330,7 +331,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let store = SqliteStore::connect(&url).await?;
     store.migrate().await?;
-    let store: Arc<dyn OperatorStore> = Arc::new(store);
+    let store: Arc<dyn FullStore> = Arc::new(store);
 
     // The client gives up on an answer after 500 ms: the "slow" scenario answers after 1.5 s.
     let http = reqwest::Client::builder()

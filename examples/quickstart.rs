@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec::sqlite::SqliteStore;
+use oprec::store::{OperationGetParams};
 use oprec::{
-    Client, EnqueueOptions, Kind, MemoryTransport, OperatorStore, Registry, RetryPolicy, Status,
+    Client, EnqueueOptions, Kind, MemoryTransport, FullStore, Registry, RetryPolicy, Status,
     Store, Worker, WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -33,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let store = SqliteStore::connect(&url).await?;
     store.migrate().await?;
-    let store: Arc<dyn OperatorStore> = Arc::new(store);
+    let store: Arc<dyn FullStore> = Arc::new(store);
 
     // 2. A kind: a name, a payload type, a handler and a policy. The policy is a decision, not a
     //    default: leaving out the timeout, the bound or the I/O declaration does not compile.

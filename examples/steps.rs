@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use oprec::sqlite::SqliteStore;
+use oprec::store::{OperationGetParams, StepsGetParams};
 use oprec::{
-    Client, EnqueueOptions, Failure, Kind, Ladder, MemoryTransport, OperatorStore, Registry,
+    Client, EnqueueOptions, Failure, Kind, Ladder, MemoryTransport, FullStore, Registry,
     RetryPolicy, Status, Store, Worker, WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,7 @@ async fn main() -> anyhow::Result<()> {
     );
     let store = SqliteStore::connect(&url).await?;
     store.migrate().await?;
-    let store: Arc<dyn OperatorStore> = Arc::new(store);
+    let store: Arc<dyn FullStore> = Arc::new(store);
 
     // The kind calls a payment provider, so it declares a ladder: retry 1 s after a failure.
     let policy = RetryPolicy::builder()

@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
 use axum::{Json, Router, routing::post};
-use oprec_core::store::{ClaimByIdsParams, Claimant, CompleteParams};
+use oprec_core::store::{ClaimByIdsParams, Claimant, CompleteParams, OperationGetParams};
 use oprec_core::{
-    Clock, EnqueueOptions, Failure, Ladder, OperationError, OperationId, OperatorStore,
-    RetryPolicy, Status, Store, SystemClock, TerminalReason, Transition,
+    Clock, EnqueueOptions, Failure, FullStore, Ladder, OperationError, OperationId, RetryPolicy,
+    Status, SystemClock, TerminalReason, Transition,
 };
 use oprec_runtime::{
     AlerterConfig, Client, DeadLetterSink, Kind, Reconciled, ReconcilerConfig, Registry,
@@ -48,7 +48,7 @@ fn registry() -> Arc<Registry> {
     Arc::new(Registry::new().register(pay))
 }
 
-async fn end_with(store: &dyn Store, id: OperationId, t: Transition) {
+async fn end_with(store: &dyn FullStore, id: OperationId, t: Transition) {
     let c = store
         .operation_claim_by_ids(ClaimByIdsParams {
             ids: vec![id],
@@ -74,7 +74,7 @@ async fn end_with(store: &dyn Store, id: OperationId, t: Transition) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reconciler_asks_the_kind_and_records_its_answer() {
-    let store: Arc<dyn OperatorStore> = Arc::new(oprec_e2e::rigs::postgres_store().await);
+    let store: Arc<dyn FullStore> = Arc::new(oprec_e2e::rigs::postgres_store().await);
     let reg = registry();
     let client = Client::new(store.clone(), None, reg.clone());
     let mut ids = Vec::new();
@@ -163,7 +163,7 @@ async fn every_promotion_to_dead_is_announced_once_even_when_the_webhook_fails()
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let store: Arc<dyn OperatorStore> = Arc::new(oprec_e2e::rigs::postgres_store().await);
+    let store: Arc<dyn FullStore> = Arc::new(oprec_e2e::rigs::postgres_store().await);
     let reg = registry();
     let client = Client::new(store.clone(), None, reg.clone());
     let mut ids = Vec::new();

@@ -13,8 +13,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::store::ListParams;
-use oprec_core::{Operation, OperationId, OperatorStore, Status, Transport};
+use oprec_core::store::{ListParams, OperationGetParams};
+use oprec_core::{FullStore, Operation, OperationId, Status, Transport};
 use oprec_runtime::{Client, Registry, RunReport, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -24,7 +24,7 @@ pub type Injector = Arc<dyn Fn(Vec<u8>) -> Pin<Box<dyn Future<Output = ()> + Sen
 /// A store and (maybe) a transport, fresh for one test.
 #[derive(Clone)]
 pub struct Rig {
-    pub store: Arc<dyn OperatorStore>,
+    pub store: Arc<dyn FullStore>,
     pub transport: Option<Arc<dyn Transport>>,
     pub inject: Option<Injector>,
 }
@@ -110,7 +110,7 @@ impl Rig {
 
     pub async fn get(&self, id: OperationId) -> oprec_core::OperationDetail {
         self.store
-            .operation_get(OperationGetParams { id: id })
+            .operation_get(OperationGetParams { id })
             .await
             .expect("get")
             .expect("exists")

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use oprec_core::{OperatorStore, Store};
+use oprec_core::{FullStore, Store};
 use oprec_postgres::PgStore;
 use oprec_runtime::MemoryTransport;
 use oprec_sqlite::SqliteStore;
@@ -16,7 +16,7 @@ fn env(name: &str, default: &str) -> String {
 }
 
 /// A migrated SQLite store in a temporary folder kept for the life of the test process.
-pub async fn sqlite() -> Arc<dyn OperatorStore> {
+pub async fn sqlite() -> Arc<dyn FullStore> {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}?mode=rwc", dir.path().join("e2e.db").display());
     std::mem::forget(dir);
@@ -26,7 +26,7 @@ pub async fn sqlite() -> Arc<dyn OperatorStore> {
 }
 
 /// A migrated PostgreSQL store in a new schema.
-pub async fn postgres() -> Arc<dyn OperatorStore> {
+pub async fn postgres() -> Arc<dyn FullStore> {
     Arc::new(postgres_store().await)
 }
 

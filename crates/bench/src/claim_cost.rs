@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use oprec::store::{ClaimEligibleParams, Claimant, CompleteParams};
-use oprec::{EnqueueOptions, NewOperation, Store, Transition};
+use oprec::{EnqueueOptions, EnqueueStore, NewOperation, Transition, WorkerStore};
 use serde::Serialize;
 use sqlx::Executor;
 

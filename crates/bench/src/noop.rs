@@ -25,7 +25,7 @@ fn registry() -> oprec::Result<Registry> {
 
 /// A client that enqueues `demo.noop` into `store`, publishing to `transport` if there is one.
 pub(crate) fn client(
-    store: Arc<dyn oprec::Store>,
+    store: Arc<dyn oprec::EnqueueStore>,
     transport: Option<Arc<dyn Transport>>,
 ) -> crate::Result<Client> {
     Ok(Client::new(store, transport, Arc::new(registry()?)))

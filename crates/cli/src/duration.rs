@@ -2,7 +2,7 @@
 //! ([`oprec::ops::time`]: `90s`, `5m`, `48h`, `1h30m`, RFC 3339 times), plus what only the demo
 //! takes: a ladder as whole seconds (`0,60,300`) and the virtual-time offsets it prints.
 
-pub(crate) use oprec::ops::time::{ago, deadline, future, human};
+pub(crate) use oprec::ops::time::{deadline, future, human};
 
 use crate::exit::BadInput;
 

@@ -60,6 +60,15 @@ pub use transport::{AckToken, Delivery, Transport};
 pub use url::redact_url;
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
 
+/// The store traits in scope, unnamed: `use oprec_core::prelude::*;` lets code call any store
+/// method on a concrete store (a `PgStore`, a `SqliteStore`) without naming the trait it is on.
+pub mod prelude {
+    pub use crate::{
+        EnqueueStore as _, MaintenanceStore as _, OperatorStore as _, Store as _, Transport as _,
+        WorkerStore as _,
+    };
+}
+
 /// Every store trait at once: what a process that enqueues, works and maintains (or an operator
 /// front end) holds. Implemented for every type that implements them all.
 pub trait FullStore: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore {}

@@ -4,10 +4,12 @@
 
 use std::collections::HashMap;
 
-use chrono::{DateTime, Duration, NaiveDateTime, Utc};
-use maud::{Markup, html};
+use chrono::{DateTime, Utc};
 use oprec_core::operator::OperationFilter;
-use oprec_core::{FailureClass, OperationId, Status, TerminalReason};
+use oprec_core::{OperationId, Status};
+use oprec_ops::filter::{self, FilterInput};
+use oprec_ops::{InputError, Spelling};
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::AppError;

@@ -8,11 +8,11 @@ use axum::extract::rejection::FormRejection;
 use maud::{Markup, html};
 use oprec_core::{OperatorStore, Status};
 use oprec_ops::Who;
-use oprec_ops::purge::purge;
+use oprec_ops::purge;
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
-use crate::error::{AppError, store};
+use crate::error::AppError;
 use crate::html::count;
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
@@ -127,7 +127,7 @@ pub(crate) async fn purge(
         ));
     }
     let who = Who::named("actor", &actor, Some("dashboard"))?;
-    let done = purge(state.store.as_ref(), t.as_ref(), name, &who).await?;
+    let done = purge::purge(state.store.as_ref(), t.as_ref(), name, &who).await?;
     if let Some(e) = &done.audit_failure {
         tracing::error!(error = %e, "the purge's audit entry could not be written");
     }

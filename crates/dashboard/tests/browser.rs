@@ -20,7 +20,9 @@ use chrono::Duration;
 use common::{TOKEN, count_in, dashboard, fresh_store, seed};
 use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator};
-use oprec_core::operator::OperationFilter;
+use oprec_core::operator::{AuditListParams, OperationFilter};
+use oprec_core::prelude::*;
+use oprec_core::store::OperationGetParams;
 use oprec_core::{OperatorStore, Status, Store};
 use serde_json::json;
 use tokio::process::{Child, Command};
@@ -266,7 +268,7 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     c.goto(&format!("{base}/")).await.expect("overview");
     assert_eq!(text(&c, "main h1").await, "Overview");
     let stats = store.stats().await.unwrap();
-    let dead_total = stats.by_status.get("dead").copied().unwrap_or(0);
+    let dead_total = stats.by_status.get(&Status::Dead).copied().unwrap_or(0);
     let dead_card = text(&c, ".card.bad .card-v").await;
     assert_eq!(dead_card.replace(',', ""), dead_total.to_string());
     let chart = c

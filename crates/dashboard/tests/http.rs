@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use common::{TOKEN, count_in, csrf_of, dashboard, fresh_store, seed};
-use oprec_core::operator::OperationFilter;
+use oprec_core::operator::{AuditListParams, OperationFilter};
 use oprec_core::store::ListParams;
 use oprec_core::{OperatorStore, Status, Store};
 use tower::ServiceExt;

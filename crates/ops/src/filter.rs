@@ -238,9 +238,12 @@ mod tests {
         let e = with(|a| a.classes = vec!["flaky".into()], Spelling::Fields);
         assert!(e.starts_with("class: unknown failure class"), "{e}");
         assert!(with(|a| a.ids = vec!["42".into()], Spelling::Flags).contains("not an operation id"));
-        let long = || Some("x".repeat(MAX_SEARCH + 1));
         assert!(
-            with(|a| a.error_contains = long(), Spelling::Fields).contains("error contains is")
+            with(
+                |a| a.error_contains = Some("x".repeat(MAX_SEARCH + 1)),
+                Spelling::Fields
+            )
+            .contains("error contains is")
         );
         assert!(with(|a| a.kinds = vec![" ".into()], Spelling::Flags).contains("must not be empty"));
         assert!(with(|a| a.kinds = vec!["a\u{7}".into()], Spelling::Flags).contains("control"));

@@ -1076,7 +1076,7 @@ pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
             .await,
         Err(Error::StaleClaim { .. })
     ));
-    let steps = h.store.operation_steps_get(StepsGetParams { id: id }).await.unwrap();
+    let steps = h.store.operation_steps_get(StepsGetParams { id }).await.unwrap();
     let names: Vec<_> = steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["reserve", "charge"]);
     assert_eq!(steps[0].output, json!({"r": 1}));

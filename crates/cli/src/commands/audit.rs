@@ -1,6 +1,7 @@
 //! `oprec audit`: the audit log, newest first: who did what to how many operations, and why.
 
 use clap::Args;
+use oprec::operator::AuditListParams;
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;

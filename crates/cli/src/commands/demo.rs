@@ -11,8 +11,9 @@ use std::time::{Duration as StdDuration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
 use oprec::runtime::{RescuerConfig, SchedulerConfig};
+use oprec::store::OperationGetParams;
 use oprec::{
-    Client, Clock, ManualClock, MemoryTransport, OperatorStore, Registry, Store, Transport, Worker,
+    Client, Clock, FullStore, ManualClock, MemoryTransport, Registry, Transport, Worker,
     WorkerConfig,
 };
 use serde_json::json;
@@ -44,7 +45,10 @@ fn worker_config() -> WorkerConfig {
         },
         rescuer: RescuerConfig {
             interval: StdDuration::from_millis(20),
-            vanish_limit: 3,
+            rule: oprec::VanishRule {
+                vanish_limit: 3,
+                ..oprec::VanishRule::default()
+            },
             ..RescuerConfig::default()
         },
         ..WorkerConfig::default()
@@ -71,7 +75,7 @@ pub(crate) async fn run(
         .expect("a valid time");
     let clock = Arc::new(ManualClock::new(start));
     let backend = Backend::connect_with_clock(&url, Some(clock.clone())).await?;
-    let store: Arc<dyn OperatorStore> = backend.store.clone();
+    let store: Arc<dyn FullStore> = backend.store.clone();
     store.migrate().await.map_err(store_error)?;
 
     let provider = Arc::new(Provider::new(clock.clone(), start));
@@ -125,7 +129,7 @@ pub(crate) async fn run(
 
 /// Enqueues every scenario, drives the clock until they rest, and reports them.
 async fn play(
-    store: &dyn Store,
+    store: &dyn FullStore,
     client: &Client,
     clock: &ManualClock,
     provider: &Provider,

@@ -74,7 +74,7 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
 
     let backend = Backend::connect(&global.database_url).await?;
     let policy = DemoPolicy::default().retry_policy()?;
-    let registry = demo_kinds::registry(&policy, EffectTable::new(backend.concrete.clone()));
+    let registry = demo_kinds::registry(&policy, EffectTable::new(&backend.concrete));
     let transport = backend::transport(&global.transport)?;
     let client = Client::new(backend.store.clone(), transport, Arc::new(registry))
         .with_max_payload_bytes(args.max_payload_bytes);

@@ -101,7 +101,7 @@ pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()>
             )));
         }
     }
-    let actor = args.actor.name()?;
+    let actor = args.actor.who()?.actor;
 
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;

@@ -1,11 +1,11 @@
 //! `oprec stats`: the figures that say what is failing, why, and whether it is safe, at a glance
-//! (the seed article's retry observations): operations by status, pending by failure class,
+//! (the retry observations an operator needs): operations by status, pending by failure class,
 //! attempts per success, the most overdue eligible operation, dead per kind with their promotion
 //! rate and by code version, unknown outcomes awaiting reconciliation, attempts by dependency,
 //! backlog age, and pending work of kinds no live worker handles (unhandled). `--json` prints the
 //! store's `StatsReport` as it is.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use clap::Args;
 use oprec::operator::StatsReport;
@@ -15,19 +15,6 @@ use crate::cli::Global;
 use crate::duration;
 use crate::output::{self, Table, count};
 
-/// The backlog age buckets, youngest first, as the stores name them.
-const AGE_BUCKETS: [&str; 4] = ["<1h", "1h-1d", "1d-7d", ">7d"];
-
-/// The statuses in the order work flows through them.
-const STATUSES: [&str; 7] = [
-    "pending",
-    "running",
-    "reconciling",
-    "held",
-    "succeeded",
-    "dead",
-    "cancelled",
-];
 
 /// `oprec stats`.
 #[derive(Debug, Args)]
@@ -47,20 +34,16 @@ pub(crate) async fn run(global: &Global, args: StatsArgs) -> anyhow::Result<()> 
     output::text(&render(&report, &backend.url))
 }
 
-/// A two-column table of a count map, in `order` first, then the rest by name; `empty` when
-/// there is nothing to count.
-fn counts(map: &BTreeMap<String, u64>, order: &[&str], empty: &str) -> String {
+/// A two-column table of a count map in its keys' order (a typed key's declaration order: the
+/// statuses as work flows through them, the age buckets youngest first; names alphabetically);
+/// `empty` when there is nothing to count.
+fn counts<K: std::fmt::Display>(map: &BTreeMap<K, u64>, empty: &str) -> String {
     if map.values().all(|n| *n == 0) {
         return format!("  {empty}\n");
     }
     let mut t = Table::new(&["", ""]);
-    let mut seen = BTreeSet::new();
-    for key in order.iter().copied().chain(map.keys().map(String::as_str)) {
-        if let Some(n) = map.get(key)
-            && seen.insert(key)
-        {
-            t.row(vec![key.to_owned(), count(*n)]);
-        }
+    for (key, n) in map {
+        t.row(vec![key.to_string(), count(*n)]);
     }
     // The header row of blanks is left out.
     t.render("  ")
@@ -68,6 +51,16 @@ fn counts(map: &BTreeMap<String, u64>, order: &[&str], empty: &str) -> String {
         .skip(1)
         .map(|l| format!("{l}\n"))
         .collect()
+}
+
+/// A pending operation's last failure class as the table shows it (`none`: not failed yet).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct PendingClass(Option<oprec::FailureClass>);
+
+impl std::fmt::Display for PendingClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.map_or(oprec::NO_CLASS, |c| c.as_str()))
+    }
 }
 
 /// The readable layout.
@@ -79,14 +72,16 @@ fn render(r: &StatsReport, url: &str) -> String {
     );
 
     out.push_str("\noperations by status\n");
-    out.push_str(&counts(&r.by_status, &STATUSES, "no operations"));
+    out.push_str(&counts(&r.by_status, "no operations"));
 
     out.push_str("\npending by failure class (none: not failed yet)\n");
-    out.push_str(&counts(
-        &r.pending_by_class,
-        &["none"],
-        "no pending operations",
-    ));
+    // No class (not failed yet) first, then the classes in their order.
+    let pending: BTreeMap<PendingClass, u64> = r
+        .pending_by_class
+        .iter()
+        .map(|(c, n)| (PendingClass(*c), *n))
+        .collect();
+    out.push_str(&counts(&pending, "no pending operations"));
 
     out.push_str("\nattempts per success: ");
     out.push_str(&match r.attempts_per_success {
@@ -124,7 +119,7 @@ fn render(r: &StatsReport, url: &str) -> String {
     }
 
     out.push_str("\ndead in the last day by code version\n");
-    out.push_str(&counts(&r.dead_last_day_by_code_version, &[], "no deaths"));
+    out.push_str(&counts(&r.dead_last_day_by_code_version, "no deaths"));
 
     out.push_str(&format!(
         "\nreconciling (unknown outcomes awaiting a hook or `oprec reconcile resolve`): {}\n",
@@ -134,7 +129,6 @@ fn render(r: &StatsReport, url: &str) -> String {
     out.push_str("\nattempts in the last hour by dependency\n");
     out.push_str(&counts(
         &r.attempts_last_hour_by_dependency,
-        &[],
         "no attempts",
     ));
 
@@ -147,7 +141,7 @@ fn render(r: &StatsReport, url: &str) -> String {
         None => "empty\n".to_owned(),
     });
     if !r.backlog_by_age.is_empty() {
-        out.push_str(&counts(&r.backlog_by_age, &AGE_BUCKETS, "empty"));
+        out.push_str(&counts(&r.backlog_by_age, "empty"));
     }
     out.push_str(&crate::commands::workers::unhandled_text(&r.unhandled));
     out
@@ -176,9 +170,11 @@ mod tests {
     }
 
     #[test]
-    fn counts_follow_the_given_order() {
-        let m: BTreeMap<String, u64> = [("dead".into(), 2), ("pending".into(), 10)].into();
-        assert_eq!(counts(&m, &STATUSES, "-"), "  pending  10\n  dead     2\n");
-        assert_eq!(counts(&BTreeMap::new(), &[], "no deaths"), "  no deaths\n");
+    fn counts_follow_the_keys_order() {
+        let m: BTreeMap<oprec::Status, u64> =
+            [(oprec::Status::Dead, 2), (oprec::Status::Pending, 10)].into();
+        assert_eq!(counts(&m, "-"), "  pending  10\n  dead     2\n");
+        let none: BTreeMap<String, u64> = BTreeMap::new();
+        assert_eq!(counts(&none, "no deaths"), "  no deaths\n");
     }
 }

@@ -3,6 +3,7 @@
 
 use clap::Args;
 use oprec::WORKER_LIVE_SECS;
+use oprec::operator::WorkerListParams;
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;

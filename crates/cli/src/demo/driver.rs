@@ -8,7 +8,8 @@ use std::collections::HashSet;
 use std::time::Duration as StdDuration;
 
 use chrono::{DateTime, Duration, Utc};
-use oprec::{Clock, ManualClock, OperationId, Status, Store};
+use oprec::store::OperationGetParams;
+use oprec::{Clock, FullStore, ManualClock, OperationId, Status};
 
 /// How often the store is looked at.
 const POLL: StdDuration = StdDuration::from_millis(5);
@@ -27,7 +28,7 @@ enum Moment {
 
 /// Looks at the operations once.
 async fn moment(
-    store: &dyn Store,
+    store: &dyn FullStore,
     ids: &[OperationId],
     hung: &HashSet<OperationId>,
     now: DateTime<Utc>,
@@ -57,7 +58,7 @@ async fn moment(
 
 /// Drives `clock` until every operation of `ids` rests, or fails after `limit` of real time.
 pub(crate) async fn run_until_rest(
-    store: &dyn Store,
+    store: &dyn FullStore,
     clock: &ManualClock,
     ids: &[OperationId],
     hung: &HashSet<OperationId>,

@@ -120,7 +120,7 @@ mod tests {
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
         let backend = crate::backend::Backend::connect(&url).await.unwrap();
         let policy = DemoPolicy::default().retry_policy().unwrap();
-        let reg = registry(&policy, EffectTable::new(backend.concrete));
+        let reg = registry(&policy, EffectTable::new(&backend.concrete));
         assert_eq!(reg.names(), NAMES);
         assert!(reg.kinds().all(|k| k.dependency_name() == Some(DEPENDENCY)));
         assert!(reg.get("demo.flaky").unwrap().can_reconcile());

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use oprec::operator::{OperationFilter, QuarantineParams};
-use oprec::store::MarkWokenParams;
-use oprec::{EnqueueOptions, NewOperation, OperationId, OperatorStore, RetryPolicy, Transport};
+use oprec::store::{MarkWokenParams, OperationGetParams};
+use oprec::{EnqueueOptions, FullStore, NewOperation, OperationId, RetryPolicy, Transport};
 use serde::Serialize;
 
 pub(crate) use job::Job;
@@ -47,7 +47,7 @@ pub(crate) struct Tally {
 /// Turns legacy message bodies into committed operations of one kind.
 pub(crate) struct Importer {
     /// Where the operations go.
-    pub store: Arc<dyn OperatorStore>,
+    pub store: Arc<dyn FullStore>,
     /// Where their wake-ups go (none: the workers poll, or the scheduler wakes them later).
     pub transport: Option<Arc<dyn Transport>>,
     /// The operations' kind.
@@ -143,7 +143,7 @@ impl Importer {
 
     /// Whether an existing operation is still as an interrupted import left it.
     async fn never_quarantined(&self, id: OperationId) -> anyhow::Result<bool> {
-        let Some(d) = self.store.operation_get(OperationGetParams { id: id }).await? else {
+        let Some(d) = self.store.operation_get(OperationGetParams { id }).await? else {
             return Ok(false);
         };
         let o = d.operation;

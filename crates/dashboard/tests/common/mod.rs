@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
-use oprec_core::operator::OperationFilter;
+use oprec_core::operator::{CountMatchingParams, OperationFilter};
+use oprec_core::prelude::*;
 use oprec_core::store::{ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
     Clock, EnqueueOptions, Failure, ManualClock, NewOperation, OperationError, OperationId,
@@ -274,7 +275,7 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
 /// How many operations matching `filter` are in `status`.
 pub async fn count_in(store: &PgStore, filter: &OperationFilter, status: Status) -> u64 {
     store
-        .operation_count_matching(CountMatchingParams { filter: filter })
+        .operation_count_matching(CountMatchingParams { filter: filter.clone() })
         .await
         .expect("count")
         .get(&status)
