@@ -35,7 +35,10 @@ pub(crate) fn code(e: &anyhow::Error) -> ExitCode {
             || c.is::<oprec::ops::InputError>()
             || matches!(
                 c.downcast_ref::<oprec::ops::Error>(),
-                Some(oprec::ops::Error::Input(_))
+                Some(
+                    oprec::ops::Error::Input(_)
+                        | oprec::ops::Error::Store(oprec::Error::InvalidInput(_))
+                )
             )
             || matches!(
                 c.downcast_ref::<oprec::Error>(),
@@ -80,6 +83,9 @@ mod tests {
         assert_eq!(code(&anyhow::anyhow!("database down")), ExitCode::FAILURE);
         let ops: anyhow::Error = oprec::ops::InputError::new("--rate is bad").into();
         assert_eq!(code(&ops), ExitCode::from(2));
+        let refused: anyhow::Error =
+            oprec::ops::Error::Store(oprec::Error::InvalidInput("not reconciling".into())).into();
+        assert_eq!(code(&refused), ExitCode::from(2));
         assert_eq!(one_line(&anyhow::anyhow!("a\nb").context("c")), "c: a b");
     }
 }

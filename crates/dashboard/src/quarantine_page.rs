@@ -44,12 +44,20 @@ pub(crate) fn quarantine_filter_form() -> Markup {
 }
 
 /// The quarantine asked for: the form's filter (which must narrow: to stop everything, pause).
+/// Quarantine takes pending operations, which have no terminal reason or end time, so the form's
+/// `reason` is the quarantine's reason, not a filter, and the time range does not apply.
 fn request(
     f: &FilterForm,
     reason: String,
     limit: Option<u64>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<MoveRequest, AppError> {
+    let f = FilterForm {
+        reason: String::new(),
+        since: String::new(),
+        until: String::new(),
+        ..f.clone()
+    };
     Ok(MoveRequest::quarantine(
         f.operation_filter(now)?,
         reason,

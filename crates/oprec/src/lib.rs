@@ -122,7 +122,7 @@ pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
         other => {
             let _ = options;
             Err(Error::InvalidInput(format!(
-                "unsupported database URL scheme {other:?} in {}; this build supports: {}",
+                "unsupported database URL {} (scheme {other:?}); use one of: {}",
                 redact_url(url),
                 supported_database_schemes().join(", ")
             )))

@@ -59,10 +59,12 @@ impl ControlTarget {
         scope: &str,
         value: &str,
     ) -> Result<Self, InputError> {
-        let scope: ControlScope = scope
-            .trim()
-            .parse()
-            .map_err(|e| InputError(format!("{}: {e}", spelling.label("scope"))))?;
+        let scope: ControlScope = scope.trim().parse().map_err(|_| {
+            InputError(format!(
+                "{} must be kind, failure_class or dependency",
+                spelling.label("scope")
+            ))
+        })?;
         match scope {
             ControlScope::Kind => Self::parse(spelling, Some(value), None, None),
             ControlScope::FailureClass => Self::parse(spelling, None, Some(value), None),

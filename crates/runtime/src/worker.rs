@@ -7,13 +7,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
 use std::time::Duration;
 
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
     Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport, WorkerBeatParams,
 };
+use futures::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -126,20 +126,6 @@ const CLAIMS_IN_FLIGHT: usize = 2;
 /// A claim in flight: what it claimed, and the permits it reserved for them.
 type ClaimFuture<'a> =
     Pin<Box<dyn Future<Output = (Vec<Claimed>, OwnedSemaphorePermit)> + Send + 'a>>;
-
-/// Waits for the first of `claims` to finish and removes it.
-async fn next_claimed(claims: &mut Vec<ClaimFuture<'_>>) -> (Vec<Claimed>, OwnedSemaphorePermit) {
-    std::future::poll_fn(|cx| {
-        for i in 0..claims.len() {
-            if let Poll::Ready(done) = claims[i].as_mut().poll(cx) {
-                drop(claims.swap_remove(i));
-                return Poll::Ready(done);
-            }
-        }
-        Poll::Pending
-    })
-    .await
-}
 
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
@@ -292,7 +278,7 @@ impl Worker {
             .claim_batch
             .min(concurrency.div_ceil(CLAIMS_IN_FLIGHT))
             .max(1);
-        let mut claims: Vec<ClaimFuture<'_>> = Vec::with_capacity(CLAIMS_IN_FLIGHT);
+        let mut claims: FuturesUnordered<ClaimFuture<'_>> = FuturesUnordered::new();
         let (this, kinds_ref, stop) = (&self, &kinds, &shutdown);
 
         loop {
@@ -315,7 +301,7 @@ impl Worker {
                 continue;
             }
             let (claimed, mut reserved) = tokio::select! {
-                done = next_claimed(&mut claims), if !claims.is_empty() => done,
+                Some(done) = claims.next(), if !claims.is_empty() => done,
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
                 () = shutdown.cancelled(), if !shutdown.is_cancelled() => continue,
                 else => break,

@@ -15,22 +15,24 @@ const TRANSIENT_CODES: [i32; 6] = [
     15, // SQLITE_PROTOCOL
 ];
 
-/// How SQLite begins the message of a statement that names a table the database does not have
-/// (result code SQLITE_ERROR, which says nothing more).
-const NO_SUCH_TABLE: &str = "no such table";
+/// How SQLite begins the message of a statement that names a table the database does not have,
+/// or a column a schema made by an older oprec lacks (result code SQLITE_ERROR, which says
+/// nothing more).
+const MISSING: [&str; 2] = ["no such table", "no such column"];
 
 /// Maps a sqlx error onto oprec's, saying whether retrying the same call later may succeed:
 /// a busy or locked database (a write lock held past the busy timeout), I/O errors, lack of
 /// memory or disk, pool timeouts and crashed connection workers are transient; everything else
 /// (constraint violations, malformed SQL, unreadable values) is not. A statement that names a
-/// missing table is [`Error::SchemaMissing`]: the database was never migrated.
+/// missing table, or a column an older schema lacks, is [`Error::SchemaMissing`]: the database
+/// was never migrated, or not by this version.
 pub fn backend_error(e: sqlx::Error) -> Error {
     let transient = match &e {
         sqlx::Error::Io(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) if db.message().starts_with(NO_SUCH_TABLE) => {
+        sqlx::Error::Database(db) if MISSING.iter().any(|m| db.message().starts_with(m)) => {
             return Error::SchemaMissing {
                 detail: db.message().to_owned(),
             };

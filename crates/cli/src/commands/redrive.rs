@@ -5,9 +5,7 @@
 
 use chrono::Utc;
 use clap::Args;
-use oprec::ops::redrive::{
-    AGAIN, RedriveDone, RedriveInput, RedriveRequest, RedriveReview, payload_text,
-};
+use oprec::ops::redrive::{RedriveDone, RedriveInput, RedriveRequest, RedriveReview, payload_text};
 use oprec::ops::{CancellationToken, Spelling};
 use oprec::PayloadMode;
 use serde_json::json;
@@ -18,6 +16,9 @@ use crate::cli::Global;
 use crate::filter::FilterArgs;
 use crate::output::{self, Table, count, cut};
 use crate::progress;
+
+/// What to do after an interruption or a failure.
+const AGAIN: &str = "run the same command again to re-drive the rest; nothing is re-driven twice";
 
 /// Operations re-driven per store call (one transaction), unless `--batch` says otherwise.
 const BATCH: u64 = oprec::ops::batches::DEFAULT_BATCH;
