@@ -31,6 +31,7 @@ mod resolution;
 mod stats;
 mod status;
 pub mod store;
+pub mod store_layout;
 mod transition;
 mod url;
 pub mod transport;

@@ -45,7 +45,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use oprec_core::{Clock, Error, Result, SystemClock};
+use oprec_core::{Clock, Result, SystemClock};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 use sqlx::{ConnectOptions, Connection};
 use tokio::sync::Mutex;
@@ -141,17 +141,4 @@ impl SqliteStore {
     fn clock_now(&self) -> DateTime<Utc> {
         time::truncate(self.clock.now())
     }
-}
-
-/// Creates or upgrades the schema with [`MIGRATOR`].
-pub(crate) async fn migrate(store: &SqliteStore) -> Result<()> {
-    MIGRATOR
-        .run(&store.pool)
-        .await
-        .map_err(|e| Error::backend(false, e))
-}
-
-/// The store's "now": its clock's, never SQLite's.
-pub(crate) async fn now(store: &SqliteStore) -> Result<DateTime<Utc>> {
-    Ok(store.clock_now())
 }

@@ -1,11 +1,26 @@
-//! Reading operations back for people and tools: one with its history, filtered pages (built in
-//! [`crate::filter`], their shape depending on the filters given), and counts.
+//! The schema, the store's "now", and reading operations back for people and tools: one with its
+//! history, filtered pages (built in [`crate::filter`], their shape depending on the filters
+//! given), and counts.
 
+use chrono::{DateTime, Utc};
 use oprec_core::store::{CountRow, ListParams, OperationGetParams};
-use oprec_core::{Operation, OperationDetail, Result};
+use oprec_core::{Error, Operation, OperationDetail, Result};
 
 use crate::row::{self, uuid_text};
-use crate::{SqliteStore, backend_error, filter, sql};
+use crate::{MIGRATOR, SqliteStore, backend_error, filter, sql};
+
+/// Creates or upgrades the schema with [`MIGRATOR`].
+pub(crate) async fn migrate(store: &SqliteStore) -> Result<()> {
+    MIGRATOR
+        .run(&store.pool)
+        .await
+        .map_err(|e| Error::backend(false, e))
+}
+
+/// The store's "now": its clock's, never SQLite's.
+pub(crate) async fn now(store: &SqliteStore) -> Result<DateTime<Utc>> {
+    Ok(store.clock_now())
+}
 
 /// See [`Store::operation_get`](oprec_core::Store::operation_get).
 pub(crate) async fn operation_get(

@@ -175,7 +175,7 @@ mod tests {
     #[tokio::test]
     async fn hot_statements_walk_their_indexes() {
         let store = SqliteStore::connect("sqlite::memory:").await.unwrap();
-        crate::migrate(&store).await.unwrap();
+        crate::read::migrate(&store).await.unwrap();
         let walks = [
             (
                 CLAIM_ELIGIBLE.as_str(),
