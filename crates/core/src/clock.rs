@@ -1,3 +1,6 @@
+//! Where every time decision reads "now": the system clock in production, a manual clock in
+//! tests and simulations, so that ladders, deadlines and leases can be tested without waiting.
+
 use std::sync::Mutex;
 
 use chrono::{DateTime, Duration, Utc};

@@ -1,3 +1,6 @@
+//! What went wrong in an attempt, classified: the failure classes (each with its own next
+//! action) and the structured error an operator reads instead of a log.
+
 use std::fmt;
 
 use chrono::Duration;

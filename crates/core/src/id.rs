@@ -1,3 +1,6 @@
+//! The operation's identity: a UUID v7, time-ordered, generated at enqueue, and the N in
+//! "attempt operation N now".
+
 use std::fmt;
 use std::str::FromStr;
 

@@ -1,3 +1,7 @@
+//! Retry ladders: an explicit schedule or an exponential curve per failure class, with a stated
+//! jitter rule. A ladder says how long before the next attempt; the policy says whether there is
+//! one.
+
 use chrono::Duration;
 use rand::Rng;
 

@@ -1,3 +1,6 @@
+//! What a handler's attempt produced, before the policy decides what follows: success (with the
+//! effect's remote identity) or a classified failure.
+
 use crate::Failure;
 
 /// What a handler's attempt came to.

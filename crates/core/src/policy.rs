@@ -1,3 +1,6 @@
+//! A kind's retry policy, a decision rather than a default: the builder only has a `build` once a
+//! timeout, a bound and the I/O declaration (with its ladder) are given.
+
 use std::marker::PhantomData;
 
 use chrono::Duration;

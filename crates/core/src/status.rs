@@ -1,3 +1,6 @@
+//! The names stored in SQL and typed by operators (statuses, terminal reasons, attempt outcomes),
+//! each defined once with its parsing and printing, and the state machine's edges.
+
 /// The error when a stored or typed name is not one of an enum's names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} {value:?}; expected one of: {expected}")]

@@ -1,3 +1,7 @@
+//! The end of a claim, decided: [`Transition`] (built only by its constructors, each a legal edge
+//! out of `running`), the policy's decision for an attempt's outcome, and the rescuer's decision
+//! for an attempt that vanished.
+
 use chrono::{DateTime, Utc};
 use rand::Rng;
 
