@@ -1,4 +1,4 @@
-//! Secrets are never printed (issue 6, item 15). A distinctive password is put in PostgreSQL,
+//! Secrets are never printed. A distinctive password is put in PostgreSQL,
 //! Redis, AMQP and webhook URLs, and every place a URL can surface is formatted and searched for
 //! it: the `Debug` of every struct holding a URL or config, the `Display`, alternate and `Debug`
 //! forms (and source chains) of every connect error (unreachable host, refused credentials,
