@@ -130,8 +130,8 @@ impl PhaseTransport {
         if let Some(queue) = &self.queue {
             use lapin::options::QueueDeleteOptions;
             let url = driver_url(&self.base);
-            let conn = lapin::Connection::connect(&url, lapin::ConnectionProperties::default())
-                .await?;
+            let conn =
+                lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await?;
             let channel = conn.create_channel().await?;
             channel
                 .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
