@@ -1,4 +1,4 @@
-//! The seed article's retry fixture, run through the embedded SQLite store on a virtual clock.
+//! The retry scenarios, run through the embedded SQLite store on a virtual clock.
 //!
 //! Five operations meet five kinds of trouble — malformed input, a short outage, a long outage,
 //! a timeout after the write, a deadline that comes before the next rung — plus a worker that
@@ -25,7 +25,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
 
-/// The article's ladder: at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds.
+/// A six-rung ladder: at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds.
 fn policy() -> RetryPolicy {
     RetryPolicy::builder()
         .timeout(Duration::seconds(30))

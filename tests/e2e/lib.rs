@@ -5,6 +5,7 @@
 
 #![allow(missing_docs)]
 
+pub mod cleanup;
 pub mod kinds;
 pub mod rigs;
 

@@ -9,6 +9,7 @@ use oprec_runtime::MemoryTransport;
 use oprec_sqlite::SqliteStore;
 use sqlx::postgres::PgConnectOptions;
 
+use crate::cleanup::{BrokerGuard, Cleaned};
 use crate::{Injector, Rig};
 
 fn env(name: &str, default: &str) -> String {
@@ -82,7 +83,7 @@ pub fn redis_url() -> String {
     env("OPREC_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 }
 
-/// PostgreSQL with Redis Streams on a new stream.
+/// PostgreSQL with Redis Streams on a new stream, deleted (with its group) when the transport is.
 pub async fn postgres_redis() -> Rig {
     let stream = format!("oprec:e2e:{}", uuid::Uuid::now_v7().simple());
     let config = oprec_redis::RedisTransportConfig {
@@ -92,6 +93,11 @@ pub async fn postgres_redis() -> Rig {
     let transport = oprec_redis::RedisTransport::connect(&redis_url(), config)
         .await
         .unwrap_or_else(|e| panic!("Redis (OPREC_TEST_REDIS_URL) is required: {e}"));
+    let guard = BrokerGuard::RedisKey {
+        url: redis_url(),
+        key: stream.clone(),
+    };
+    let transport = Cleaned::new(transport, guard);
     let client = redis::Client::open(redis_url()).expect("redis url");
     let conn = client
         .get_multiplexed_async_connection()
@@ -125,8 +131,8 @@ pub fn amqp_url() -> String {
     )
 }
 
-/// PostgreSQL with RabbitMQ on a new queue (deleted by the broker a minute after its last
-/// consumer leaves).
+/// PostgreSQL with RabbitMQ on a new queue, deleted when the transport is (and by the broker a
+/// minute after its last consumer left, should the test process die before).
 pub async fn postgres_amqp() -> Rig {
     use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
     use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -138,6 +144,11 @@ pub async fn postgres_amqp() -> Rig {
     let transport = oprec_amqp::AmqpTransport::connect(&amqp_url(), config)
         .await
         .unwrap_or_else(|e| panic!("RabbitMQ (OPREC_TEST_AMQP_URL) is required: {e}"));
+    let guard = BrokerGuard::AmqpQueue {
+        url: amqp_url(),
+        queue: queue.clone(),
+    };
+    let transport = Cleaned::new(transport, guard);
     let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
         .await
         .unwrap_or_else(|e| panic!("RabbitMQ (OPREC_TEST_AMQP_URL) is required: {e}"));

@@ -1,4 +1,5 @@
-//! The scenarios of the runtime issue, written once and run on every rig.
+//! The runtime's end-to-end scenarios (a broker purge, a broker down at enqueue, duplicate
+//! wake-ups, garbage frames, the retry ladder, ...), written once and run on every rig.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -16,6 +16,9 @@ pub enum Error {
     /// Redis failed while the benchmark cleaned up its stream.
     #[error("Redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// RabbitMQ failed while the benchmark cleaned up its queue.
+    #[error("RabbitMQ: {0}")]
+    Amqp(#[from] lapin::Error),
     /// The worker process could not be started, failed, or did not finish in time.
     #[error("the worker process: {0}")]
     Worker(String),

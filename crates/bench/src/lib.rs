@@ -11,7 +11,7 @@
 //! - claim cost: the eligible claim with many finished rows in the table against a small table.
 //!
 //! Every phase runs in a fresh schema (`oprec_bench_<uuid>`) of the given database, dropped
-//! afterwards; Redis and AMQP phases use a fresh stream or queue.
+//! afterwards; Redis and AMQP phases use a fresh stream or queue, deleted afterwards too.
 //!
 //! Not here: argument parsing and printing to a terminal (the `oprec bench` command), or any
 //! benchmark of SQLite.

@@ -1,4 +1,4 @@
-//! The figures of a run, the targets of issue 5 they are held against, and the table printed for a
+//! The figures of a run, the targets they are held against (BENCHMARKS.md), and the table printed for a
 //! person (the `--json` output is the [`BenchReport`] itself).
 
 use std::fmt::Write;
@@ -68,7 +68,7 @@ pub struct BenchReport {
     pub latencies: Vec<Latency>,
     /// The claim's cost with many finished rows, unless skipped.
     pub claim_cost: Option<ClaimCost>,
-    /// Each target of issue 5 against what was measured.
+    /// Each target against what was measured.
     pub verdicts: Vec<Verdict>,
 }
 
@@ -295,7 +295,7 @@ impl BenchReport {
                 c.ratio
             );
         }
-        let _ = writeln!(t, "\n{:<58} {:<28} met", "target (issue 5)", "measured");
+        let _ = writeln!(t, "\n{:<58} {:<28} met", "target", "measured");
         for v in &self.verdicts {
             let _ = writeln!(
                 t,

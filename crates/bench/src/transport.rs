@@ -1,6 +1,6 @@
 //! The transports a benchmark drains with, each phase on its own Redis stream or RabbitMQ queue
 //! (named through the facade's `?stream=` / `?queue=` URL parameters) so no run sees another's
-//! wake-ups. On RabbitMQ the prefetch is set to the worker's concurrency, as an operator running
+//! wake-ups, deleted when the phase ends. On RabbitMQ the prefetch is set to the worker's concurrency, as an operator running
 //! that many handlers would (unless the URL names a `prefetch=` of its own): the default of 128
 //! would cap every claim at 128 wake-ups.
 
@@ -8,8 +8,12 @@ use std::sync::Arc;
 
 use crate::{Error, Result};
 
-/// How long RabbitMQ keeps a benchmark queue after its last consumer leaves.
+/// How long RabbitMQ keeps a benchmark queue after its last consumer leaves, should the benchmark
+/// die before it deletes the queue.
 const QUEUE_EXPIRES_SECS: u32 = 120;
+
+/// The facade's own URL parameters for RabbitMQ, which the AMQP driver does not take.
+const FACADE_AMQP_PARAMS: &[&str] = &["queue", "queue_expires", "prefetch"];
 
 /// The broker family of a transport URL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +39,8 @@ pub(crate) struct PhaseTransport {
     pub url: String,
     /// Redis: the stream to delete afterwards.
     stream: Option<String>,
+    /// RabbitMQ: the queue to delete afterwards.
+    queue: Option<String>,
     base: String,
 }
 
@@ -71,13 +77,14 @@ impl TransportSpec {
     pub(crate) fn fresh(&self, concurrency: usize) -> PhaseTransport {
         let tag = uuid::Uuid::now_v7().simple().to_string();
         let sep = if self.url.contains('?') { '&' } else { '?' };
-        let (url, stream) = match self.family {
-            Family::Poll => ("poll".to_owned(), None),
+        let (url, stream, queue) = match self.family {
+            Family::Poll => ("poll".to_owned(), None, None),
             Family::Redis => {
                 let stream = format!("oprec:bench:{tag}");
                 (
                     format!("{}{sep}stream={stream}&group=oprec-bench", self.url),
                     Some(stream),
+                    None,
                 )
             }
             Family::Amqp => {
@@ -86,18 +93,21 @@ impl TransportSpec {
                 } else {
                     format!("&prefetch={}", concurrency.clamp(1, usize::from(u16::MAX)))
                 };
+                let queue = format!("oprec.bench.{tag}");
                 (
                     format!(
-                        "{}{sep}queue=oprec.bench.{tag}&queue_expires={QUEUE_EXPIRES_SECS}{prefetch}",
+                        "{}{sep}queue={queue}&queue_expires={QUEUE_EXPIRES_SECS}{prefetch}",
                         self.url
                     ),
                     None,
+                    Some(queue),
                 )
             }
         };
         PhaseTransport {
             url,
             stream,
+            queue,
             base: self.url.clone(),
         }
     }
@@ -109,16 +119,57 @@ impl PhaseTransport {
         Ok(oprec::connect_transport(&self.url)?)
     }
 
-    /// Removes what the phase left on the broker: the Redis stream (a RabbitMQ queue expires on
-    /// its own once its last consumer is gone).
+    /// Removes what the phase left on the broker: the Redis stream (with its group) or the
+    /// RabbitMQ queue.
     pub(crate) async fn clean_up(&self) -> Result<()> {
         if let Some(stream) = &self.stream {
             let client = redis::Client::open(self.base.as_str())?;
             let mut conn = client.get_multiplexed_async_connection().await?;
             let _: i64 = redis::cmd("DEL").arg(stream).query_async(&mut conn).await?;
         }
+        if let Some(queue) = &self.queue {
+            use lapin::options::QueueDeleteOptions;
+            let url = driver_url(&self.base);
+            let conn =
+                lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await?;
+            let channel = conn.create_channel().await?;
+            channel
+                .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                .await?;
+            let _ = conn.close(200, "OK".into()).await;
+        }
         Ok(())
     }
+}
+
+/// `url` without the facade's own parameters, for the AMQP driver.
+fn driver_url(url: &str) -> String {
+    let (head, fragment) = match url.split_once('#') {
+        Some((h, f)) => (h, Some(f)),
+        None => (url, None),
+    };
+    let mut out = match head.split_once('?') {
+        None => head.to_owned(),
+        Some((base, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|p| {
+                    let key = p.split_once('=').map_or(*p, |(k, _)| k);
+                    !p.is_empty() && !FACADE_AMQP_PARAMS.contains(&key)
+                })
+                .collect();
+            if kept.is_empty() {
+                base.to_owned()
+            } else {
+                format!("{base}?{}", kept.join("&"))
+            }
+        }
+    };
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(f);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -153,6 +204,20 @@ mod tests {
                 .url
                 .ends_with("&prefetch=65535")
         );
+    }
+
+    #[test]
+    fn the_driver_gets_the_url_without_the_facades_parameters() {
+        assert_eq!(driver_url("amqp://h/%2f"), "amqp://h/%2f");
+        assert_eq!(driver_url("amqp://h/%2f?prefetch=64"), "amqp://h/%2f");
+        assert_eq!(
+            driver_url("amqp://u:p@h/%2f?heartbeat=10&prefetch=64&queue=q&queue_expires=5"),
+            "amqp://u:p@h/%2f?heartbeat=10"
+        );
+        let spec = TransportSpec::parse("amqp://h/%2f?heartbeat=10").unwrap();
+        let phase = spec.fresh(8);
+        assert_eq!(driver_url(&phase.base), "amqp://h/%2f?heartbeat=10");
+        assert!(phase.url.contains(phase.queue.as_deref().unwrap()));
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub(crate) enum Command {
     /// Run a worker with its scheduler, rescuer, reconciler and dead-letter alerts until SIGTERM
     /// or ctrl-c, then drain.
     Worker(WorkerArgs),
-    /// Run the seed fixture's scenarios on a virtual clock with no services, and print them.
+    /// Run the retry scenarios (outages, bad input, crashes) on a virtual clock with no services.
     Demo(DemoArgs),
     /// Re-drive dead operations by filter, after a dry run, at a bounded pace.
     Redrive(RedriveArgs),
@@ -327,7 +327,7 @@ pub(crate) struct WorkerArgs {
 /// `oprec demo`.
 #[derive(Debug, Args)]
 #[command(
-    long_about = "Run the seed fixture's scenarios (malformed input, transient outage, long outage, \
+    long_about = "Run the retry scenarios (malformed input, transient outage, long outage, \
 unknown remote result, deadline before the next rung, crash loop) with a real worker, scheduler \
 and rescuer against a simulated provider, on a virtual clock, and print each scenario's attempts \
 and end state.\n\nNo services are needed: the store is SQLite in a temporary folder (unless \

@@ -1,10 +1,11 @@
-//! Purging a real broker (Redis, at OPREC_TEST_REDIS_URL or 127.0.0.1:6379, database 9) drops
-//! wake-ups, never intent: the purge report counts the operations still pending, and a worker
-//! started afterwards runs every one of them once, woken again by its scheduler.
+//! Purging a real broker (Redis, at OPREC_TEST_REDIS_URL or 127.0.0.1:6379, database 9, on a
+//! stream of the test's own, deleted when it ends) drops wake-ups, never intent: the purge report
+//! counts the operations still pending, and a worker started afterwards runs every one of them
+//! once, woken again by its scheduler.
 
 mod common;
 
-use common::Oprec;
+use common::{Oprec, RedisKeyGuard};
 
 /// The Redis URL, on its own logical database unless the URL names one.
 fn redis_url() -> String {
@@ -23,7 +24,14 @@ fn redis_url() -> String {
 #[test]
 fn purge_drops_wakeups_and_keeps_every_operation() {
     let o = Oprec::migrated();
-    let redis = redis_url();
+    let stream = format!("oprec:test:broker:{}", uuid::Uuid::now_v7().simple());
+    let _stream = RedisKeyGuard {
+        url: redis_url(),
+        key: stream.clone(),
+    };
+    let base = redis_url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let redis = format!("{base}{sep}stream={stream}");
     let t = |args: &[&str]| o.run(&[&["--transport", redis.as_str()][..], args].concat());
     let start = t(&["transport", "purge", "--yes", "--json"]);
     assert_eq!(

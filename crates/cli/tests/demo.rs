@@ -1,4 +1,5 @@
-//! `oprec demo`: the seed fixture's scenarios end as the article says, with the ladder's times.
+//! `oprec demo`: each retry scenario ends as it must (dead, succeeded, reconciling), with the
+//! ladder's times.
 
 mod common;
 
@@ -23,7 +24,7 @@ fn times(s: &Value) -> Vec<i64> {
 }
 
 #[test]
-fn demo_json_shows_every_scenario_ending_as_the_fixture_says() {
+fn demo_json_shows_every_scenario_ending_as_it_must() {
     let o = common::Oprec::new();
     // An explicit database, so the test can look at the rows afterwards.
     let report = o.run(&["--database-url", &o.url, "demo", "--json"]).json();
@@ -127,7 +128,7 @@ fn demo_text_runs_with_no_services_in_a_few_seconds() {
         "=> dead (deadline_passed)",
         "vanished",
         "=> dead (crash_loop)",
-        "6 of 6 scenarios ended as the fixture says",
+        "6 of 6 scenarios ended as they must",
     ] {
         assert!(
             text.contains(needle),

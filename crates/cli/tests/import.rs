@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::Oprec;
+use common::{AmqpQueueGuard, Oprec, RedisKeyGuard};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, ShortString};
 use lapin::{BasicProperties, Connection, ConnectionProperties};
@@ -50,14 +50,6 @@ async fn llen(key: &str) -> u64 {
         .expect("LLEN")
 }
 
-async fn del(key: &str) {
-    let _: () = redis::cmd("DEL")
-        .arg(key)
-        .query_async(&mut redis().await)
-        .await
-        .expect("DEL");
-}
-
 /// Counts rows of the test store by status (and all).
 async fn counts(o: &Oprec) -> Value {
     o.run(&["stats", "--json"]).json()["by_status"].clone()
@@ -100,6 +92,10 @@ fn figures(v: &Value) -> (u64, u64, u64, u64, u64) {
 async fn a_redis_list_of_ten_thousand_imported_twice_is_ten_thousand_operations() {
     let o = Oprec::migrated();
     let key = format!("oprec-test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = RedisKeyGuard {
+        url: redis_url(),
+        key: key.clone(),
+    };
     let jobs: Vec<Vec<u8>> = (0..10_000)
         .map(|i| {
             json!({"id": format!("job-{i}"), "n": i})
@@ -134,13 +130,16 @@ async fn a_redis_list_of_ten_thousand_imported_twice_is_ten_thousand_operations(
     assert_eq!(keys[0].1, "pending");
     let audit = o.run(&["audit", "--json"]).json();
     assert!(audit.to_string().contains("\"import\""), "{audit}");
-    del(&key).await;
 }
 
 #[tokio::test]
 async fn malformed_redis_jobs_become_held_operations_with_the_parse_error() {
     let o = Oprec::migrated();
     let key = format!("oprec-test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = RedisKeyGuard {
+        url: redis_url(),
+        key: key.clone(),
+    };
     let items: Vec<Vec<u8>> = vec![
         br#"{"id":"a","to":"x"}"#.to_vec(),
         br#"{"to":"no id"}"#.to_vec(),
@@ -180,7 +179,6 @@ async fn malformed_redis_jobs_become_held_operations_with_the_parse_error() {
     let again = import(&o, &["--from", &from, "--list", &key, "--then-purge"]);
     assert_eq!(figures(&again), (6, 0, 6, 0, 6), "{again}");
     assert_eq!(total(&o).await, 5);
-    del(&key).await;
 }
 
 #[tokio::test]
@@ -188,6 +186,10 @@ async fn an_amqp_queue_is_imported_once_and_purged_after_the_commit() {
     let o = Oprec::migrated();
     let url = amqp_url();
     let queue = format!("oprec-test.import.{}", uuid::Uuid::now_v7().simple());
+    let _queue = AmqpQueueGuard {
+        url: url.clone(),
+        queue: queue.clone(),
+    };
     let conn = Connection::connect(&url, ConnectionProperties::default())
         .await
         .unwrap_or_else(|e| panic!("RabbitMQ (OPREC_TEST_AMQP_URL={url}) is required: {e}"));
@@ -196,7 +198,8 @@ async fn an_amqp_queue_is_imported_once_and_purged_after_the_commit() {
         .await
         .expect("confirms");
     let mut args = FieldTable::default();
-    // The broker drops the queue 10 minutes after its last use.
+    // Deleted by the guard; the broker drops it 10 minutes after its last use should the test
+    // process die first.
     args.insert("x-expires".into(), AMQPValue::LongInt(600_000));
     ch.queue_declare(
         ShortString::from(queue.as_str()),

@@ -1,4 +1,4 @@
-//! Least privilege (issue 6, item 16): the README's SQL, run as written (with unique role and
+//! Least privilege: the README's SQL, run as written (with unique role and
 //! schema names), makes an owner role and a runtime role without DDL rights. `oprec migrate` runs
 //! as the owner; enqueue, a demo worker to completion, stats, workers, ops, pause/resume,
 //! re-drive and audit run as the runtime role; the runtime role cannot CREATE, ALTER, DROP or

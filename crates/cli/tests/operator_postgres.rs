@@ -1,4 +1,4 @@
-//! The operator's commands against a real PostgreSQL, as the issue asks to show them: a re-drive
+//! The operator's commands against a real PostgreSQL, at the sizes an operator meets: a re-drive
 //! of 5,000 dead operations after a dry run, at 500/s; a re-drive by class; a pause by class that
 //! leaves other work running; reconciliation by the worker's reconciler and by hand; and
 //! `oprec stats --json` checked against counts of our own SQL. Each test has its own schema.

@@ -1,4 +1,4 @@
-//! Secrets are never printed (issue 6, item 15). A distinctive password is put in PostgreSQL,
+//! Secrets are never printed. A distinctive password is put in PostgreSQL,
 //! Redis, AMQP and webhook URLs, and every place a URL can surface is formatted and searched for
 //! it: the `Debug` of every struct holding a URL or config, the `Display`, alternate and `Debug`
 //! forms (and source chains) of every connect error (unreachable host, refused credentials,
@@ -36,13 +36,13 @@ fn assert_clean(what: &str, text: &str) {
     );
 }
 
-/// The shared Redis and RabbitMQ, as the tests see them (the password is added by the tests).
+/// The shared Redis's host and port, as the tests see them (the tests add a password and a
+/// database of their own, so a database in OPREC_TEST_REDIS_URL is dropped).
 fn redis_host() -> String {
-    std::env::var("OPREC_TEST_REDIS_URL")
-        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-        .trim_start_matches("redis://")
-        .trim_end_matches('/')
-        .to_owned()
+    let url = std::env::var("OPREC_TEST_REDIS_URL")
+        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
+    let rest = url.trim_start_matches("redis://");
+    rest.split(['/', '?']).next().unwrap_or(rest).to_owned()
 }
 
 /// `url` with `:PW` added to its user (the shared PostgreSQL trusts 127.0.0.1, so it still works).

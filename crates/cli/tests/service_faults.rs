@@ -151,7 +151,7 @@ fn finish(rig: &Rig, workers: &mut [Proc], ops: i64, limit: Duration) -> Tally {
     }
 }
 
-/// Item 3: PostgreSQL stopped (fast shutdown: every session cut) in the middle of a run, down for
+/// PostgreSQL stopped (fast shutdown: every session cut) in the middle of a run, down for
 /// 3 s, started again. The workers reconnect on their own and both claim again; nothing is left
 /// running; every operation finishes once.
 #[test]
@@ -193,7 +193,7 @@ fn postgres_restarted_mid_run() {
     drop(pg);
 }
 
-/// The broker-restart scenario (item 4): `restart` kills the broker in the middle of a run and
+/// The broker-restart scenario: `restart` kills the broker in the middle of a run and
 /// brings it back. With a re-wake interval of 3 s the scheduler (a pass a second) re-wakes what the
 /// broker lost: every claim after the return follows a wake-up made after the loss, and the first
 /// comes within the re-wake interval, the scheduler's pass, the consumer's retry pause (at most 1 s) and
@@ -248,7 +248,7 @@ fn broker_restarted_mid_run(rig: &Rig, what: &str, restart: impl FnOnce()) {
     ));
 }
 
-/// Item 4, Redis: killed and started empty (its stream, group and wake-ups gone).
+/// The broker restarted, Redis: killed and started empty (its stream, group and wake-ups gone).
 #[test]
 fn redis_restarted_without_persistence_mid_run() {
     let mut redis = PrivateRedis::start();
@@ -267,7 +267,7 @@ fn redis_restarted_without_persistence_mid_run() {
     drop(rig);
 }
 
-/// Item 4, RabbitMQ: the node stopped and started again (every connection cut).
+/// The broker restarted, RabbitMQ: the node stopped and started again (every connection cut).
 #[test]
 fn rabbitmq_restarted_mid_run() {
     let mut rabbit = PrivateRabbit::start();
@@ -286,7 +286,7 @@ fn rabbitmq_restarted_mid_run() {
     drop(rig);
 }
 
-/// Item 5: the broker down for a minute in the middle of a run. Enqueues made meanwhile commit
+/// The broker down for a minute in the middle of a run. Enqueues made meanwhile commit
 /// (exit 0, the rows there at once); when it is back, everything finishes.
 fn broker_down_for_a_minute(rig: &Rig, what: &str, stop: impl FnOnce(), start: impl FnOnce()) {
     const OPS: i64 = 2000;
@@ -335,7 +335,7 @@ fn broker_down_for_a_minute(rig: &Rig, what: &str, stop: impl FnOnce(), start: i
     ));
 }
 
-/// Item 5, Redis.
+/// The broker down for a minute, Redis.
 #[test]
 fn redis_unreachable_for_a_minute() {
     let redis = std::cell::RefCell::new(PrivateRedis::start());
@@ -357,7 +357,7 @@ fn redis_unreachable_for_a_minute() {
     drop(rig);
 }
 
-/// Item 5, RabbitMQ.
+/// The broker down for a minute, RabbitMQ.
 #[test]
 fn rabbitmq_unreachable_for_a_minute() {
     let rabbit = std::cell::RefCell::new(PrivateRabbit::start());

@@ -5,7 +5,7 @@ mod common;
 use common::Oprec;
 
 #[test]
-fn the_default_policies_give_the_articles_figures_and_a_chart() {
+fn the_default_policies_give_the_expected_figures_and_a_chart() {
     let o = Oprec::new();
     let svg = o.path("outage.svg");
     let v = o
@@ -34,7 +34,7 @@ fn the_default_policies_give_the_articles_figures_and_a_chart() {
         ]
     );
     let fixed = &policies[0];
-    // 1,440 attempts per job per day: 50,000 jobs would be the article's 72,000,000.
+    // 1,440 attempts per job per day: 50,000 jobs would be 72,000,000 a day.
     assert_eq!(fixed["attempts_per_day"][0], 20 * 1440);
     assert_eq!(fixed["attempts_per_day"][1], 20 * 1440);
     assert_eq!(fixed["attempts_during_outage"], 20 * 2880);

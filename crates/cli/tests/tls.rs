@@ -1,4 +1,4 @@
-//! TLS for every connection (issue 6, item 14). The URL forms are accepted and configured as
+//! TLS for every connection. The URL forms are accepted and configured as
 //! TLS with verification: `postgres://...?sslmode=verify-full&sslrootcert=CA`, `rediss://`,
 //! `amqps://`. Then real handshakes, with a certificate authority made for the test (openssl):
 //! a private PostgreSQL cluster with `ssl = on` that refuses connections without TLS, and a

@@ -1,4 +1,4 @@
-//! An operation of a kind no running worker knows (issue 6, item 9): a producer that knows
+//! An operation of a kind no running worker knows: a producer that knows
 //! `nobody.knows` enqueues it, a demo worker (which does not) runs beside it: the operation is
 //! never claimed (pending, attempt 0), `oprec stats` reports it as unhandled, and
 //! `oprec workers` lists the live worker and its kinds, the worker's metrics carry it as

@@ -8,8 +8,8 @@
 //! end dead or succeeded, and when the backlog is gone. [`chart`] draws attempts per minute as SVG.
 //!
 //! Not here: capacity. Every scheduled attempt is counted as if a worker were free to make it, which
-//! is what "scheduled attempts" means in the seed article (72 million a day for 50,000 jobs on a
-//! fixed 60-second loop).
+//! is what "scheduled attempts" means here (72 million a day for 50,000 jobs on a fixed
+//! 60-second loop).
 
 mod chart;
 mod policy_spec;

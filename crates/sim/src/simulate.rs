@@ -160,7 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn the_articles_ladder_makes_six_attempts_then_stops() {
+    fn a_six_rung_ladder_makes_six_attempts_then_stops() {
         let r = simulate(
             &outage(100),
             &"ladder:0,60,300,1500,7500,37500".parse().unwrap(),

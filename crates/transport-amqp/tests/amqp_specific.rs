@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{amqp_url, delete_queue, fresh_config, transport};
+use common::{QueueGuard, amqp_url, fresh_config, transport};
 use oprec_amqp::{AmqpTransport, AmqpTransportConfig};
 use oprec_core::{AckToken, Error, OperationId, Transport};
 use oprec_testkit::transport_cases::receive_n;
@@ -33,6 +33,7 @@ fn acks(deliveries: &[oprec_core::Delivery]) -> Vec<AckToken> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacknowledged_deliveries_come_back_to_the_next_transport() {
     let config = fresh_config();
+    let _queue = QueueGuard::new(&config.queue);
     let first = transport(config.clone()).await;
     let published = ids(5);
     first.publish(&published).await.expect("publish");
@@ -48,7 +49,6 @@ async fn unacknowledged_deliveries_come_back_to_the_next_transport() {
     assert_eq!(second.depth().await.expect("depth"), 5);
     second.ack(acks(&again)).await.expect("ack");
     assert_eq!(second.depth().await.expect("depth"), 0);
-    delete_queue(&config.queue).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,6 +57,7 @@ async fn prefetch_bounds_what_one_receive_takes() {
         prefetch: 10,
         ..fresh_config()
     };
+    let _queue = QueueGuard::new(&config.queue);
     let t = transport(config.clone()).await;
     t.publish(&ids(100)).await.expect("publish");
     // Depth is the ready messages plus the ten held here.
@@ -88,12 +89,12 @@ async fn prefetch_bounds_what_one_receive_takes() {
         t.ack(acks(&got)).await.expect("ack");
     }
     assert_eq!(t.depth().await.expect("depth"), 0);
-    delete_queue(&config.queue).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
     let config = fresh_config();
+    let _queue = QueueGuard::new(&config.queue);
     let t = Arc::new(transport(config.clone()).await);
     let waiting = tokio::spawn({
         let t = t.clone();
@@ -119,7 +120,6 @@ async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
         .expect("receive");
     assert_eq!(frames(&got), HashSet::from([id]));
     t.ack(acks(&got)).await.expect("ack");
-    delete_queue(&config.queue).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,6 +188,7 @@ async fn a_malformed_url_is_refused_without_its_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnects_after_the_broker_closes_the_connection() {
     let config = fresh_config();
+    let _queue = QueueGuard::new(&config.queue);
     let t = transport(config.clone()).await;
     let before = OperationId::new();
     t.publish(&[before]).await.expect("publish");
@@ -216,7 +217,6 @@ async fn reconnects_after_the_broker_closes_the_connection() {
     assert_eq!(t.depth().await.expect("depth"), 2);
     t.ack(acks(&got)).await.expect("ack");
     assert_eq!(t.depth().await.expect("depth"), 0);
-    delete_queue(&config.queue).await;
 }
 
 fn assert_transient_and_redacted(error: &Error, password: &str) {

@@ -1,9 +1,9 @@
-//! `oprec demo`: the seed fixture on the embedded default with no services. A real `Worker`
+//! `oprec demo`: the retry scenarios on the embedded default with no services. A real `Worker`
 //! (with scheduler and rescuer) runs in this process against a simulated provider, on a virtual
 //! clock shared by the store, the client and the worker, with the in-memory transport; the driver
 //! jumps the clock from event to event so that 13 hours of ladder take about a second. Each
 //! scenario's attempts and end state are printed, and the command fails if one ends otherwise
-//! than the fixture says.
+//! than its scenario says it must.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -119,7 +119,7 @@ pub(crate) async fn run(
         .collect();
     if !failed.is_empty() {
         anyhow::bail!(
-            "{} scenario(s) did not end as the fixture says: {}",
+            "{} scenario(s) did not end as they must: {}",
             failed.len(),
             failed.join(", ")
         );
@@ -169,7 +169,7 @@ async fn play(
 /// The demo as text.
 fn render(report: &DemoReport, explicit_database: bool) -> String {
     let mut out = format!(
-        "oprec demo: the seed fixture on {}{}, in-memory wake-ups; a real worker, scheduler and \
+        "oprec demo: the retry scenarios on {}{}, in-memory wake-ups; a real worker, scheduler and \
          rescuer on a virtual clock from {}\n",
         report.database,
         if explicit_database {
@@ -189,7 +189,7 @@ fn render(report: &DemoReport, explicit_database: bool) -> String {
     }
     let ok = report.scenarios.iter().filter(|r| r.as_expected).count();
     out.push_str(&format!(
-        "\n{ok} of {} scenarios ended as the fixture says: {} of virtual time in {:.1} s\n",
+        "\n{ok} of {} scenarios ended as they must: {} of virtual time in {:.1} s\n",
         report.scenarios.len(),
         offset(report.virtual_elapsed_s).trim_start_matches('+'),
         report.real_elapsed_ms as f64 / 1000.0

@@ -13,7 +13,7 @@ use crate::duration;
 use crate::exit::bad;
 use crate::output::{self, Table, count};
 
-/// The policies compared when none is given: the old unbounded loop, the seed article's ladder,
+/// The policies compared when none is given: a fixed 60-second loop with no bound, a six-rung ladder,
 /// and exponential backoff without and with jitter.
 pub(crate) const DEFAULT_POLICIES: &[&str] = &[
     "fixed:60s",

@@ -1,5 +1,5 @@
 //! `oprec stats`: the figures that say what is failing, why, and whether it is safe, at a glance
-//! (the retry observations an operator needs): operations by status, pending by failure class,
+//! (the observations a retry incident needs): operations by status, pending by failure class,
 //! attempts per success, the most overdue eligible operation, dead per kind with their promotion
 //! rate and by code version, unknown outcomes awaiting reconciliation, attempts by dependency,
 //! backlog age, and pending work of kinds no live worker handles (unhandled). `--json` prints the

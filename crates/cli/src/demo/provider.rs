@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 /// The kind's name.
 pub(crate) const KIND: &str = "demo.shipment";
 
-/// The seed article's ladder: at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds.
+/// The demo's ladder: at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds (13 hours
+/// from the first attempt to the sixth).
 pub(crate) const LADDER: [i64; 6] = [0, 60, 300, 1500, 7500, 37500];
 
 /// The lease of one attempt; a hung attempt vanishes once it has expired.
@@ -109,14 +110,14 @@ impl Provider {
     }
 }
 
-/// The article's policy: its ladder, six attempts, 30 s per attempt.
+/// The demo's policy: its ladder, six attempts, 30 s per attempt.
 pub(crate) fn policy() -> RetryPolicy {
     RetryPolicy::builder()
         .timeout(Duration::seconds(30))
         .max_attempts(LADDER.len() as u32)
         .external_io(Ladder::schedule_secs(&LADDER))
         .build()
-        .expect("the article's policy is valid")
+        .expect("the demo's policy is valid")
 }
 
 /// `demo.shipment`: creates a shipment at the provider, handing it the operation's effect key,

@@ -70,7 +70,7 @@ pub(crate) struct ScenarioReport {
     pub effect_key: Option<String>,
     /// The last error (with its decision and next action).
     pub last_error: Option<OperationError>,
-    /// What the fixture says must happen.
+    /// What the scenario says must happen.
     pub expected: Expected,
     /// Whether it did.
     pub as_expected: bool,

@@ -1,4 +1,6 @@
-//! The seed fixture's scenarios: what each enqueues, and how it must end.
+//! The retry scenarios of `oprec demo` (malformed input, transient and long outages, an unknown
+//! remote result, a deadline before the next rung, a crash loop): what each enqueues, and how it
+//! must end.
 
 use chrono::{DateTime, Duration, Utc};
 use oprec::{EnqueueOptions, Status, TerminalReason};

@@ -3,7 +3,7 @@
 //! its payload says. All share one policy, built from the `--demo-*` flags, and the dependency
 //! `demo-provider`.
 //!
-//! Not the `oprec demo` fixture: that runs its own kind against a simulated provider on a virtual
+//! Not the `oprec demo` scenarios: they run its own kind against a simulated provider on a virtual
 //! clock (see `crate::demo`).
 
 mod crash;

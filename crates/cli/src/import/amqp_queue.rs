@@ -1,5 +1,5 @@
 //! The AMQP source: a queue of JSON messages, taken with `basic.get` and manual acknowledgement in
-//! batches of [`BATCH`](super::BATCH). A batch's messages are acknowledged (removed) only after
+//! batches of [`super::BATCH`]. A batch's messages are acknowledged (removed) only after
 //! its operations committed, and only with purging; otherwise every message taken is returned to
 //! the queue (`basic.nack` with requeue) when the import ends. A failure before the commit, or a
 //! lost connection, returns the batch to the queue: the broker requeues unacknowledged messages.

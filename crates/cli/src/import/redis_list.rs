@@ -1,5 +1,5 @@
 //! The Redis-list source: a list of JSON jobs (one job per element), read from its head in
-//! batches of [`BATCH`](super::BATCH). Without purging, the list is read by offset and left as it
+//! batches of [`super::BATCH`]. Without purging, the list is read by offset and left as it
 //! was. With purging, each batch is taken from the head, committed, and then removed by a script
 //! that trims the list only if its head still holds exactly those elements, so a legacy worker
 //! or producer touching the head meanwhile makes the import stop (committed work stays; run it

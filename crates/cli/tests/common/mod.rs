@@ -159,3 +159,68 @@ impl Oprec {
         self.run(&["ops", "show", id, "--json"]).json()
     }
 }
+
+/// Deletes a Redis key (a stream with its groups, a list) when dropped, whether the test passed or
+/// failed. Best effort and bounded: a Redis that is gone by then costs two seconds, never a hang.
+pub struct RedisKeyGuard {
+    pub url: String,
+    pub key: String,
+}
+
+impl Drop for RedisKeyGuard {
+    fn drop(&mut self) {
+        let Ok(client) = redis::Client::open(self.url.as_str()) else {
+            return;
+        };
+        if let Ok(mut conn) = client.get_connection_with_timeout(std::time::Duration::from_secs(2))
+        {
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+            let _ = redis::cmd("DEL").arg(&self.key).exec(&mut conn);
+        }
+    }
+}
+
+/// Deletes a RabbitMQ queue when dropped, whether the test passed or failed (see
+/// [`delete_amqp_queue`]).
+pub struct AmqpQueueGuard {
+    pub url: String,
+    pub queue: String,
+}
+
+impl Drop for AmqpQueueGuard {
+    fn drop(&mut self) {
+        delete_amqp_queue(&self.url, &self.queue);
+    }
+}
+
+/// Deletes a RabbitMQ queue, consumers or not, on a thread and runtime of its own (this may run
+/// on a runtime's thread, where blocking on another runtime is refused). Best effort and bounded
+/// (5 s): a broker that is gone by then costs that long, never a hang or a second panic.
+pub fn delete_amqp_queue(url: &str, queue: &str) {
+    use lapin::options::QueueDeleteOptions;
+    use lapin::{Connection, ConnectionProperties};
+    let (url, queue) = (url.to_owned(), queue.to_owned());
+    let _ = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                let conn = Connection::connect(&url, ConnectionProperties::default())
+                    .await
+                    .ok()?;
+                let channel = conn.create_channel().await.ok()?;
+                let _ = channel
+                    .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                    .await;
+                let _ = conn.close(200, "OK".into()).await;
+                Some(())
+            })
+            .await;
+        });
+    })
+    .join();
+}

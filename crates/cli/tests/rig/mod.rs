@@ -2,7 +2,8 @@
 //! PostgreSQL schema (named through `?options=-csearch_path%3D...` on the URL the binary gets) or
 //! SQLite file, a fresh Redis stream (`?stream=`) or RabbitMQ queue (`?queue=`), the test's own
 //! pool for assertions, and every child process killed when its guard drops, with the tail of
-//! every log printed when the test fails.
+//! every log printed when the test fails. The stream or queue is deleted when the rig drops,
+//! passed or failed; the schema or folder only when the test passed (kept for inspection).
 //!
 //! The servers are the shared ones (`OPREC_TEST_DATABASE_URL`, `OPREC_TEST_REDIS_URL`,
 //! `OPREC_TEST_AMQP_URL`) unless a test names its own ([`Servers`]), e.g. the private instances of
@@ -124,6 +125,8 @@ pub struct Rig {
     pub schema: Option<(String, String)>,
     /// Redis: the server URL and the stream to delete at the end.
     pub stream: Option<(String, String)>,
+    /// RabbitMQ: the server URL and the queue to delete at the end.
+    pub queue: Option<(String, String)>,
     pub logs: RefCell<Vec<(String, PathBuf, PathBuf)>>,
     pub started: Instant,
 }
@@ -167,21 +170,25 @@ impl Rig {
                 )
             }
         };
-        let (transport, stream) = match kind {
-            RigKind::SqlitePoll => ("poll".to_owned(), None),
+        let (transport, stream, queue) = match kind {
+            RigKind::SqlitePoll => ("poll".to_owned(), None, None),
             RigKind::PostgresRedis => {
                 let server = servers.redis.clone();
                 let key = format!("oprec:pf:{tag}");
                 (
                     with_param(&server, &format!("stream={key}&group=oprec-pf")),
                     Some((server, key)),
+                    None,
                 )
             }
             RigKind::PostgresAmqp => {
                 let server = servers.amqp.clone();
+                let queue = format!("oprec.pf.{tag}");
+                // Deleted when the rig drops; the expiry only covers a test process that died.
                 (
-                    with_param(&server, &format!("queue=oprec.pf.{tag}&queue_expires=120")),
+                    with_param(&server, &format!("queue={queue}&queue_expires=120")),
                     None,
+                    Some((server, queue)),
                 )
             }
         };
@@ -195,6 +202,7 @@ impl Rig {
             pool: None,
             schema,
             stream,
+            queue,
             logs: RefCell::default(),
             started: Instant::now(),
         };
@@ -420,6 +428,14 @@ impl Rig {
 impl Drop for Rig {
     fn drop(&mut self) {
         let failed = std::thread::panicking();
+        // The broker's stream or queue goes whether the test passed or failed: the logs and the
+        // database tell what happened, and a leftover would stay on the shared broker for good.
+        if let Some((server, key)) = self.stream.take() {
+            redis_del(&server, &key);
+        }
+        if let Some((server, queue)) = self.queue.take() {
+            common::delete_amqp_queue(&server, &queue);
+        }
         if let Some(pool) = self.pool.take() {
             self.rt.block_on(async {
                 match pool {
@@ -447,9 +463,6 @@ impl Drop for Rig {
                     .await;
                 admin.close().await;
             });
-        }
-        if let Some((server, key)) = self.stream.take() {
-            redis_del(&server, &key);
         }
     }
 }

@@ -1,6 +1,6 @@
-//! A fresh queue per test on the RabbitMQ at `OPREC_TEST_AMQP_URL`. Every helper panics with the
-//! URL (password redacted by the transport's errors) when RabbitMQ is unreachable: these tests
-//! never skip.
+//! A fresh queue per test on the RabbitMQ at `OPREC_TEST_AMQP_URL`, deleted by a [`QueueGuard`]
+//! when the test ends, passed or failed. Every helper panics with the URL (password redacted by
+//! the transport's errors) when RabbitMQ is unreachable: these tests never skip.
 
 #![allow(dead_code)]
 
@@ -18,8 +18,8 @@ pub fn amqp_url() -> String {
         .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
 }
 
-/// Settings for a new queue that RabbitMQ deletes a minute after its last consumer leaves, so
-/// tests that cannot delete their queue (the conformance cases) leave nothing behind.
+/// Settings for a new queue. The test deletes it with a [`QueueGuard`]; should the test process
+/// die first, RabbitMQ deletes it a minute after its last consumer left.
 pub fn fresh_config() -> AmqpTransportConfig {
     let queue = format!("oprec.test.{}", uuid::Uuid::now_v7().simple());
     AmqpTransportConfig {
@@ -82,21 +82,65 @@ pub async fn injector(queue: &str) -> Injector {
     })
 }
 
-/// The harness for the conformance suite: a transport on a new queue, and an injector.
+/// The harness for the conformance suite: a transport on a new queue, and an injector that also
+/// holds the queue's guard (the harness drops its transport first, then the injector and guard).
 pub async fn setup() -> TransportHarness<AmqpTransport> {
     let config = fresh_config();
+    let guard = QueueGuard::new(&config.queue);
     let inject = injector(&config.queue).await;
     let transport = transport(config).await;
-    TransportHarness { transport, inject }
+    TransportHarness {
+        transport,
+        inject: Box::new(move |bytes| {
+            let _ = &guard;
+            inject(bytes)
+        }),
+    }
 }
 
-/// Deletes a test queue.
-pub async fn delete_queue(queue: &str) {
-    let connection = raw_connection().await;
-    let channel = connection.create_channel().await.expect("channel");
-    channel
-        .queue_delete(queue.into(), QueueDeleteOptions::default())
-        .await
-        .expect("delete queue");
-    let _ = connection.close(200, "OK".into()).await;
+/// Deletes a test queue when dropped, consumers or not. Declare it before the transports that use
+/// the queue, so that it is dropped after them. Best effort and bounded (5 s): a broker that is
+/// gone by then costs that long, never a hang or a second panic.
+pub struct QueueGuard {
+    queue: String,
+}
+
+impl QueueGuard {
+    pub fn new(queue: &str) -> Self {
+        QueueGuard {
+            queue: queue.to_owned(),
+        }
+    }
+}
+
+impl Drop for QueueGuard {
+    fn drop(&mut self) {
+        // A thread and runtime of its own: this may run on a runtime's thread, where blocking on
+        // another runtime is refused.
+        let queue = self.queue.clone();
+        let _ = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                let _ = tokio::time::timeout(Duration::from_secs(5), async {
+                    let connection =
+                        Connection::connect(&amqp_url(), ConnectionProperties::default())
+                            .await
+                            .ok()?;
+                    let channel = connection.create_channel().await.ok()?;
+                    let _ = channel
+                        .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                        .await;
+                    let _ = connection.close(200, "OK".into()).await;
+                    Some(())
+                })
+                .await;
+            });
+        })
+        .join();
+    }
 }
