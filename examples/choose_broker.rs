@@ -18,9 +18,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec::store::{OperationGetParams};
+use oprec::store::OperationGetParams;
 use oprec::{
-    Client, EnqueueOptions, Kind, FullStore, Registry, RetryPolicy, Status, Store, Worker,
+    Client, EnqueueOptions, FullStore, Kind, Registry, RetryPolicy, Status, Store, Worker,
     WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -117,7 +117,11 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(Worker::new(store.clone(), transport, registry, config).run(stop.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let status = loop {
-        let o = store.operation_get(OperationGetParams { id: op.id }).await?.expect("exists").operation;
+        let o = store
+            .operation_get(OperationGetParams { id: op.id })
+            .await?
+            .expect("exists")
+            .operation;
         if o.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break o.status;
         }

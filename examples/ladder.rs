@@ -13,9 +13,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use oprec::sqlite::SqliteStore;
 use oprec::prelude::*;
 use oprec::runtime::{RescuerConfig, Stats, rescue_once};
+use oprec::sqlite::SqliteStore;
 use oprec::store::{ClaimByIdsParams, Claimant, CompleteParams, OperationGetParams};
 use oprec::{
     ClaimContext, Clock, EnqueueOptions, Failure, Ladder, ManualClock, NewOperation,
@@ -152,7 +152,11 @@ impl Demo {
     }
 
     async fn report(&self, title: &str, id: OperationId) -> anyhow::Result<()> {
-        let d = self.store.operation_get(OperationGetParams { id }).await?.expect("enqueued");
+        let d = self
+            .store
+            .operation_get(OperationGetParams { id })
+            .await?
+            .expect("enqueued");
         println!("\n{title}");
         for a in &d.attempts {
             let at = fmt_offset((a.claimed_at - self.start).num_seconds());

@@ -22,10 +22,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use oprec::sqlite::SqliteStore;
-use oprec::store::{OperationGetParams};
+use oprec::store::OperationGetParams;
 use oprec::{
-    Client, EnqueueOptions, Failure, FailureClass, Kind, Ladder, MemoryTransport, OperationError,
-    OperationId, FullStore, Reconciled, Registry, RetryPolicy, Status, Store, Worker,
+    Client, EnqueueOptions, Failure, FailureClass, FullStore, Kind, Ladder, MemoryTransport,
+    OperationError, OperationId, Reconciled, Registry, RetryPolicy, Status, Store, Worker,
     WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -380,7 +380,11 @@ async fn main() -> anyhow::Result<()> {
     loop {
         let mut settled = true;
         for (_, id, _, _) in &ids {
-            let o = store.operation_get(OperationGetParams { id: *id }).await?.expect("exists").operation;
+            let o = store
+                .operation_get(OperationGetParams { id: *id })
+                .await?
+                .expect("exists")
+                .operation;
             settled &= matches!(o.status, Status::Succeeded | Status::Dead | Status::Held);
         }
         if settled || tokio::time::Instant::now() > deadline {
@@ -394,7 +398,10 @@ async fn main() -> anyhow::Result<()> {
     println!("\nwhere each operation ended:");
     let mut wrong = Vec::new();
     for (scenario, id, want_status, want_class) in &ids {
-        let d = store.operation_get(OperationGetParams { id: *id }).await?.expect("exists");
+        let d = store
+            .operation_get(OperationGetParams { id: *id })
+            .await?
+            .expect("exists");
         let o = &d.operation;
         // The class of the first failure (the last one is cleared or kept, depending on the end).
         let first_class = d.attempts.iter().find_map(|a| a.failure_class);

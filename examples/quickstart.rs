@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec::sqlite::SqliteStore;
-use oprec::store::{OperationGetParams};
+use oprec::store::OperationGetParams;
 use oprec::{
-    Client, EnqueueOptions, Kind, MemoryTransport, FullStore, Registry, RetryPolicy, Status,
-    Store, Worker, WorkerConfig,
+    Client, EnqueueOptions, FullStore, Kind, MemoryTransport, Registry, RetryPolicy, Status, Store,
+    Worker, WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -82,7 +82,10 @@ async fn main() -> anyhow::Result<()> {
     // 6. Watch the row until it is terminal, then stop the worker (it drains and exits).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let detail = loop {
-        let d = store.operation_get(OperationGetParams { id: op.id }).await?.expect("the row exists");
+        let d = store
+            .operation_get(OperationGetParams { id: op.id })
+            .await?
+            .expect("the row exists");
         if d.operation.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break d;
         }

@@ -16,7 +16,7 @@ use std::time::Duration;
 use oprec::sqlite::SqliteStore;
 use oprec::store::{OperationGetParams, StepsGetParams};
 use oprec::{
-    Client, EnqueueOptions, Failure, Kind, Ladder, MemoryTransport, FullStore, Registry,
+    Client, EnqueueOptions, Failure, FullStore, Kind, Ladder, MemoryTransport, Registry,
     RetryPolicy, Status, Store, Worker, WorkerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -125,7 +125,10 @@ async fn main() -> anyhow::Result<()> {
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let detail = loop {
-        let d = store.operation_get(OperationGetParams { id: op.id }).await?.expect("the row exists");
+        let d = store
+            .operation_get(OperationGetParams { id: op.id })
+            .await?
+            .expect("the row exists");
         if d.operation.status.is_terminal() || tokio::time::Instant::now() > deadline {
             break d;
         }
@@ -135,7 +138,9 @@ async fn main() -> anyhow::Result<()> {
     running.await?;
 
     let o = &detail.operation;
-    let steps = store.operation_steps_get(StepsGetParams { id: op.id }).await?;
+    let steps = store
+        .operation_steps_get(StepsGetParams { id: op.id })
+        .await?;
     println!(
         "\noperation {}: {} after {} attempts, remote id {}",
         o.id,

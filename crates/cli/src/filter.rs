@@ -3,9 +3,9 @@
 //! the dashboard uses, and reach SQL only as bind parameters.
 
 use clap::Args;
+use oprec::operator::OperationFilter;
 use oprec::ops::filter::{self as grammar, FilterInput};
 use oprec::ops::{InputError, Spelling};
-use oprec::operator::OperationFilter;
 
 /// `--kind`, `--class`, `--error-contains`, `--dependency`, `--id` and `--limit`.
 #[derive(Debug, Default, Args)]

@@ -8,29 +8,6 @@ pub(crate) struct Redactor {
     replacements: Vec<(String, String)>,
 }
 
-/// The password in a URL's user info or `password=` query parameter, if any.
-fn password(url: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    if let Some((_, rest)) = url.split_once("://") {
-        let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-        if let Some((userinfo, _)) = authority.rsplit_once('@')
-            && let Some((_, pw)) = userinfo.split_once(':')
-        {
-            found.push(pw.to_owned());
-        }
-    }
-    if let Some((_, query)) = url.split_once('?') {
-        for kv in query.split('&') {
-            if let Some((k, v)) = kv.split_once('=')
-                && (k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword"))
-            {
-                found.push(v.to_owned());
-            }
-        }
-    }
-    found
-}
-
 impl Redactor {
     /// A redactor for these URLs.
     pub(crate) fn new<'a>(urls: impl IntoIterator<Item = &'a String>) -> Self {
@@ -41,7 +18,7 @@ impl Redactor {
                 replacements.push((url.clone(), redacted));
             }
             // Very short "passwords" would mangle ordinary words; they are no secret anyway.
-            for pw in password(url).into_iter().filter(|p| p.len() >= 4) {
+            for pw in oprec::url_secrets(url).into_iter().filter(|p| p.len() >= 4) {
                 replacements.push((pw, "***".to_owned()));
             }
         }

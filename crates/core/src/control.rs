@@ -9,8 +9,8 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::status::named_enum;
 use crate::Operation;
+use crate::status::named_enum;
 
 named_enum! {
     /// What a control applies to.

@@ -206,7 +206,6 @@ fn contains_nul(v: &Value) -> bool {
     }
 }
 
-
 /// How a batch that names the same (kind, idempotency key) more than once is enqueued: the first
 /// occurrence is inserted (or finds the stored operation), and every repeat returns the same
 /// operation with `created: false`. Stores insert [`IdempotentBatch::unique`] and hand their

@@ -2,7 +2,6 @@
 
 use crate::OperationId;
 
-
 /// Every way a core or store call can fail.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -108,7 +108,7 @@ impl Ladder {
     ///
     /// ```
     /// use oprec_core::Ladder;
-    /// // The article's teaching ladder: 0, 60, 300, 1,500, 7,500, 37,500 seconds, then terminal.
+    /// // The six-rung teaching ladder: 0, 60, 300, 1,500, 7,500, 37,500 seconds, then terminal.
     /// let ladder = Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]);
     /// assert_eq!(ladder.max_attempts(), Some(6));
     /// ```

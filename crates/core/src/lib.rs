@@ -33,32 +33,34 @@ mod status;
 pub mod store;
 pub mod store_layout;
 mod transition;
-mod url;
 pub mod transport;
+mod url;
 mod worker_record;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use control::{Control, ControlAction, ControlScope, not_held_back_sql};
+pub use ending::{Ending, ErrorPatch};
+pub use enqueue::{DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, IdempotentBatch, NewOperation};
 pub use error::{Error, Result};
 pub use failure::{Failure, FailureClass, OperationError};
 pub use id::OperationId;
 pub use ladder::{Exponential, Jitter, Ladder};
-pub use control::{Control, ControlAction, ControlScope, not_held_back_sql};
-pub use ending::{Ending, ErrorPatch};
-pub use enqueue::{DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, IdempotentBatch, NewOperation};
 pub use maintenance::MaintenanceStore;
 pub use operation::{Attempt, Operation, OperationDetail, PayloadMode};
 pub use operator::OperatorStore;
-pub use resolution::{Resolution, Settlement};
-pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};
 pub use outcome::Outcome;
 pub use policy::{
     Bounded, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
 };
+pub use resolution::{Resolution, Settlement};
+pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
-pub use transition::{ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule};
+pub use transition::{
+    ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule,
+};
 pub use transport::{AckToken, Delivery, Transport};
-pub use url::redact_url;
+pub use url::{redact_url, url_secrets};
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
 
 /// The store traits in scope, unnamed: `use oprec_core::prelude::*;` lets code call any store

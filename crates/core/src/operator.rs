@@ -232,7 +232,6 @@ pub struct AuditRecord {
     pub entry: AuditEntry,
 }
 
-
 /// Remove the control on `scope`/`value`.
 #[derive(Clone, Debug)]
 pub struct ControlRemoveParams {

@@ -105,4 +105,3 @@ pub struct OldestEligible {
     /// When it became eligible.
     pub next_eligible_at: DateTime<Utc>,
 }
-

@@ -60,7 +60,11 @@ impl Claimed {
     /// The claim a stored row describes; a row that is not running with a token and a lease is
     /// a backend error (the schema's CHECK makes it impossible).
     pub fn from_operation(operation: Operation) -> Result<Self> {
-        match (operation.status, operation.claim_token, operation.lease_until) {
+        match (
+            operation.status,
+            operation.claim_token,
+            operation.lease_until,
+        ) {
             (Status::Running, Some(claim_token), Some(lease_until)) => Ok(Claimed {
                 operation,
                 claim_token,
@@ -291,7 +295,7 @@ pub trait Store: Send + Sync + 'static {
     async fn operation_list(&self, params: ListParams) -> Result<Vec<Operation>>;
 
     /// Counts by status, kind and last failure class. Fails with
-    /// [`Error::SchemaMissing`](crate::Error::SchemaMissing) when the tables do not exist.
+    /// [`Error::SchemaMissing`] when the tables do not exist.
     async fn operation_count(&self) -> Result<Vec<CountRow>>;
 }
 

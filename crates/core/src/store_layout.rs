@@ -37,6 +37,8 @@ pub use chrono as __chrono;
 /// [`OperatorStore`](crate::OperatorStore) on `$store` by forwarding to the calling crate's
 /// concept modules, as the module documentation lays out.
 #[macro_export]
+// `crate::` is meant: the paths name the calling store crate's modules.
+#[allow(clippy::crate_in_macro_def)]
 macro_rules! impl_store_traits {
     ($store:ty) => {
         #[$crate::store_layout::__async_trait]
@@ -44,7 +46,11 @@ macro_rules! impl_store_traits {
             async fn migrate(&self) -> $crate::Result<()> {
                 crate::read::migrate(self).await
             }
-            async fn now(&self) -> $crate::Result<$crate::store_layout::__chrono::DateTime<$crate::store_layout::__chrono::Utc>> {
+            async fn now(
+                &self,
+            ) -> $crate::Result<
+                $crate::store_layout::__chrono::DateTime<$crate::store_layout::__chrono::Utc>,
+            > {
                 crate::read::now(self).await
             }
             async fn operation_get(
@@ -97,7 +103,9 @@ macro_rules! impl_store_traits {
             async fn operation_heartbeat(
                 &self,
                 params: $crate::store::HeartbeatParams,
-            ) -> $crate::Result<$crate::store_layout::__chrono::DateTime<$crate::store_layout::__chrono::Utc>> {
+            ) -> $crate::Result<
+                $crate::store_layout::__chrono::DateTime<$crate::store_layout::__chrono::Utc>,
+            > {
                 crate::claim::operation_heartbeat(self, params).await
             }
             async fn operation_complete_many(
@@ -255,7 +263,10 @@ macro_rules! impl_store_traits {
             ) -> $crate::Result<Vec<$crate::operator::ActivityMinute>> {
                 crate::stats::activity_per_minute(self, params).await
             }
-            async fn audit_insert(&self, entry: $crate::operator::AuditEntry) -> $crate::Result<()> {
+            async fn audit_insert(
+                &self,
+                entry: $crate::operator::AuditEntry,
+            ) -> $crate::Result<()> {
                 crate::audit::audit_insert(self, entry).await
             }
             async fn audit_list(

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use rand::Rng;
 
 use crate::{
-    AttemptOutcome, Claimed, Failure, FailureClass, Operation, OperationError, Outcome, RetryPolicy,
-    Status, TerminalReason,
+    AttemptOutcome, Claimed, Failure, FailureClass, Operation, OperationError, Outcome,
+    RetryPolicy, Status, TerminalReason,
 };
 
 /// What the decision needs to know about the claim that just ended.
@@ -320,7 +320,9 @@ impl Transition {
     pub fn terminal_reason(&self) -> Option<TerminalReason> {
         match self.target {
             Target::Dead { reason, .. } => Some(reason),
-            Target::Vanished { next: Err(reason), .. } => Some(reason),
+            Target::Vanished {
+                next: Err(reason), ..
+            } => Some(reason),
             Target::CancelObsolete => Some(TerminalReason::Obsolete),
             _ => None,
         }

@@ -1,4 +1,4 @@
-//! The retry-policy rule of the seed article, "a job must declare a positive execution timeout, an
+//! The retry-policy rule, "a job must declare a positive execution timeout, an
 //! attempt limit or retry expiry, and a backoff when it does external I/O", is enforced by the
 //! compiler: each file under `tests/ui/` leaves one declaration out and must not compile.
 

@@ -7,9 +7,9 @@ use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
 use oprec_core::operator::{OperationFilter, PreviewGroup, RedrivePreview};
+use oprec_core::{FailureClass, TerminalReason};
 use oprec_ops::Spelling;
 use oprec_ops::redrive::{RedriveInput, RedriveRequest, RedriveReview};
-use oprec_core::{FailureClass, TerminalReason};
 
 use crate::State;
 use crate::error::{AppError, store};

@@ -5,11 +5,11 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use maud::{Markup, html};
 use oprec_core::operator::OperationFilter;
 use oprec_core::{OperationId, Status};
 use oprec_ops::filter::{self, FilterInput};
 use oprec_ops::{InputError, Spelling};
-use maud::{Markup, html};
 use serde::Deserialize;
 
 use crate::error::AppError;
@@ -199,6 +199,11 @@ mod tests {
             until: "2h".into(),
             ..Default::default()
         };
-        assert!(f.operation_filter(now()).unwrap_err().message.contains("not before"));
+        assert!(
+            f.operation_filter(now())
+                .unwrap_err()
+                .message
+                .contains("not before")
+        );
     }
 }

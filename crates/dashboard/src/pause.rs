@@ -74,6 +74,10 @@ pub(crate) async fn resume(
     if let Some(e) = done.audit_failure {
         tracing::error!(error = %e, "the resume's audit entry could not be written");
     }
-    let page = if done.removed { "resume" } else { "resume-none" };
+    let page = if done.removed {
+        "resume"
+    } else {
+        "resume-none"
+    };
     Ok(Redirect::to(&format!("/controls?done={page}")).into_response())
 }

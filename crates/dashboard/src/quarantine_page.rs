@@ -137,8 +137,8 @@ pub(crate) async fn quarantine(
 ) -> Result<Response, AppError> {
     let (actor, m) = authorize_form(&state, &caller, form)?;
     let f = FilterForm::from_map(&m);
-    let reason = oprec_ops::reason("reason", m.get("reason").map(String::as_str))?
-        .ok_or_else(|| {
+    let reason =
+        oprec_ops::reason("reason", m.get("reason").map(String::as_str))?.ok_or_else(|| {
             AppError::bad_request(
                 "Say why these operations are quarantined: the reason is kept on each one.",
             )

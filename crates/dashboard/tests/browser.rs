@@ -425,7 +425,12 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     );
     let mut eligible = Vec::new();
     for id in &seeded.dead_webhooks {
-        let op = store.operation_get(OperationGetParams { id: *id }).await.unwrap().unwrap().operation;
+        let op = store
+            .operation_get(OperationGetParams { id: *id })
+            .await
+            .unwrap()
+            .unwrap()
+            .operation;
         assert_eq!(op.status, Status::Pending);
         assert_eq!(op.attempt, 0, "attempts reset");
         assert_eq!(op.redrive_count, 1);
@@ -438,7 +443,10 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         (spread - expected).num_milliseconds().abs() <= 5,
         "eligible over {spread}, expected {expected}"
     );
-    let audit = store.audit_list(AuditListParams { limit: 5 }).await.unwrap();
+    let audit = store
+        .audit_list(AuditListParams { limit: 5 })
+        .await
+        .unwrap();
     let actions: Vec<(&str, &str)> = audit
         .iter()
         .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
@@ -506,5 +514,11 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
         store.control_list().await.unwrap().is_empty(),
         "nothing paused"
     );
-    assert!(store.audit_list(AuditListParams { limit: 5 }).await.unwrap().is_empty());
+    assert!(
+        store
+            .audit_list(AuditListParams { limit: 5 })
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

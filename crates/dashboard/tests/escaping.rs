@@ -11,12 +11,12 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use chrono::{Duration, Utc};
 use common::{TOKEN, csrf_of, dashboard, fresh_store};
+use oprec_core::prelude::*;
 use oprec_core::store::{ClaimEligibleParams, Claimant, CompleteParams, StepSaveParams};
 use oprec_core::{
-    EnqueueOptions, Failure, NewOperation, OperationError, RetryPolicy,
-    TerminalReason, Transition, WorkerBeatParams,
+    EnqueueOptions, Failure, NewOperation, OperationError, RetryPolicy, TerminalReason, Transition,
+    WorkerBeatParams,
 };
-use oprec_core::prelude::*;
 use oprec_postgres::PgStore;
 use serde_json::json;
 use tower::ServiceExt;

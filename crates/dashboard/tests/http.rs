@@ -157,7 +157,11 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
         "only the seeded configuration hold"
     );
     assert!(
-        store.audit_list(AuditListParams { limit: 10 }).await.unwrap().is_empty(),
+        store
+            .audit_list(AuditListParams { limit: 10 })
+            .await
+            .unwrap()
+            .is_empty(),
         "no audit entry"
     );
 }
@@ -218,7 +222,13 @@ async fn cross_site_and_csrf_less_posts_are_refused() {
         count_in(&store, &webhooks(), Status::Dead).await,
         dead_before
     );
-    assert!(store.audit_list(AuditListParams { limit: 10 }).await.unwrap().is_empty());
+    assert!(
+        store
+            .audit_list(AuditListParams { limit: 10 })
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // The same form, same-origin with its token, goes through: the refusals above were not
     // refusing everything.
@@ -243,7 +253,10 @@ async fn cross_site_and_csrf_less_posts_are_refused() {
         count_in(&store, &webhooks(), Status::Pending).await,
         dead_before
     );
-    let audit = store.audit_list(AuditListParams { limit: 10 }).await.unwrap();
+    let audit = store
+        .audit_list(AuditListParams { limit: 10 })
+        .await
+        .unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(audit[0].entry.actor, "dashboard:alice");
     assert_eq!(audit[0].entry.action, "redrive");
@@ -301,7 +314,13 @@ async fn without_a_token_the_dashboard_is_read_only() {
         dead_before
     );
     assert!(store.control_list().await.unwrap().is_empty());
-    assert!(store.audit_list(AuditListParams { limit: 10 }).await.unwrap().is_empty());
+    assert!(
+        store
+            .audit_list(AuditListParams { limit: 10 })
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,7 +365,10 @@ async fn a_bearer_token_acts_and_the_audit_log_names_the_actor() {
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(store.control_list().await.unwrap().is_empty());
-    let audit = store.audit_list(AuditListParams { limit: 10 }).await.unwrap();
+    let audit = store
+        .audit_list(AuditListParams { limit: 10 })
+        .await
+        .unwrap();
     let actions: Vec<(&str, &str)> = audit
         .iter()
         .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
@@ -651,7 +673,10 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
         page.body
     );
 
-    let audit = store.audit_list(AuditListParams { limit: 10 }).await.unwrap();
+    let audit = store
+        .audit_list(AuditListParams { limit: 10 })
+        .await
+        .unwrap();
     let got: Vec<(&str, &str, u64)> = audit
         .iter()
         .map(|a| {

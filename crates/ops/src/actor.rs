@@ -78,7 +78,10 @@ mod tests {
 
     #[test]
     fn actors_and_reasons_are_checked() {
-        assert_eq!(Who::named("--actor", " alice ", None).unwrap().actor, "alice");
+        assert_eq!(
+            Who::named("--actor", " alice ", None).unwrap().actor,
+            "alice"
+        );
         assert!(Who::named("--actor", " ", None).is_err());
         assert!(!Who::login().actor.is_empty());
         assert_eq!(reason("--reason", None).unwrap(), None);

@@ -54,11 +54,7 @@ impl ControlTarget {
     }
 
     /// A scope named as stored (`kind`, `failure_class`, `dependency`) and its value.
-    pub fn from_scope(
-        spelling: Spelling,
-        scope: &str,
-        value: &str,
-    ) -> Result<Self, InputError> {
+    pub fn from_scope(spelling: Spelling, scope: &str, value: &str) -> Result<Self, InputError> {
         let scope: ControlScope = scope.trim().parse().map_err(|_| {
             InputError(format!(
                 "{} must be kind, failure_class or dependency",
@@ -200,9 +196,8 @@ pub async fn resume<S: OperatorStore + ?Sized>(
                 filter: target.to_json(),
                 affected: released_held.unwrap_or(0),
                 reason: reason.map(str::to_owned),
-                details: who.details(
-                    json!({"control_removed": removed, "released_held": released_held}),
-                ),
+                details: who
+                    .details(json!({"control_removed": removed, "released_held": released_held})),
             })
             .await
             .err()

@@ -44,10 +44,17 @@ pub struct FilterInput {
 
 impl FilterInput {
     /// The checked filter; `now` anchors "a duration ago".
-    pub fn check(&self, spelling: Spelling, now: DateTime<Utc>) -> Result<OperationFilter, InputError> {
+    pub fn check(
+        &self,
+        spelling: Spelling,
+        now: DateTime<Utc>,
+    ) -> Result<OperationFilter, InputError> {
         let label = |n: &str| spelling.label(n);
         if self.kinds.len() > MAX_KINDS {
-            return Err(InputError(format!("at most {MAX_KINDS} {} values", label("kind"))));
+            return Err(InputError(format!(
+                "at most {MAX_KINDS} {} values",
+                label("kind")
+            )));
         }
         if self.ids.len() > MAX_IDS {
             return Err(InputError(format!(
@@ -223,7 +230,11 @@ mod tests {
         assert_eq!(f.ids.len(), 1);
         assert_eq!(f.terminal_since, Some(now() - chrono::Duration::hours(2)));
         assert!(narrows(&f));
-        assert!(!narrows(&FilterInput::default().check(Spelling::Fields, now()).unwrap()));
+        assert!(!narrows(
+            &FilterInput::default()
+                .check(Spelling::Fields, now())
+                .unwrap()
+        ));
     }
 
     #[test]
@@ -237,7 +248,9 @@ mod tests {
         assert!(e.starts_with("--class: unknown failure class"), "{e}");
         let e = with(|a| a.classes = vec!["flaky".into()], Spelling::Fields);
         assert!(e.starts_with("class: unknown failure class"), "{e}");
-        assert!(with(|a| a.ids = vec!["42".into()], Spelling::Flags).contains("not an operation id"));
+        assert!(
+            with(|a| a.ids = vec!["42".into()], Spelling::Flags).contains("not an operation id")
+        );
         assert!(
             with(
                 |a| a.error_contains = Some("x".repeat(MAX_SEARCH + 1)),
@@ -245,7 +258,9 @@ mod tests {
             )
             .contains("error contains is")
         );
-        assert!(with(|a| a.kinds = vec![" ".into()], Spelling::Flags).contains("must not be empty"));
+        assert!(
+            with(|a| a.kinds = vec![" ".into()], Spelling::Flags).contains("must not be empty")
+        );
         assert!(with(|a| a.kinds = vec!["a\u{7}".into()], Spelling::Flags).contains("control"));
         assert!(
             with(

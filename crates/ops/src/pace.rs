@@ -175,10 +175,7 @@ mod tests {
         let p = pace(None, Some("10s")).unwrap();
         assert_eq!(p.spacing(11), Duration::seconds(1));
         assert_eq!(p.spacing(1), Duration::zero());
-        assert_eq!(
-            pace(None, None).unwrap().spacing(100),
-            Duration::zero()
-        );
+        assert_eq!(pace(None, None).unwrap().spacing(100), Duration::zero());
     }
 
     #[test]

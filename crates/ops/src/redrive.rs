@@ -139,7 +139,9 @@ impl RedriveRequest {
                 samples: SAMPLES,
             })
             .await?;
-        let planned = self.limit.map_or(preview.matched, |l| l.min(preview.matched));
+        let planned = self
+            .limit
+            .map_or(preview.matched, |l| l.min(preview.matched));
         Ok(RedriveReview {
             request: self.clone(),
             began,
@@ -166,7 +168,9 @@ pub struct RedriveReview {
 /// How a kind's payload reads on re-drive, in words.
 pub fn payload_text(mode: Option<PayloadMode>) -> &'static str {
     match mode {
-        Some(PayloadMode::Snapshot) => "snapshot: the re-drive replays the payload taken at enqueue",
+        Some(PayloadMode::Snapshot) => {
+            "snapshot: the re-drive replays the payload taken at enqueue"
+        }
         Some(PayloadMode::Reference) => {
             "reference: the re-drive acts on today's data, not the data at enqueue"
         }
@@ -231,7 +235,11 @@ impl RedriveReview {
         let mut filter = r.filter.clone();
         // Only what ended before this run: an operation that dies again while the run goes on is
         // not taken a second time by a later batch.
-        filter.terminal_until = Some(filter.terminal_until.map_or(self.began, |u| u.min(self.began)));
+        filter.terminal_until = Some(
+            filter
+                .terminal_until
+                .map_or(self.began, |u| u.min(self.began)),
+        );
         let total = r.limit.unwrap_or(u64::MAX);
         let (mut first, mut last) = (None, None);
         let run = batches::run(
@@ -324,4 +332,5 @@ pub struct RedriveDone {
 
 /// What to tell a person who runs an interrupted or failed re-drive: running it again re-drives
 /// the rest and nothing twice.
-pub const AGAIN: &str = "run the same re-drive again to re-drive the rest; nothing is re-driven twice";
+pub const AGAIN: &str =
+    "run the same re-drive again to re-drive the rest; nothing is re-driven twice";

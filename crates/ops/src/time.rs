@@ -121,7 +121,10 @@ mod tests {
 
     #[test]
     fn times_are_absolute_or_relative() {
-        assert_eq!(deadline("--deadline", "1h", now()).unwrap(), now() + Duration::hours(1));
+        assert_eq!(
+            deadline("--deadline", "1h", now()).unwrap(),
+            now() + Duration::hours(1)
+        );
         assert_eq!(
             deadline("--deadline", "2026-01-06T00:00:00+01:00", now()).unwrap(),
             Utc.with_ymd_and_hms(2026, 1, 5, 23, 0, 0).unwrap()
@@ -130,7 +133,10 @@ mod tests {
             ago("since", "2026-01-04T08:30", now()).unwrap(),
             Utc.with_ymd_and_hms(2026, 1, 4, 8, 30, 0).unwrap()
         );
-        assert_eq!(ago("since", "1h30m", now()).unwrap(), now() - Duration::minutes(90));
+        assert_eq!(
+            ago("since", "1h30m", now()).unwrap(),
+            now() - Duration::minutes(90)
+        );
         assert!(ago("--since", "yesterday", now()).is_err());
         assert!(future("--until", "1h", now()).is_ok());
         assert!(future("--until", "2020-01-01T00:00:00Z", now()).is_err());

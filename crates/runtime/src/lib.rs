@@ -26,20 +26,20 @@ mod reconciler;
 mod rescuer;
 mod scheduler;
 mod stats;
-mod worker;
 #[cfg(feature = "webhook")]
 mod webhook;
+mod worker;
 
 pub use client::Client;
 pub use context::Context;
 pub use dead_letter::{AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once};
-#[cfg(feature = "webhook")]
-pub use webhook::WebhookSink;
 pub use kind::{Kind, Reconciled, Registry};
-pub use oprec_core::PayloadMode;
 pub use memory::MemoryTransport;
+pub use oprec_core::PayloadMode;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
 pub use scheduler::{SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
+#[cfg(feature = "webhook")]
+pub use webhook::WebhookSink;
 pub use worker::{RunReport, Worker, WorkerConfig};

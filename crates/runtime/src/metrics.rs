@@ -86,7 +86,10 @@ pub const GAUGES: &[(&str, &str)] = &[
         names::DEAD_LAST_DAY_BY_CODE_VERSION,
         "Operations promoted to dead in the last day, per code version of their last attempt.",
     ),
-    (names::RECONCILING, "Unknown outcomes awaiting reconciliation."),
+    (
+        names::RECONCILING,
+        "Unknown outcomes awaiting reconciliation.",
+    ),
     (
         names::ATTEMPTS_LAST_HOUR,
         "Attempts that ended in the last hour, per dependency.",
@@ -189,7 +192,10 @@ pub fn describe() {
     for (name, help, _) in COUNTERS {
         describe_counter!(*name, *help);
     }
-    describe_counter!(names::REFRESH_ERRORS, "Failed refreshes of the store's figures.");
+    describe_counter!(
+        names::REFRESH_ERRORS,
+        "Failed refreshes of the store's figures."
+    );
 }
 
 /// How often the counters are refreshed from the worker's [`Stats`].
@@ -248,8 +254,16 @@ fn record_figures(labelled: &mut Labelled, r: &StatsReport) {
         .collect();
     labelled.set(names::PENDING, "class", pending);
     labelled.set(names::DEAD, "kind", r.dead_by_kind.clone());
-    labelled.set(names::DEAD_LAST_HOUR, "kind", r.dead_last_hour_by_kind.clone());
-    labelled.set(names::DEAD_LAST_DAY, "kind", r.dead_last_day_by_kind.clone());
+    labelled.set(
+        names::DEAD_LAST_HOUR,
+        "kind",
+        r.dead_last_hour_by_kind.clone(),
+    );
+    labelled.set(
+        names::DEAD_LAST_DAY,
+        "kind",
+        r.dead_last_day_by_kind.clone(),
+    );
     labelled.set(
         names::DEAD_LAST_DAY_BY_CODE_VERSION,
         "code_version",

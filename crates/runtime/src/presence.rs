@@ -40,7 +40,10 @@ pub(crate) async fn run(
             _ = tokio::time::sleep(BEAT_EVERY) => {}
         }
     }
-    if let Err(e) = store.worker_remove(WorkerRemoveParams { id: id.clone() }).await {
+    if let Err(e) = store
+        .worker_remove(WorkerRemoveParams { id: id.clone() })
+        .await
+    {
         tracing::warn!(error = %e, worker = %id, "removing this worker from `workers` failed");
     }
 }

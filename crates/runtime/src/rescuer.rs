@@ -106,7 +106,10 @@ pub async fn rescue_once(
         })
         .await?;
     if r.past_deadline > 0 {
-        tracing::info!(ended = r.past_deadline, "operations past their deadline ended dead");
+        tracing::info!(
+            ended = r.past_deadline,
+            "operations past their deadline ended dead"
+        );
     }
     Stats::add(&stats.vanished, r.vanished);
     Stats::add(&stats.deadline_dead, r.past_deadline);

@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
     Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport, WorkerBeatParams,
 };
-use futures::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
@@ -501,5 +501,4 @@ impl Worker {
     fn recovered(&self) {
         self.failures.store(0, Ordering::Relaxed);
     }
-
 }

@@ -18,7 +18,10 @@ pub fn backend_error(e: sqlx::Error) -> Error {
     let transient = match &e {
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed => true,
         sqlx::Error::Database(db) => {
-            if matches!(db.code().as_deref(), Some(UNDEFINED_TABLE | UNDEFINED_COLUMN)) {
+            if matches!(
+                db.code().as_deref(),
+                Some(UNDEFINED_TABLE | UNDEFINED_COLUMN)
+            ) {
                 return Error::SchemaMissing {
                     detail: db.message().to_owned(),
                 };

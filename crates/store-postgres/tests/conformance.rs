@@ -1,4 +1,4 @@
-//! The Store conformance suite and the seed fixture against a real PostgreSQL: each test runs in a
+//! The Store conformance suite and the retry scenarios against a real PostgreSQL: each test runs in a
 //! fresh schema of the database named by `OPREC_TEST_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`), so tests run in parallel. With no PostgreSQL the
 //! tests fail; they never skip.

@@ -1,4 +1,4 @@
-//! The Store and OperatorStore conformance suites and the seed fixture against SQLite: each test
+//! The Store and OperatorStore conformance suites and the retry scenarios against SQLite: each test
 //! runs on a fresh database file in its own temporary directory, so tests run in parallel.
 
 mod common;

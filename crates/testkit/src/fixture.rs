@@ -1,5 +1,5 @@
-//! The behavioural fixture of the seed article ("Retry only the smallest safe boundary"), run
-//! as deterministic state transitions through a real store on a manual clock:
+//! The retry scenarios oprec's design is tested against, run as deterministic state transitions
+//! through a real store on a manual clock:
 //!
 //! ```text
 //! malformed input        -> one attempt, terminal
@@ -9,14 +9,15 @@
 //! terminal operation     -> later queue delivery performs no effect
 //! ```
 //!
-//! plus a deadline that falls before the next rung, and a crash loop. The ladder is the article's:
-//! attempt 1 at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds, then terminal.
+//! plus a deadline that falls before the next rung, and a crash loop. The ladder is the six-rung
+//! teaching ladder: attempt 1 at once, then after 60, 300, 1,500, 7,500 and 37,500 seconds, then
+//! terminal.
 
 use chrono::{DateTime, Duration, Utc};
 use oprec_core::store::{ClaimByIdsParams, CompleteParams};
 use oprec_core::{
-    AttemptOutcome, ClaimContext, Claimed, Clock, EnqueueOptions, Failure, FailureClass,
-    FullStore, Ladder, NewOperation, OperationError, OperationId, Outcome, RetryPolicy, Status,
+    AttemptOutcome, ClaimContext, Claimed, Clock, EnqueueOptions, Failure, FailureClass, FullStore,
+    Ladder, NewOperation, OperationError, OperationId, Outcome, RetryPolicy, Status,
     TerminalReason, VanishRule,
 };
 use rand::SeedableRng;
@@ -28,7 +29,7 @@ use crate::Harness;
 /// The crash-loop bound used by the fixture.
 pub const VANISH_LIMIT: u32 = 3;
 
-/// The article's ladder: six attempts, no jitter (the fixture is deterministic).
+/// The six-rung teaching ladder, no jitter (the scenarios are deterministic).
 pub fn fixture_policy() -> RetryPolicy {
     RetryPolicy::builder()
         .timeout(Duration::seconds(30))
@@ -68,7 +69,11 @@ impl Provider {
 
 /// One delivery of "attempt operation N now": claim it if it is claimable, ask the provider,
 /// decide with the policy and write the outcome. `None` when the claim took nothing.
-async fn deliver<S: FullStore>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Option<Status> {
+async fn deliver<S: FullStore>(
+    h: &Harness<S>,
+    id: OperationId,
+    provider: &Provider,
+) -> Option<Status> {
     let claimed: Vec<Claimed> = h
         .store
         .operation_claim_by_ids(ClaimByIdsParams {
@@ -101,7 +106,11 @@ async fn deliver<S: FullStore>(h: &Harness<S>, id: OperationId, provider: &Provi
 
 /// Delivers wake-ups at each eligible time until the operation leaves `pending`; returns the
 /// seconds since the start at which attempts were made.
-async fn run_to_rest<S: FullStore>(h: &Harness<S>, id: OperationId, provider: &Provider) -> Vec<i64> {
+async fn run_to_rest<S: FullStore>(
+    h: &Harness<S>,
+    id: OperationId,
+    provider: &Provider,
+) -> Vec<i64> {
     let start = crate::start_time();
     let mut times = Vec::new();
     for _ in 0..20 {

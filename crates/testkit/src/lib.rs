@@ -52,7 +52,10 @@ pub struct Rescued {
 
 /// The rescuer's pass as the runtime makes it: list expired leases, let core decide each one
 /// ([`Transition::vanished`]), apply the decisions fenced by token and expiry.
-pub async fn rescue_pass<S: FullStore>(store: &S, rule: &VanishRule) -> oprec_core::Result<Rescued> {
+pub async fn rescue_pass<S: FullStore>(
+    store: &S,
+    rule: &VanishRule,
+) -> oprec_core::Result<Rescued> {
     let expired = store
         .operation_lease_expired_list(LeaseExpiredListParams { limit: 1000 })
         .await?;

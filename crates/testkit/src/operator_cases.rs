@@ -13,8 +13,8 @@ use oprec_core::operator::{
 };
 use oprec_core::store::{ClaimByIdsParams, CompleteParams, WorkerRemoveParams};
 use oprec_core::{
-    AgeBucket, Clock, Ending, EnqueueOptions, Error, PayloadMode, Failure, FailureClass, FullStore, OperationError,
-    OperationId, Status, TerminalReason, Transition,
+    AgeBucket, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
+    OperationError, OperationId, PayloadMode, Status, TerminalReason, Transition,
 };
 use serde_json::json;
 
@@ -130,13 +130,19 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
     );
     assert!(
         h.store
-            .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: "a".into() })
+            .control_remove(ControlRemoveParams {
+                scope: ControlScope::Kind,
+                value: "a".into()
+            })
             .await
             .unwrap()
     );
     assert!(
         !h.store
-            .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: "a".into() })
+            .control_remove(ControlRemoveParams {
+                scope: ControlScope::Kind,
+                value: "a".into()
+            })
             .await
             .unwrap()
     );
@@ -203,7 +209,10 @@ pub async fn pause_by_class_holds_back_that_class<S: FullStore>(h: Harness<S>) {
         vec![fresh]
     );
     h.store
-        .control_remove(ControlRemoveParams { scope: ControlScope::FailureClass, value: "transient".into() })
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::FailureClass,
+            value: "transient".into(),
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -227,7 +236,15 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: FullStore>(h: 
         kinds: vec!["k".into()],
         ..Default::default()
     };
-    let preview = h.store.redrive_preview(RedrivePreviewParams { filter: filter.clone(), include_cancelled: false, samples: 3 }).await.unwrap();
+    let preview = h
+        .store
+        .redrive_preview(RedrivePreviewParams {
+            filter: filter.clone(),
+            include_cancelled: false,
+            samples: 3,
+        })
+        .await
+        .unwrap();
     assert_eq!(preview.matched, 5);
     assert_eq!(
         preview.not_terminal, 1,
@@ -343,7 +360,11 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: FullStore>(h: Harne
     );
     assert_eq!(
         h.store
-            .redrive_preview(RedrivePreviewParams { filter: OperationFilter::default(), include_cancelled: false, samples: 5 })
+            .redrive_preview(RedrivePreviewParams {
+                filter: OperationFilter::default(),
+                include_cancelled: false,
+                samples: 5
+            })
             .await
             .unwrap()
             .matched,
@@ -371,7 +392,17 @@ pub async fn redrive_filters_select_exactly<S: FullStore>(h: Harness<S>) {
     .await;
     let count = |f: OperationFilter| {
         let store = &h.store;
-        async move { store.redrive_preview(RedrivePreviewParams { filter: f.clone(), include_cancelled: false, samples: 0 }).await.unwrap().matched }
+        async move {
+            store
+                .redrive_preview(RedrivePreviewParams {
+                    filter: f.clone(),
+                    include_cancelled: false,
+                    samples: 0,
+                })
+                .await
+                .unwrap()
+                .matched
+        }
     };
     assert_eq!(
         count(OperationFilter {
@@ -523,9 +554,7 @@ pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
         .await;
         ids.push(id);
     }
-    async fn due<S: FullStore>(
-        h: &Harness<S>,
-    ) -> oprec_core::Result<Vec<oprec_core::Operation>> {
+    async fn due<S: FullStore>(h: &Harness<S>) -> oprec_core::Result<Vec<oprec_core::Operation>> {
         h.store
             .operation_reconcile_due(ReconcileDueParams {
                 kinds: vec!["pay".into()],
@@ -536,10 +565,16 @@ pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
     }
     assert_eq!(due(&h).await.unwrap().len(), 3);
     assert!(due(&h).await.unwrap().is_empty(), "taken for a minute");
-    let s = crate::resolve(&h.store, ids[0], Resolution::Applied {
-                remote_id: Some("ch_1".into()),
-            }, "bob").await
-        .unwrap();
+    let s = crate::resolve(
+        &h.store,
+        ids[0],
+        Resolution::Applied {
+            remote_id: Some("ch_1".into()),
+        },
+        "bob",
+    )
+    .await
+    .unwrap();
     assert_eq!(s, Status::Succeeded);
     let o = h.get(ids[0]).await.operation;
     assert_eq!(
@@ -547,7 +582,8 @@ pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
         (Status::Succeeded, Some("ch_1"))
     );
     assert!(o.terminal_at.is_some());
-    let s = crate::resolve(&h.store, ids[1], Resolution::NotApplied, "bob").await
+    let s = crate::resolve(&h.store, ids[1], Resolution::NotApplied, "bob")
+        .await
         .unwrap();
     assert_eq!(s, Status::Pending);
     assert_eq!(
@@ -559,8 +595,14 @@ pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
         vec![ids[1]]
     );
     let later = h.clock.now() + Duration::minutes(5);
-    let s = crate::resolve(&h.store, ids[2], Resolution::StillUnknown { retry_at: later }, "bob").await
-        .unwrap();
+    let s = crate::resolve(
+        &h.store,
+        ids[2],
+        Resolution::StillUnknown { retry_at: later },
+        "bob",
+    )
+    .await
+    .unwrap();
     assert_eq!(s, Status::Reconciling);
     h.advance_secs(299);
     assert!(due(&h).await.unwrap().is_empty());
@@ -571,7 +613,8 @@ pub async fn reconcile_due_and_resolve<S: FullStore>(h: Harness<S>) {
     let missing = crate::resolve(&h.store, OperationId::new(), Resolution::NotApplied, "bob").await;
     assert!(matches!(missing, Err(Error::NotFound(_))));
     // The store's own answer for an id it does not have.
-    let settlement = Resolution::NotApplied.settle(&h.get(ids[0]).await.operation, "bob", h.clock.now());
+    let settlement =
+        Resolution::NotApplied.settle(&h.get(ids[0]).await.operation, "bob", h.clock.now());
     let missing = h
         .store
         .operation_reconcile_resolve(ReconcileResolveParams {
@@ -632,7 +675,10 @@ pub async fn stats_answer_the_retry_questions<S: FullStore>(h: Harness<S>) {
     assert_eq!(r.by_status.get(&Status::Dead), Some(&2));
     assert_eq!(r.by_status.get(&Status::Pending), Some(&2));
     assert_eq!(r.reconciling, 1);
-    assert_eq!(r.pending_by_class.get(&Some(FailureClass::Transient)), Some(&1));
+    assert_eq!(
+        r.pending_by_class.get(&Some(FailureClass::Transient)),
+        Some(&1)
+    );
     assert_eq!(r.pending_by_class.get(&None), Some(&1));
     assert_eq!(r.attempts_per_success, Some(1.5));
     let oldest = r.oldest_eligible.expect("an overdue operation");
@@ -661,7 +707,11 @@ pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
             .await
             .unwrap();
     }
-    let log = h.store.audit_list(AuditListParams { limit: 10 }).await.unwrap();
+    let log = h
+        .store
+        .audit_list(AuditListParams { limit: 10 })
+        .await
+        .unwrap();
     assert_eq!(log.len(), 2);
     assert_eq!(log[0].entry.action, "redrive");
     assert_eq!(log[0].entry.affected, 10);
@@ -673,13 +723,23 @@ pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
 /// Every promotion to dead is announced once.
 pub async fn dead_promotions_are_announced_once<S: FullStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 3, FailureClass::Permanent, "bad").await;
-    let pending = h.store.operation_dead_unalerted(DeadUnalertedParams { limit: 10 }).await.unwrap();
-    assert_eq!(pending.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
-    h.store
-        .operation_mark_alerted(MarkAlertedParams { ids: ids[..2].to_vec() })
+    let pending = h
+        .store
+        .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
         .await
         .unwrap();
-    let left = h.store.operation_dead_unalerted(DeadUnalertedParams { limit: 10 }).await.unwrap();
+    assert_eq!(pending.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+    h.store
+        .operation_mark_alerted(MarkAlertedParams {
+            ids: ids[..2].to_vec(),
+        })
+        .await
+        .unwrap();
+    let left = h
+        .store
+        .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
+        .await
+        .unwrap();
     assert_eq!(left.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[2]]);
 }
 
@@ -692,7 +752,14 @@ pub async fn count_matching_counts_by_status<S: FullStore>(h: Harness<S>) {
     enqueue(&h, "other", EnqueueOptions::default()).await;
     let count = |filter: OperationFilter| {
         let store = &h.store;
-        async move { store.operation_count_matching(CountMatchingParams { filter: filter.clone() }).await.unwrap() }
+        async move {
+            store
+                .operation_count_matching(CountMatchingParams {
+                    filter: filter.clone(),
+                })
+                .await
+                .unwrap()
+        }
     };
     let by_kind = count(OperationFilter {
         kinds: vec!["k".into()],
@@ -783,7 +850,9 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: FullStore>(h: Har
     dead_ops(&h, "x", 2, FailureClass::Permanent, "bad").await;
     let all = h
         .store
-        .activity_per_minute(ActivityParams { since: t0 - Duration::minutes(10) })
+        .activity_per_minute(ActivityParams {
+            since: t0 - Duration::minutes(10),
+        })
         .await
         .unwrap();
     let got: Vec<(i64, u64, u64, u64)> = all
@@ -793,7 +862,9 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: FullStore>(h: Har
     assert_eq!(got, vec![(0, 2, 1, 0), (2, 3, 2, 2)]);
     let recent = h
         .store
-        .activity_per_minute(ActivityParams { since: t0 + Duration::minutes(1) })
+        .activity_per_minute(ActivityParams {
+            since: t0 + Duration::minutes(1),
+        })
         .await
         .unwrap();
     assert_eq!(recent.len(), 1, "only minutes since the given time");
@@ -821,7 +892,13 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
     };
     let row = |k: &str, p: u64, e: u64| (k.to_owned(), p, e);
 
-    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .worker_list(WorkerListParams { seen_within: live })
+            .await
+            .unwrap()
+            .is_empty()
+    );
     enqueue(&h, "a", EnqueueOptions::default()).await;
     h.advance_secs(1);
     enqueue(&h, "a", EnqueueOptions::default()).await;
@@ -834,7 +911,11 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
     finish(&h, done, Transition::succeeded(None)).await;
 
     // No worker: every pending operation is unhandled; finished ones never are.
-    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
+    let u = h
+        .store
+        .operation_unhandled(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
     assert_eq!(kinds_of(&u), vec![row("a", 2, 2), row("b", 1, 0)]);
     assert_eq!(u[0].oldest_created_at, t0);
 
@@ -843,7 +924,11 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
         .worker_beat(beat("w1", &["x", "a", "a"]))
         .await
         .unwrap();
-    let w = h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap();
+    let w = h
+        .store
+        .worker_list(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
     assert_eq!(w.len(), 1);
     assert_eq!(
         (w[0].id.as_str(), w[0].host.as_str(), w[0].pid, &w[0].kinds),
@@ -851,26 +936,46 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
     );
     assert_eq!(w[0].code_version.as_deref(), Some("v7"));
     assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
-    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
+    let u = h
+        .store
+        .operation_unhandled(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
     assert_eq!(kinds_of(&u), vec![row("b", 1, 0)]);
     assert_eq!(h.store.stats().await.unwrap().unhandled, u);
 
     // A heartbeat moves last_seen_at and keeps one row.
     h.advance_secs(30);
     h.store.worker_beat(beat("w1", &["a", "x"])).await.unwrap();
-    let w = h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap();
+    let w = h
+        .store
+        .worker_list(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
     assert_eq!(w.len(), 1);
     assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
 
     // Silent past the TTL: gone from the list, and a is unhandled again.
     h.advance_secs(WORKER_LIVE_SECS + 1);
-    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .worker_list(WorkerListParams { seen_within: live })
+            .await
+            .unwrap()
+            .is_empty()
+    );
     h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
-    let u = h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap();
+    let u = h
+        .store
+        .operation_unhandled(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
     assert_eq!(kinds_of(&u), vec![row("a", 2, 2)]);
     let ids: Vec<String> = h
         .store
-        .worker_list(WorkerListParams { seen_within: Duration::hours(1) })
+        .worker_list(WorkerListParams {
+            seen_within: Duration::hours(1),
+        })
         .await
         .unwrap()
         .into_iter()
@@ -884,10 +989,32 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
     h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
     let claimed = h.claim_all("w2").await;
     assert_eq!(claimed.len(), 3);
-    assert!(h.store.operation_unhandled(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .operation_unhandled(WorkerListParams { seen_within: live })
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     // A clean shutdown removes the row, once.
-    assert!(h.store.worker_remove(WorkerRemoveParams { id: "w2".into() }).await.unwrap());
-    assert!(!h.store.worker_remove(WorkerRemoveParams { id: "w2".into() }).await.unwrap());
-    assert!(h.store.worker_list(WorkerListParams { seen_within: live }).await.unwrap().is_empty());
+    assert!(
+        h.store
+            .worker_remove(WorkerRemoveParams { id: "w2".into() })
+            .await
+            .unwrap()
+    );
+    assert!(
+        !h.store
+            .worker_remove(WorkerRemoveParams { id: "w2".into() })
+            .await
+            .unwrap()
+    );
+    assert!(
+        h.store
+            .worker_list(WorkerListParams { seen_within: live })
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -9,13 +9,12 @@ use oprec_core::operator::{
 };
 use oprec_core::store::{
     ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
-    ListParams, MarkWokenParams, OperationGetParams, WorkExistsParams,
-    StepsGetParams,
+    ListParams, MarkWokenParams, OperationGetParams, StepsGetParams, WorkExistsParams,
 };
 use oprec_core::{
-    AttemptOutcome, Clock, EnqueueOptions, Ending, Error, Failure, FailureClass, FullStore,
-    NewOperation, PayloadMode,
-    OperationError, OperationId, RetryPolicy, Status, TerminalReason, Transition, VanishRule,
+    AttemptOutcome, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
+    NewOperation, OperationError, OperationId, PayloadMode, RetryPolicy, Status, TerminalReason,
+    Transition, VanishRule,
 };
 use serde_json::json;
 
@@ -32,7 +31,11 @@ pub fn plain_policy() -> RetryPolicy {
 }
 
 /// Enqueues one operation of `kind` with `options`, at the harness's time.
-pub async fn enqueue<S: FullStore>(h: &Harness<S>, kind: &str, options: EnqueueOptions) -> OperationId {
+pub async fn enqueue<S: FullStore>(
+    h: &Harness<S>,
+    kind: &str,
+    options: EnqueueOptions,
+) -> OperationId {
     let op = NewOperation::new(
         kind,
         json!({"n": 1}),
@@ -98,7 +101,9 @@ pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
     assert!(d.attempts.is_empty());
     assert!(
         h.store
-            .operation_get(OperationGetParams { id: OperationId::new() })
+            .operation_get(OperationGetParams {
+                id: OperationId::new()
+            })
             .await
             .unwrap()
             .is_none()
@@ -217,7 +222,13 @@ pub async fn claim_by_ids_takes_only_pending_eligible_operations<S: FullStore>(h
     };
     // b becomes running, c becomes cancelled (terminal).
     assert_eq!(by_ids(vec![b]).await.unwrap().len(), 1);
-    assert_eq!(h.store.operation_cancel(CancelParams { ids: vec![c] }).await.unwrap(), vec![c]);
+    assert_eq!(
+        h.store
+            .operation_cancel(CancelParams { ids: vec![c] })
+            .await
+            .unwrap(),
+        vec![c]
+    );
     let got = by_ids(vec![a, b, c, OperationId::new(), a]).await.unwrap();
     assert_eq!(got.iter().map(|o| o.id).collect::<Vec<_>>(), vec![a]);
     assert_eq!(got[0].attempt, 1, "a repeated id is claimed once");
@@ -608,9 +619,21 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: FullStore>(h: Ha
         })
         .await
         .unwrap();
-    assert_eq!(h.store.operation_end_past_deadline(EndPastDeadlineParams { limit: 100 }).await.unwrap(), 0);
+    assert_eq!(
+        h.store
+            .operation_end_past_deadline(EndPastDeadlineParams { limit: 100 })
+            .await
+            .unwrap(),
+        0
+    );
     h.advance_secs(101);
-    assert_eq!(h.store.operation_end_past_deadline(EndPastDeadlineParams { limit: 100 }).await.unwrap(), 2);
+    assert_eq!(
+        h.store
+            .operation_end_past_deadline(EndPastDeadlineParams { limit: 100 })
+            .await
+            .unwrap(),
+        2
+    );
     for id in [waiting, held] {
         let o = h.get(id).await.operation;
         assert_eq!(o.status, Status::Dead);
@@ -632,7 +655,13 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: FullStore>(h: Ha
     );
     assert_eq!(
         h.get(held).await.operation.last_error,
-        Some(patch.apply(Some(&OperationError::new("401 from provider").decision("held: configuration must be repaired").next_action("repair the configuration, then resume the operation"))))
+        Some(
+            patch.apply(Some(
+                &OperationError::new("401 from provider")
+                    .decision("held: configuration must be repaired")
+                    .next_action("repair the configuration, then resume the operation")
+            ))
+        )
     );
 }
 
@@ -806,7 +835,9 @@ pub async fn cancel_touches_only_waiting_operations<S: FullStore>(h: Harness<S>)
         .unwrap();
     let got = h
         .store
-        .operation_cancel(CancelParams { ids: vec![pending, running, OperationId::new()] })
+        .operation_cancel(CancelParams {
+            ids: vec![pending, running, OperationId::new()],
+        })
         .await
         .unwrap();
     assert_eq!(got, vec![pending]);
@@ -1076,7 +1107,11 @@ pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
             .await,
         Err(Error::StaleClaim { .. })
     ));
-    let steps = h.store.operation_steps_get(StepsGetParams { id }).await.unwrap();
+    let steps = h
+        .store
+        .operation_steps_get(StepsGetParams { id })
+        .await
+        .unwrap();
     let names: Vec<_> = steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, vec!["reserve", "charge"]);
     assert_eq!(steps[0].output, json!({"r": 1}));
@@ -1097,7 +1132,9 @@ pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
     );
     assert!(
         h.store
-            .operation_steps_get(StepsGetParams { id: OperationId::new() })
+            .operation_steps_get(StepsGetParams {
+                id: OperationId::new()
+            })
             .await
             .unwrap()
             .is_empty()

@@ -1,4 +1,5 @@
-//! A broker URL that is safe to print: the password never reaches a log, an error or `Debug`.
+//! A broker URL that is safe to print: the password never reaches a log, an error or `Debug`
+//! (redacted by [`oprec_core::redact_url`], the one rule every crate uses).
 
 use std::fmt;
 
@@ -10,7 +11,7 @@ pub(crate) struct RedactedUrl(String);
 impl RedactedUrl {
     /// Redacts `url`; text that does not look like a URL with credentials is kept as it is.
     pub(crate) fn new(url: &str) -> Self {
-        RedactedUrl(redact(url))
+        RedactedUrl(oprec_core::redact_url(url))
     }
 
     /// Replaces every occurrence of the raw `url` in `text` (a driver's message may quote it).
@@ -21,25 +22,6 @@ impl RedactedUrl {
             text.replace(url, &self.0)
         }
     }
-}
-
-/// Hides whatever stands between the user name and the last `@` before the query. A password
-/// with an unescaped `/` or `@` hides a little more than the password: over-redacting is the safe
-/// side.
-fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let start = scheme_end + 3;
-    let rest = &url[start..];
-    let before_query = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
-    let Some(at) = before_query.rfind('@') else {
-        return url.to_owned();
-    };
-    let Some(colon) = rest[..at].find(':') else {
-        return url.to_owned();
-    };
-    format!("{}:***{}", &url[..start + colon], &url[start + at..])
 }
 
 impl fmt::Display for RedactedUrl {

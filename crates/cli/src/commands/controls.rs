@@ -4,9 +4,9 @@
 //! that dependency: resuming it says the repair is done.
 
 use clap::Args;
+use oprec::operator::{Control, ControlAction};
 use oprec::ops::controls::{self as workflow, ControlTarget};
 use oprec::ops::{InputError, Spelling};
-use oprec::operator::{Control, ControlAction};
 use serde_json::json;
 
 use crate::audit_trail::{self, ActorArgs};

@@ -35,7 +35,12 @@ fn status_of(op: &Operation) -> String {
 pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let id = parse_id("operation id", &args.id)?;
     let backend = Backend::connect(&global.database_url).await?;
-    let Some(detail) = backend.store.operation_get(OperationGetParams { id }).await.map_err(store_error)? else {
+    let Some(detail) = backend
+        .store
+        .operation_get(OperationGetParams { id })
+        .await
+        .map_err(store_error)?
+    else {
         anyhow::bail!("operation {id} not found in {}", backend.url);
     };
     if args.json {

@@ -90,9 +90,13 @@ async fn run(
         },
     );
     let done = request
-        .apply(store, &who, note.as_deref(), &CancellationToken::new(), |n| {
-            bar.inc(n)
-        })
+        .apply(
+            store,
+            &who,
+            note.as_deref(),
+            &CancellationToken::new(),
+            |n| bar.inc(n),
+        )
         .await;
     bar.finish_and_clear();
     let moved = done.run.done;

@@ -5,9 +5,9 @@
 
 use chrono::Utc;
 use clap::Args;
+use oprec::PayloadMode;
 use oprec::ops::redrive::{RedriveDone, RedriveInput, RedriveRequest, RedriveReview, payload_text};
 use oprec::ops::{CancellationToken, Spelling};
-use oprec::PayloadMode;
 use serde_json::json;
 
 use crate::audit_trail::{self, ActorArgs};
@@ -104,7 +104,11 @@ impl RedriveArgs {
 }
 
 /// Prints the dry run.
-fn print_dry_run(review: &RedriveReview, asked_for_dry_run: bool, json: bool) -> anyhow::Result<()> {
+fn print_dry_run(
+    review: &RedriveReview,
+    asked_for_dry_run: bool,
+    json: bool,
+) -> anyhow::Result<()> {
     if json {
         return output::json(&review.to_json());
     }
@@ -120,7 +124,10 @@ fn print_dry_run(review: &RedriveReview, asked_for_dry_run: bool, json: bool) ->
             count(planned)
         ));
     }
-    out.push_str(&format!("; the re-drive would be {}\n", request.mode_text()));
+    out.push_str(&format!(
+        "; the re-drive would be {}\n",
+        request.mode_text()
+    ));
     if !preview.groups.is_empty() {
         let mut t = Table::new(&["KIND", "CLASS", "REASON", "COUNT"]);
         for g in &preview.groups {
@@ -219,7 +226,9 @@ pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()
     let listener = stop_on_interrupt(stop.clone());
     let bar = progress::bar(review.planned, "re-driven");
     let done = review
-        .apply(store, &who, note.as_deref(), &stop, |batch| bar.inc(batch.len() as u64))
+        .apply(store, &who, note.as_deref(), &stop, |batch| {
+            bar.inc(batch.len() as u64)
+        })
         .await;
     bar.finish_and_clear();
     listener.abort();

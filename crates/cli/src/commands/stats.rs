@@ -15,7 +15,6 @@ use crate::cli::Global;
 use crate::duration;
 use crate::output::{self, Table, count};
 
-
 /// `oprec stats`.
 #[derive(Debug, Args)]
 pub(crate) struct StatsArgs {
@@ -127,10 +126,7 @@ fn render(r: &StatsReport, url: &str) -> String {
     ));
 
     out.push_str("\nattempts in the last hour by dependency\n");
-    out.push_str(&counts(
-        &r.attempts_last_hour_by_dependency,
-        "no attempts",
-    ));
+    out.push_str(&counts(&r.attempts_last_hour_by_dependency, "no attempts"));
 
     out.push_str("\nbacklog (unfinished operations by creation time): ");
     out.push_str(&match r.backlog_age_seconds {

@@ -46,7 +46,8 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
     // The store first: the report that no intent was lost needs it, so check it before purging.
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;
-    let done = match workflow::purge(backend.store.as_ref(), transport.as_ref(), &shown, &who).await {
+    let done = match workflow::purge(backend.store.as_ref(), transport.as_ref(), &shown, &who).await
+    {
         Ok(done) => done,
         Err(oprec::ops::Error::Transport(e)) => {
             return Err(anyhow::Error::new(e).context(format!("purging {shown} failed")));

@@ -170,11 +170,7 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     } else {
         worker.run(stop).await
     };
-    let why = if report.idle {
-        "idle"
-    } else {
-        "signal"
-    };
+    let why = if report.idle { "idle" } else { "signal" };
     let s = report.stats;
     output::line!(
         "worker stopped ({why}): claimed {}, succeeded {}, failed {}, vanished {}, released {}, \

@@ -21,7 +21,11 @@ pub(crate) struct WorkersArgs {
 pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()> {
     let backend = Backend::connect(&global.database_url).await?;
     let live = chrono::Duration::seconds(WORKER_LIVE_SECS);
-    let workers = backend.store.worker_list(WorkerListParams { seen_within: live }).await.map_err(store_error)?;
+    let workers = backend
+        .store
+        .worker_list(WorkerListParams { seen_within: live })
+        .await
+        .map_err(store_error)?;
     let unhandled = backend
         .store
         .operation_unhandled(WorkerListParams { seen_within: live })

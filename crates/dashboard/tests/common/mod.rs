@@ -275,7 +275,9 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
 /// How many operations matching `filter` are in `status`.
 pub async fn count_in(store: &PgStore, filter: &OperationFilter, status: Status) -> u64 {
     store
-        .operation_count_matching(CountMatchingParams { filter: filter.clone() })
+        .operation_count_matching(CountMatchingParams {
+            filter: filter.clone(),
+        })
         .await
         .expect("count")
         .get(&status)

@@ -230,7 +230,9 @@ impl<S: FullStore> Driver<S> {
             ),
             Action::Cancel { op } => Expect::Count(
                 store
-                    .operation_cancel(CancelParams { ids: vec![self.ids[op]] })
+                    .operation_cancel(CancelParams {
+                        ids: vec![self.ids[op]],
+                    })
                     .await
                     .map_err(|e| format!("cancel: {e}"))?
                     .len() as u64,
@@ -270,7 +272,10 @@ impl<S: FullStore> Driver<S> {
                         .map_err(|e| format!("pause: {e}"))?;
                 } else {
                     store
-                        .control_remove(ControlRemoveParams { scope: ControlScope::Kind, value: KIND.into() })
+                        .control_remove(ControlRemoveParams {
+                            scope: ControlScope::Kind,
+                            value: KIND.into(),
+                        })
                         .await
                         .map_err(|e| format!("resume: {e}"))?;
                 }

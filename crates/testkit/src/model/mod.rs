@@ -7,7 +7,7 @@
 //!
 //! Besides agreeing with the model, every step must keep the store's own invariants: a terminal
 //! operation changes only by re-drive; a status changes only along an edge of
-//! [`Status::can_transition_to`] (or by re-drive); the attempt count never goes down except by a
+//! [`Status::can_transition_to`](oprec_core::Status::can_transition_to) (or by re-drive); the attempt count never goes down except by a
 //! snooze's refund or a re-drive; a stale token changes nothing; an operation is running exactly
 //! when it has a claim token and a lease.
 
