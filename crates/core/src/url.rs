@@ -61,12 +61,11 @@ fn redact_query(tail: &str) -> String {
 /// `password=` or `sslpassword=` query parameter. For scrubbing text that may quote them.
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut found = Vec::new();
-    if let Some((_, rest)) = url.split_once("://") {
-        if let Some((userinfo, _)) = rest[..authority_end(rest)].rsplit_once('@')
-            && let Some((_, pw)) = userinfo.split_once(':')
-        {
-            found.push(pw.to_owned());
-        }
+    if let Some((_, rest)) = url.split_once("://")
+        && let Some((userinfo, _)) = rest[..authority_end(rest)].rsplit_once('@')
+        && let Some((_, pw)) = userinfo.split_once(':')
+    {
+        found.push(pw.to_owned());
     }
     if let Some((_, query)) = url.split_once('?') {
         for kv in query.split(['&', '#']) {
