@@ -79,6 +79,10 @@ pub enum AnyStore {
 impl AnyStore {
     /// The store behind every store trait.
     pub fn to_dyn(&self) -> Arc<dyn FullStore> {
+        // A build with no store feature has no store to open: the enum has no values.
+        #[cfg(not(any(feature = "postgres", feature = "sqlite")))]
+        match *self {}
+        #[cfg(any(feature = "postgres", feature = "sqlite"))]
         match self {
             #[cfg(feature = "postgres")]
             AnyStore::Postgres(s) => Arc::new(s.clone()),
