@@ -54,16 +54,9 @@ pub(crate) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%SZ").to_string()
 }
 
-/// `text` cut to `max` characters, marking the cut with `…`.
-pub(crate) fn cut(text: &str, max: usize) -> String {
-    let one_line = text.replace(['\n', '\r'], " ");
-    if one_line.chars().count() <= max {
-        return one_line;
-    }
-    let mut out: String = one_line.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+/// `text` on one line, cut to `max` characters, marking the cut with `…` (the operator
+/// library's rule, so the CLI and the dashboard cut alike).
+pub(crate) use oprec::ops::cut;
 
 /// A table of text cells with a header row, columns padded to their widest cell.
 #[derive(Debug)]
