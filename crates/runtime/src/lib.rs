@@ -11,6 +11,7 @@
 //! Not here: SQL or broker protocols (the store and transport crates), or operator workflows
 //! (oprec-ops).
 
+mod background;
 mod client;
 mod completer;
 mod context;

@@ -11,18 +11,17 @@ use std::time::Duration;
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
-use oprec_core::{
-    Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport, WorkerBeatParams,
-};
+use oprec_core::{Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport};
 use rand::Rng;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::background::{Background, BackgroundParams};
 use crate::executor::Executor;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
-    StatsSnapshot, completer, dead_letter, presence, reconciler, rescuer, scheduler,
+    StatsSnapshot, completer,
 };
 
 /// How a worker runs.
@@ -200,65 +199,14 @@ impl Worker {
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
         let (tx, rx) = mpsc::unbounded_channel::<CompleteParams>();
         let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
-        let maintenance_stop = CancellationToken::new();
-        let mut maintenance = JoinSet::new();
-        // This worker's row in `workers`, removed only after the drain.
-        maintenance.spawn(presence::run(
-            self.store.clone(),
-            WorkerBeatParams {
-                id: self.config.worker_id.clone(),
-                host: presence::host_name(),
-                pid: std::process::id(),
-                kinds: self.registry.names(),
-                code_version: self.config.code_version.clone(),
-                started_at: self.clock.now(),
-            },
-            maintenance_stop.clone(),
-        ));
-        #[cfg(feature = "metrics")]
-        {
-            maintenance.spawn(crate::metrics::counters(
-                self.stats.clone(),
-                maintenance_stop.clone(),
-            ));
-            if let Some(every) = self.config.figures_every {
-                maintenance.spawn(crate::metrics::figures(
-                    self.store.clone(),
-                    every,
-                    maintenance_stop.clone(),
-                ));
-            }
-        }
-        if self.config.run_maintenance {
-            maintenance.spawn(rescuer::run(
-                self.store.clone(),
-                self.config.rescuer.clone(),
-                self.stats.clone(),
-                maintenance_stop.clone(),
-            ));
-            maintenance.spawn(reconciler::run(
-                self.store.clone(),
-                self.registry.clone(),
-                self.clock.clone(),
-                self.config.reconciler.clone(),
-                maintenance_stop.clone(),
-            ));
-            maintenance.spawn(dead_letter::run(
-                self.store.clone(),
-                self.registry.clone(),
-                self.config.alerter.clone(),
-                maintenance_stop.clone(),
-            ));
-            if let Some(t) = &self.transport {
-                maintenance.spawn(scheduler::run(
-                    self.store.clone(),
-                    t.clone(),
-                    self.config.scheduler.clone(),
-                    self.stats.clone(),
-                    maintenance_stop.clone(),
-                ));
-            }
-        }
+        let background = Background::start(BackgroundParams {
+            store: &self.store,
+            transport: self.transport.as_ref(),
+            registry: &self.registry,
+            clock: &self.clock,
+            config: &self.config,
+            stats: &self.stats,
+        });
         let executor = Arc::new(Executor {
             store: self.store.clone(),
             registry: self.registry.clone(),
@@ -357,8 +305,7 @@ impl Worker {
         drop(tx);
         drop(executor);
         let _ = completer.await;
-        maintenance_stop.cancel();
-        while maintenance.join_next().await.is_some() {}
+        background.stop().await;
         RunReport {
             stats: self.stats.snapshot(),
             released,
