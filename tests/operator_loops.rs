@@ -8,12 +8,12 @@ use axum::http::StatusCode;
 use axum::{Json, Router, routing::post};
 use oprec_core::store::{ClaimByIdsParams, Claimant, CompleteParams, OperationGetParams};
 use oprec_core::{
-    Clock, EnqueueOptions, Failure, FullStore, Ladder, OperationError, OperationId, RetryPolicy,
-    Status, SystemClock, TerminalReason, Transition,
+    Clock, EnqueueOptions, Failure, FullStore, Ladder, ManualClock, OperationError, OperationId,
+    RetryPolicy, Status, SystemClock, TerminalReason, Transition,
 };
 use oprec_runtime::{
-    AlerterConfig, Client, DeadLetterSink, Kind, Reconciled, ReconcilerConfig, Registry,
-    WebhookSink, alert_once, reconcile_once,
+    AlertReport, AlerterConfig, Client, DeadLetterSink, Kind, Reconciled, ReconcilerConfig,
+    Registry, WebhookSink, alert_once, reconcile_once,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -163,9 +163,15 @@ async fn every_promotion_to_dead_is_announced_once_even_when_the_webhook_fails()
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
 
-    let store: Arc<dyn FullStore> = Arc::new(oprec_e2e::rigs::postgres_store().await);
+    // The store judges time by a clock the test moves, so the back-off needs no waiting.
+    let clock = Arc::new(ManualClock::new(SystemClock.now()));
+    let store: Arc<dyn FullStore> = Arc::new(
+        oprec_e2e::rigs::postgres_store()
+            .await
+            .with_clock(clock.clone()),
+    );
     let reg = registry();
-    let client = Client::new(store.clone(), None, reg.clone());
+    let client = Client::new(store.clone(), None, reg.clone()).with_clock(clock.clone());
     let mut ids = Vec::new();
     for field in ["postal_code", "amount"] {
         let id = client
@@ -188,19 +194,27 @@ async fn every_promotion_to_dead_is_announced_once_even_when_the_webhook_fails()
         default_sinks: vec![sink],
         ..AlerterConfig::default()
     };
+    let pass = || alert_once(store.as_ref(), &reg, &config);
+    let first = pass().await.unwrap();
     assert_eq!(
-        alert_once(store.as_ref(), &reg, &config).await.unwrap(),
-        1,
+        (first.announced, first.deferred),
+        (1, 1),
         "the first post failed"
     );
+    // The failed one waits for its retry time (10 s after a first failure), not the next pass.
+    assert_eq!(pass().await.unwrap(), AlertReport::default(), "backed off");
+    clock.advance(chrono::Duration::seconds(9));
     assert_eq!(
-        alert_once(store.as_ref(), &reg, &config).await.unwrap(),
-        1,
-        "retried on the next pass"
+        pass().await.unwrap(),
+        AlertReport::default(),
+        "still backed off"
     );
+    clock.advance(chrono::Duration::seconds(1));
+    assert_eq!(pass().await.unwrap().announced, 1, "retried at its time");
+    clock.advance(chrono::Duration::hours(2));
     assert_eq!(
-        alert_once(store.as_ref(), &reg, &config).await.unwrap(),
-        0,
+        pass().await.unwrap(),
+        AlertReport::default(),
         "announced once"
     );
     let bodies = received.bodies.lock().unwrap().clone();

@@ -2,12 +2,18 @@
 //! fleet: publish due wake-ups, take back expired leases, end operations past their deadline,
 //! hand unknown outcomes to reconcile hooks, and announce promotions to dead.
 //!
+//! One process at a time runs the loops for the whole fleet: the one that holds the
+//! [`MAINTENANCE_LEADER`] leadership ([`MaintenanceStore::leader_acquire`]). Leadership saves
+//! work; it is not what keeps the loops safe: each of their writes is fenced (claims, tokens,
+//! statuses), so two leaders for a moment, while a lease runs out, do no harm.
+//!
 //! Every decision is core's: the rescue applies [`Transition::vanished`](crate::Transition::vanished)
 //! transitions, the deadline pass writes [`Ending::deadline_passed`](crate::Ending::deadline_passed),
 //! a resolution writes its [`Settlement`].
 
 use async_trait::async_trait;
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
 
 use crate::store::{CompleteParams, CompleteResult};
 use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store};
@@ -68,11 +74,23 @@ pub struct ReconcileResolveParams {
     pub settlement: Settlement,
 }
 
-/// Read dead operations whose promotion has not been announced yet.
+/// Claim dead operations whose promotion is due to be announced: not announced yet, and not
+/// claimed by another announcer (or its claim ran out, or its retry time came).
 #[derive(Clone, Copy, Debug)]
-pub struct DeadUnalertedParams {
+pub struct AlertClaimParams {
     /// The most operations.
     pub limit: u32,
+    /// How long the announcer has before another may take the same announcement.
+    pub lease: Duration,
+}
+
+/// A promotion to dead to announce, claimed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertDue {
+    /// The dead operation.
+    pub operation: Operation,
+    /// Announcements of it that failed so far.
+    pub failures: u32,
 }
 
 /// Record that promotions were announced.
@@ -80,6 +98,58 @@ pub struct DeadUnalertedParams {
 pub struct MarkAlertedParams {
     /// The operations announced.
     pub ids: Vec<OperationId>,
+}
+
+/// Record that announcements failed: each is tried again at its time (see [`alert_retry_at`]).
+#[derive(Clone, Debug)]
+pub struct AlertDeferParams {
+    /// The operations and when to try each again.
+    pub retries: Vec<(OperationId, DateTime<Utc>)>,
+}
+
+/// When to try again an announcement that failed `failures` times (counting this one): 10 s after
+/// the first failure, doubling up to an hour, so a webhook that is down is asked (and its failure
+/// logged) a few times an hour, not on every pass.
+pub fn alert_retry_at(failures: u32, now: DateTime<Utc>) -> DateTime<Utc> {
+    let secs = 10i64.saturating_mul(1i64 << failures.saturating_sub(1).min(20));
+    now + Duration::seconds(secs.min(3600))
+}
+
+/// The leadership of the maintenance loops: one process at a time runs them for the fleet.
+pub const MAINTENANCE_LEADER: &str = "maintenance";
+
+/// Take a named leadership, or keep it: the caller leads if nobody does, if the leader's lease
+/// ran out, or if it already leads (its lease is extended).
+#[derive(Clone, Debug)]
+pub struct LeaderAcquireParams {
+    /// The leadership ([`MAINTENANCE_LEADER`]).
+    pub name: String,
+    /// Who asks (a worker id).
+    pub holder: String,
+    /// How long the leadership lasts unless renewed: a leader that dies is replaced after it.
+    pub lease: Duration,
+}
+
+/// Give a leadership up (a clean shutdown), so that another candidate takes it at once.
+#[derive(Clone, Debug)]
+pub struct LeaderReleaseParams {
+    /// The leadership.
+    pub name: String,
+    /// Who gives it up; someone else's leadership is left alone.
+    pub holder: String,
+}
+
+/// Who holds a leadership, and until when.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Leadership {
+    /// The leadership.
+    pub name: String,
+    /// Its holder (a worker id).
+    pub holder: String,
+    /// When it lapses unless renewed.
+    pub lease_until: DateTime<Utc>,
+    /// Since when this holder leads.
+    pub since: DateTime<Utc>,
 }
 
 /// The maintenance side of a store.
@@ -113,10 +183,21 @@ pub trait MaintenanceStore: Store {
     /// reconciling. Returns the new status.
     async fn operation_reconcile_resolve(&self, params: ReconcileResolveParams) -> Result<Status>;
 
-    /// Dead operations whose promotion has not been announced yet, oldest first.
-    async fn operation_dead_unalerted(&self, params: DeadUnalertedParams)
-    -> Result<Vec<Operation>>;
+    /// Claims promotions to dead due to be announced, oldest first: each is the caller's for
+    /// `lease`, so two announcers never send the same one (but a crashed announcer's claims are
+    /// sent again after the lease: at least once).
+    async fn operation_alert_claim(&self, params: AlertClaimParams) -> Result<Vec<AlertDue>>;
 
     /// Records that these promotions were announced.
     async fn operation_mark_alerted(&self, params: MarkAlertedParams) -> Result<()>;
+
+    /// Records that these announcements failed, each to be tried again at its time.
+    async fn operation_alert_defer(&self, params: AlertDeferParams) -> Result<()>;
+
+    /// Takes or keeps a leadership; returns who leads after the attempt (the caller when
+    /// `holder` is its id). Judged by the store's clock.
+    async fn leader_acquire(&self, params: LeaderAcquireParams) -> Result<Leadership>;
+
+    /// Gives a leadership up; false when the caller did not hold it.
+    async fn leader_release(&self, params: LeaderReleaseParams) -> Result<bool>;
 }

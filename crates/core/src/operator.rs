@@ -290,10 +290,14 @@ pub struct WorkerListParams {
 /// The operator's side of a store.
 #[async_trait]
 pub trait OperatorStore: Store {
-    /// Sets (or replaces) a pause or postponement.
+    /// Sets (or replaces) a pause or postponement. The pending operations it names are marked
+    /// never woken: wake-ups sent before are dropped while it holds, and the scheduler wakes
+    /// the operations as soon as it lapses.
     async fn control_set(&self, params: ControlSetParams) -> Result<Control>;
 
-    /// Removes the control on `scope`/`value`; false when there was none.
+    /// Removes the control on `scope`/`value`; false when there was none. The pending operations
+    /// it named are marked never woken, so that the scheduler wakes them on its next pass (a
+    /// second or so), not after the re-wake interval.
     async fn control_remove(&self, params: ControlRemoveParams) -> Result<bool>;
 
     /// Controls in force now (lapsed ones are left out).
@@ -340,4 +344,7 @@ pub trait OperatorStore: Store {
 
     /// Pending operations, per kind, whose kind no worker seen within `seen_within` handles.
     async fn operation_unhandled(&self, params: WorkerListParams) -> Result<Vec<UnhandledKind>>;
+
+    /// The leaderships in force (the maintenance leader, when there is one).
+    async fn leader_list(&self) -> Result<Vec<crate::maintenance::Leadership>>;
 }

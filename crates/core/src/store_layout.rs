@@ -15,7 +15,8 @@
 //! | `wake` | `operation_wake_due` |
 //! | `rescue` | `operation_lease_expired_list`, `operation_end_past_deadline` |
 //! | `reconcile` | `operation_reconcile_due`, `operation_reconcile_resolve` |
-//! | `alerts` | `operation_dead_unalerted`, `operation_mark_alerted` |
+//! | `alerts` | `operation_alert_claim`, `operation_mark_alerted`, `operation_alert_defer` |
+//! | `leader` | `leader_acquire`, `leader_release`, `leader_list` |
 //! | `controls` | `control_set`, `control_remove`, `control_list` |
 //! | `filter` | `operation_count_matching` |
 //! | `redrive` | `redrive_preview`, `operation_redrive` |
@@ -187,17 +188,35 @@ macro_rules! impl_store_traits {
             ) -> $crate::Result<$crate::Status> {
                 crate::reconcile::operation_reconcile_resolve(self, params).await
             }
-            async fn operation_dead_unalerted(
+            async fn operation_alert_claim(
                 &self,
-                params: $crate::maintenance::DeadUnalertedParams,
-            ) -> $crate::Result<Vec<$crate::Operation>> {
-                crate::alerts::operation_dead_unalerted(self, params).await
+                params: $crate::maintenance::AlertClaimParams,
+            ) -> $crate::Result<Vec<$crate::maintenance::AlertDue>> {
+                crate::alerts::operation_alert_claim(self, params).await
             }
             async fn operation_mark_alerted(
                 &self,
                 params: $crate::maintenance::MarkAlertedParams,
             ) -> $crate::Result<()> {
                 crate::alerts::operation_mark_alerted(self, params).await
+            }
+            async fn operation_alert_defer(
+                &self,
+                params: $crate::maintenance::AlertDeferParams,
+            ) -> $crate::Result<()> {
+                crate::alerts::operation_alert_defer(self, params).await
+            }
+            async fn leader_acquire(
+                &self,
+                params: $crate::maintenance::LeaderAcquireParams,
+            ) -> $crate::Result<$crate::maintenance::Leadership> {
+                crate::leader::leader_acquire(self, params).await
+            }
+            async fn leader_release(
+                &self,
+                params: $crate::maintenance::LeaderReleaseParams,
+            ) -> $crate::Result<bool> {
+                crate::leader::leader_release(self, params).await
             }
         }
 
@@ -286,6 +305,9 @@ macro_rules! impl_store_traits {
                 params: $crate::operator::WorkerListParams,
             ) -> $crate::Result<Vec<$crate::UnhandledKind>> {
                 crate::workers::operation_unhandled(self, params).await
+            }
+            async fn leader_list(&self) -> $crate::Result<Vec<$crate::maintenance::Leadership>> {
+                crate::leader::leader_list(self).await
             }
         }
     };

@@ -44,6 +44,8 @@ pub struct WorkerRecord {
     pub started_at: DateTime<Utc>,
     /// Its last heartbeat.
     pub last_seen_at: DateTime<Utc>,
+    /// Whether it holds the maintenance leadership now.
+    pub leader: bool,
 }
 
 /// Pending operations of one kind that no live worker handles: nobody will claim them until a

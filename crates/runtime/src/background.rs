@@ -1,10 +1,19 @@
-//! What runs beside a worker's handlers: its presence row, its metrics, and the maintenance loops
-//! (scheduler, rescuer, reconciler hand-off, dead-letter alerts). Started together and stopped
-//! together, after the drain, so that the presence row and the maintenance outlive the last
-//! attempt.
+//! What runs beside a worker's handlers: its presence row, its metrics, and, on the one process of
+//! the fleet that holds the maintenance leadership, the maintenance loops (scheduler, rescuer,
+//! reconciler hand-off, dead-letter alerts). Started together and stopped together, after the
+//! drain, so that the presence row and the maintenance outlive the last attempt.
+//!
+//! Every worker that runs maintenance asks for the leadership every third of its lease
+//! ([`WorkerConfig::leader_lease`]): the holder renews it and runs the loops; the others wait.
+//! A leader that stops cleanly gives the leadership up, so another takes it within a third of a
+//! lease; one that dies is replaced once its lease has run out. Leadership saves work: the loops
+//! are safe to run twice (every write they make is fenced), so a moment with two leaders does no
+//! harm.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use oprec_core::maintenance::{LeaderAcquireParams, LeaderReleaseParams, MAINTENANCE_LEADER};
 use oprec_core::{Clock, FullStore, Transport, WorkerBeatParams};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -58,34 +67,17 @@ impl Background {
             }
         }
         if p.config.run_maintenance {
-            tasks.spawn(rescuer::run(
-                p.store.clone(),
-                p.config.rescuer.clone(),
-                p.stats.clone(),
+            tasks.spawn(lead(
+                Maintenance {
+                    store: p.store.clone(),
+                    transport: p.transport.cloned(),
+                    registry: p.registry.clone(),
+                    clock: p.clock.clone(),
+                    config: p.config.clone(),
+                    stats: p.stats.clone(),
+                },
                 stop.clone(),
             ));
-            tasks.spawn(reconciler::run(
-                p.store.clone(),
-                p.registry.clone(),
-                p.clock.clone(),
-                p.config.reconciler.clone(),
-                stop.clone(),
-            ));
-            tasks.spawn(dead_letter::run(
-                p.store.clone(),
-                p.registry.clone(),
-                p.config.alerter.clone(),
-                stop.clone(),
-            ));
-            if let Some(t) = p.transport {
-                tasks.spawn(scheduler::run(
-                    p.store.clone(),
-                    t.clone(),
-                    p.config.scheduler.clone(),
-                    p.stats.clone(),
-                    stop.clone(),
-                ));
-            }
         }
         Background { tasks, stop }
     }
@@ -94,5 +86,138 @@ impl Background {
     pub(crate) async fn stop(mut self) {
         self.stop.cancel();
         while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// What the maintenance loops need, owned.
+struct Maintenance {
+    store: Arc<dyn FullStore>,
+    transport: Option<Arc<dyn Transport>>,
+    registry: Arc<Registry>,
+    clock: Arc<dyn Clock>,
+    config: WorkerConfig,
+    stats: Arc<Stats>,
+}
+
+impl Maintenance {
+    /// Starts the loops; they run until `stop`.
+    fn start(&self, stop: &CancellationToken) -> JoinSet<()> {
+        let mut tasks = JoinSet::new();
+        tasks.spawn(rescuer::run(
+            self.store.clone(),
+            self.config.rescuer.clone(),
+            self.stats.clone(),
+            stop.clone(),
+        ));
+        tasks.spawn(reconciler::run(
+            self.store.clone(),
+            self.registry.clone(),
+            self.clock.clone(),
+            self.config.reconciler.clone(),
+            stop.clone(),
+        ));
+        tasks.spawn(dead_letter::run(
+            self.store.clone(),
+            self.registry.clone(),
+            self.config.alerter.clone(),
+            stop.clone(),
+        ));
+        if let Some(t) = &self.transport {
+            tasks.spawn(scheduler::run(
+                self.store.clone(),
+                t.clone(),
+                self.config.scheduler.clone(),
+                self.stats.clone(),
+                stop.clone(),
+            ));
+        }
+        tasks
+    }
+}
+
+/// The loops while this process leads.
+struct Leading {
+    tasks: JoinSet<()>,
+    stop: CancellationToken,
+}
+
+impl Leading {
+    async fn end(mut self) {
+        self.stop.cancel();
+        while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// Asks for the maintenance leadership every third of its lease until `stop`; runs the
+/// maintenance loops while it holds it; gives it up at the end.
+async fn lead(m: Maintenance, stop: CancellationToken) {
+    let me = m.config.worker_id.clone();
+    let lease = m.config.leader_lease;
+    let every = (lease / 3)
+        .to_std()
+        .unwrap_or(Duration::from_secs(2))
+        .max(Duration::from_millis(100));
+    let mut leading: Option<Leading> = None;
+    // When this process's own lease runs out, by its own clock: past it, a store that does not
+    // answer no longer lets it believe it leads.
+    let mut held_until: Option<Instant> = None;
+    loop {
+        let asked = Instant::now();
+        let leads = match m
+            .store
+            .leader_acquire(LeaderAcquireParams {
+                name: MAINTENANCE_LEADER.into(),
+                holder: me.clone(),
+                lease,
+            })
+            .await
+        {
+            Ok(l) if l.holder == me => {
+                tracing::debug!(lease_until = %l.lease_until, "the maintenance leadership is ours");
+                held_until = Some(asked + lease.to_std().unwrap_or_default());
+                true
+            }
+            Ok(l) => {
+                if leading.is_some() {
+                    tracing::warn!(leader = %l.holder, "the maintenance leadership passed to another process");
+                }
+                held_until = None;
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "asking for the maintenance leadership failed");
+                held_until.is_some_and(|t| Instant::now() < t)
+            }
+        };
+        match (leads, leading.take()) {
+            (true, None) => {
+                tracing::info!(worker = %me, "this process leads maintenance");
+                let stop = CancellationToken::new();
+                leading = Some(Leading {
+                    tasks: m.start(&stop),
+                    stop,
+                });
+            }
+            (true, Some(l)) => leading = Some(l),
+            (false, Some(l)) => l.end().await,
+            (false, None) => {}
+        }
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+    if let Some(l) = leading.take() {
+        l.end().await;
+        let released = m
+            .store
+            .leader_release(LeaderReleaseParams {
+                name: MAINTENANCE_LEADER.into(),
+                holder: me.clone(),
+            })
+            .await;
+        if let Err(e) = released {
+            tracing::warn!(error = %e, "giving the maintenance leadership up failed; it lapses with its lease");
+        }
     }
 }

@@ -1,13 +1,17 @@
-//! Promotion to dead is never silent. The alerter finds dead operations not yet announced and
-//! hands each to its kind's sink (or the default sinks): a structured tracing event, an HTTP
-//! webhook, or anything implementing [`DeadLetterSink`]. An announcement that fails is retried on
-//! the next pass; one that succeeds is recorded (`alerted_at`), so each promotion is announced once.
+//! Promotion to dead is never silent. The alerter (on the maintenance leader) claims dead
+//! operations not yet announced and hands each to its kind's sink (or the default sinks): a
+//! structured tracing event, an HTTP webhook, or anything implementing [`DeadLetterSink`]. One
+//! that succeeds is recorded (`alerted_at`), so each promotion is announced once in normal
+//! operation (and at least once across a crash: a dead announcer's claims are taken again after
+//! their lease); one that fails is tried again later, each time later, up to an hour.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use oprec_core::maintenance::{DeadUnalertedParams, MarkAlertedParams};
+use oprec_core::maintenance::{
+    AlertClaimParams, AlertDeferParams, MarkAlertedParams, alert_retry_at,
+};
 use oprec_core::{MaintenanceStore, Operation};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -100,43 +104,75 @@ impl Default for AlerterConfig {
     }
 }
 
-/// One pass: announces what is due; returns how many were announced.
+/// How long an announcer holds the announcements it claimed before another may take them.
+const CLAIM_LEASE_SECS: i64 = 60;
+
+/// What one pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AlertReport {
+    /// Promotions announced.
+    pub announced: u64,
+    /// Announcements that failed, put off to their retry time.
+    pub deferred: u64,
+}
+
+/// One pass: claims the announcements that are due, sends each to its kind's sinks (or the
+/// default ones), records the ones sent and puts off the ones that failed with a growing delay
+/// ([`alert_retry_at`]), so a sink that is down is tried (and its failure logged) a few times an
+/// hour, not on every pass.
 pub async fn alert_once(
     store: &dyn MaintenanceStore,
     registry: &Registry,
     config: &AlerterConfig,
-) -> oprec_core::Result<u64> {
-    let dead = store
-        .operation_dead_unalerted(DeadUnalertedParams {
+) -> oprec_core::Result<AlertReport> {
+    let due = store
+        .operation_alert_claim(AlertClaimParams {
             limit: config.batch,
+            lease: chrono::Duration::seconds(CLAIM_LEASE_SECS),
         })
         .await?;
-    let mut done = Vec::with_capacity(dead.len());
-    for op in &dead {
+    let mut done = Vec::with_capacity(due.len());
+    let mut failed = Vec::new();
+    for d in &due {
+        let op = &d.operation;
         let alert = DeadLetter::from(op);
         let sinks = registry
             .get(&op.kind)
             .map(|k| k.dead_letter_sinks())
             .filter(|s| !s.is_empty())
             .unwrap_or(&config.default_sinks);
-        let mut ok = true;
+        let mut error = None;
         for sink in sinks {
             if let Err(e) = sink.announce(&alert).await {
-                ok = false;
-                tracing::warn!(operation = %op.id, error = %e, "announcing a dead operation failed; will retry");
+                error = Some(e);
             }
         }
-        if ok {
-            done.push(op.id);
+        match error {
+            None => done.push(op.id),
+            Some(e) => {
+                let failures = d.failures + 1;
+                let retry_at = alert_retry_at(failures, store.now().await?);
+                tracing::warn!(operation = %op.id, error = %e, failures, retry_at = %retry_at,
+                    "announcing a dead operation failed; it is tried again later");
+                failed.push((op.id, retry_at));
+            }
         }
     }
-    let n = done.len() as u64;
+    let report = AlertReport {
+        announced: done.len() as u64,
+        deferred: failed.len() as u64,
+    };
     if !done.is_empty() {
         store
             .operation_mark_alerted(MarkAlertedParams { ids: done })
             .await?;
     }
-    Ok(n)
+    if !failed.is_empty() {
+        store
+            .operation_alert_defer(AlertDeferParams { retries: failed })
+            .await?;
+    }
+    Ok(report)
 }
 
 /// Runs passes until `stop` is cancelled.

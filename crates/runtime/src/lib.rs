@@ -33,7 +33,9 @@ mod worker;
 
 pub use client::Client;
 pub use context::Context;
-pub use dead_letter::{AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once};
+pub use dead_letter::{
+    AlertReport, AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once,
+};
 pub use kind::{Kind, Reconciled, Registry};
 pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;

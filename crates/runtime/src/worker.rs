@@ -49,8 +49,11 @@ pub struct WorkerConfig {
     pub reconciler: ReconcilerConfig,
     /// Dead-letter alert settings.
     pub alerter: AlerterConfig,
-    /// Whether this process runs the scheduler, rescuer, reconciler and dead-letter alerter too.
+    /// Whether this process may run the scheduler, rescuer, reconciler and dead-letter alerter:
+    /// it then competes for the maintenance leadership, and runs them while it holds it.
     pub run_maintenance: bool,
+    /// The maintenance leadership's lease: a leader that dies is replaced once it has run out.
+    pub leader_lease: chrono::Duration,
     /// How often the store's figures are read into gauges (feature `metrics`); `None` (the
     /// default) reads none: each read is a stats query.
     #[cfg(feature = "metrics")]
@@ -76,6 +79,7 @@ impl Default for WorkerConfig {
             reconciler: ReconcilerConfig::default(),
             alerter: AlerterConfig::default(),
             run_maintenance: true,
+            leader_lease: chrono::Duration::seconds(6),
             #[cfg(feature = "metrics")]
             figures_every: None,
         }

@@ -1,26 +1,40 @@
-//! Dead-letter announcements ([`MaintenanceStore`](oprec_core::MaintenanceStore)): dead
-//! operations whose promotion has not been announced yet, and marking them announced, so every
-//! promotion is announced once.
+//! Dead-letter announcements ([`MaintenanceStore`](oprec_core::MaintenanceStore)): promotions to
+//! dead claimed by one announcer at a time, recorded as announced, or put off to a retry time
+//! when the announcement failed, so every promotion is announced once in normal operation.
 
-use oprec_core::maintenance::{DeadUnalertedParams, MarkAlertedParams};
-use oprec_core::{Operation, Result};
+use oprec_core::maintenance::{AlertClaimParams, AlertDeferParams, AlertDue, MarkAlertedParams};
+use oprec_core::{OperationId, Result};
 
-use crate::{PgStore, backend_error, row, sql};
+use crate::row::{self, Columns, millis};
+use crate::{PgStore, backend_error, sql};
 
-/// Dead operations not announced yet, oldest first.
-pub(crate) async fn operation_dead_unalerted(
+/// See [`MaintenanceStore::operation_alert_claim`](oprec_core::MaintenanceStore::operation_alert_claim).
+pub(crate) async fn operation_alert_claim(
     store: &PgStore,
-    params: DeadUnalertedParams,
-) -> Result<Vec<Operation>> {
-    let rows = sqlx::query(sql::ALERTS_DEAD_UNALERTED)
+    params: AlertClaimParams,
+) -> Result<Vec<AlertDue>> {
+    let rows = sqlx::query(sql::ALERTS_CLAIM)
+        .bind(store.now_bind())
         .bind(i64::from(params.limit))
+        .bind(millis(params.lease))
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    rows.iter().map(row::operation).collect()
+    let mut due = rows
+        .iter()
+        .map(|r| {
+            Ok(AlertDue {
+                operation: row::operation(r)?,
+                failures: Columns(r).count("alert_failures")?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Oldest promotion first, as picked (RETURNING keeps no order).
+    due.sort_by_key(|d| (d.operation.terminal_at, d.operation.id));
+    Ok(due)
 }
 
-/// Records that these promotions were announced.
+/// See [`MaintenanceStore::operation_mark_alerted`](oprec_core::MaintenanceStore::operation_mark_alerted).
 pub(crate) async fn operation_mark_alerted(
     store: &PgStore,
     params: MarkAlertedParams,
@@ -28,6 +42,18 @@ pub(crate) async fn operation_mark_alerted(
     sqlx::query(sql::ALERTS_MARK_ALERTED)
         .bind(store.now_bind())
         .bind(row::uuids(&params.ids))
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
+}
+
+/// See [`MaintenanceStore::operation_alert_defer`](oprec_core::MaintenanceStore::operation_alert_defer).
+pub(crate) async fn operation_alert_defer(store: &PgStore, params: AlertDeferParams) -> Result<()> {
+    let (ids, ats): (Vec<OperationId>, Vec<_>) = params.retries.into_iter().unzip();
+    sqlx::query(sql::ALERTS_DEFER)
+        .bind(row::uuids(&ids))
+        .bind(ats)
         .execute(&store.pool)
         .await
         .map_err(backend_error)?;

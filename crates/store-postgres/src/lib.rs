@@ -25,6 +25,7 @@ mod controls;
 mod enqueue;
 mod error;
 mod filter;
+mod leader;
 mod quarantine;
 mod read;
 mod reconcile;

@@ -33,8 +33,23 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 /// leaves the ordered index scan, which stops after `n` rows.
 pub(crate) const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = off";
 
-/// Dead operations not announced yet.
-pub(crate) const ALERTS_DEAD_UNALERTED: &str = include_str!("sql/alerts_dead_unalerted.sql");
+/// Claims announcements that are due.
+pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
+
+/// Records failed announcements and their retry times.
+pub(crate) const ALERTS_DEFER: &str = include_str!("sql/alerts_defer.sql");
+
+/// Takes or keeps a leadership.
+pub(crate) const LEADER_ACQUIRE: &str = include_str!("sql/leader_acquire.sql");
+
+/// A leadership as it stands.
+pub(crate) const LEADER_GET: &str = include_str!("sql/leader_get.sql");
+
+/// Gives a leadership up.
+pub(crate) const LEADER_RELEASE: &str = include_str!("sql/leader_release.sql");
+
+/// The leaderships in force.
+pub(crate) const LEADER_LIST: &str = include_str!("sql/leader_list.sql");
 
 /// Records announced promotions.
 pub(crate) const ALERTS_MARK_ALERTED: &str = include_str!("sql/alerts_mark_alerted.sql");
@@ -74,6 +89,24 @@ pub(crate) const CONTROLS_REMOVE: &str = include_str!("sql/controls_remove.sql")
 
 /// Sets or replaces a control.
 pub(crate) const CONTROLS_SET: &str = include_str!("sql/controls_set.sql");
+
+/// Marks the pending operations a control names as never woken, for the scope's column.
+pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static str {
+    static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
+        oprec_core::ControlScope::ALL
+            .iter()
+            .map(|s| {
+                include_str!("sql/controls_wake_reset.sql")
+                    .replace("/*scope_column*/", s.operation_column())
+            })
+            .collect()
+    });
+    let i = oprec_core::ControlScope::ALL
+        .iter()
+        .position(|s| *s == scope)
+        .expect("every scope is in ALL");
+    &BY_SCOPE[i]
+}
 
 /// The operation that holds an idempotency key.
 pub(crate) const ENQUEUE_EXISTING_ID: &str = include_str!("sql/enqueue_existing_id.sql");

@@ -60,6 +60,7 @@ pub(crate) async fn worker_list(
                 code_version: c.get("code_version")?,
                 started_at: c.get("started_at")?,
                 last_seen_at: c.get("last_seen_at")?,
+                leader: c.get("leader")?,
             })
         })
         .collect()

@@ -210,6 +210,7 @@ pub(crate) fn worker_record(row: &SqliteRow) -> Result<WorkerRecord> {
         code_version: c.opt_text("code_version")?,
         started_at: c.time("started_at")?,
         last_seen_at: c.time("last_seen_at")?,
+        leader: c.int("leader")? != 0,
     })
 }
 

@@ -22,6 +22,24 @@ fn with_not_held_back(sql: &str, row: &str, now: &str) -> String {
     sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, now))
 }
 
+/// Marks the pending operations a control names as never woken, for the scope's column.
+pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static str {
+    static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
+        oprec_core::ControlScope::ALL
+            .iter()
+            .map(|s| {
+                include_str!("sql/controls_wake_reset.sql")
+                    .replace("/*scope_column*/", s.operation_column())
+            })
+            .collect()
+    });
+    let i = oprec_core::ControlScope::ALL
+        .iter()
+        .position(|s| *s == scope)
+        .expect("every scope is in ALL");
+    &BY_SCOPE[i]
+}
+
 macro_rules! statements {
     ($($(#[$doc:meta])* $name:ident = $file:literal;)+) => {
         $($(#[$doc])* pub(crate) const $name: &str = include_str!(concat!("sql/", $file));)+
@@ -61,8 +79,20 @@ statements! {
     RECONCILE_RESOLVE = "reconcile_resolve.sql";
     /// One operation's status.
     RECONCILE_STATUS = "reconcile_status.sql";
-    /// Dead operations not announced yet.
-    ALERTS_DEAD_UNALERTED = "alerts_dead_unalerted.sql";
+    /// Announcements that are due, picked.
+    ALERTS_CLAIM = "alerts_claim.sql";
+    /// Picked announcements taken.
+    ALERTS_TAKE = "alerts_take.sql";
+    /// Failed announcements put off.
+    ALERTS_DEFER = "alerts_defer.sql";
+    /// A leadership taken or kept.
+    LEADER_ACQUIRE = "leader_acquire.sql";
+    /// A leadership as it stands.
+    LEADER_GET = "leader_get.sql";
+    /// A leadership given up.
+    LEADER_RELEASE = "leader_release.sql";
+    /// The leaderships in force.
+    LEADER_LIST = "leader_list.sql";
     /// Promotions announced.
     ALERTS_MARK_ALERTED = "alerts_mark_alerted.sql";
     /// A control set.
@@ -219,6 +249,7 @@ mod tests {
             CANCEL_WAITING,
             ENQUEUE_MARK_WOKEN,
             ALERTS_MARK_ALERTED,
+            ALERTS_TAKE,
             RECONCILE_TAKE,
         ];
         for statement in by_id {

@@ -53,6 +53,7 @@ pub(crate) async fn worker_list(
 ) -> Result<Vec<WorkerRecord>> {
     let rows = sqlx::query(sql::WORKERS_LIST)
         .bind(live_since(store, params.seen_within)?)
+        .bind(time::text(store.clock_now())?)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use oprec_core::maintenance::{
-    DeadUnalertedParams, MarkAlertedParams, ReconcileDueParams, WakeDueParams,
+    AlertClaimParams, MarkAlertedParams, ReconcileDueParams, WakeDueParams,
 };
 use oprec_core::operator::{
     ControlAction, ControlScope, ControlSetParams, OperationFilter, QuarantineParams, RedriveMode,
@@ -89,7 +89,10 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
     let ids: Vec<OperationId> = claimed.iter().map(|c| c.id).collect();
     assert_eq!(
         h.store
-            .operation_dead_unalerted(DeadUnalertedParams { limit: 5_000 })
+            .operation_alert_claim(AlertClaimParams {
+                limit: 5_000,
+                lease: chrono::Duration::seconds(60),
+            })
             .await
             .unwrap()
             .len(),
@@ -103,9 +106,14 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
         .operation_mark_alerted(MarkAlertedParams { ids: long.clone() })
         .await
         .unwrap();
+    // Past the claims' lease, nothing is due: every one was recorded as announced.
+    h.advance_secs(61);
     assert!(
         h.store
-            .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
+            .operation_alert_claim(AlertClaimParams {
+                limit: 10,
+                lease: chrono::Duration::seconds(60),
+            })
             .await
             .unwrap()
             .is_empty()

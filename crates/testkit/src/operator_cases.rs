@@ -3,7 +3,8 @@
 
 use chrono::Duration;
 use oprec_core::maintenance::{
-    DeadUnalertedParams, MarkAlertedParams, ReconcileDueParams, ReconcileResolveParams,
+    AlertClaimParams, AlertDeferParams, LeaderAcquireParams, LeaderReleaseParams,
+    MAINTENANCE_LEADER, MarkAlertedParams, ReconcileDueParams, ReconcileResolveParams,
     WakeDueParams,
 };
 use oprec_core::operator::{
@@ -183,6 +184,64 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
             .map(|o| o.id)
             .collect::<Vec<_>>(),
         vec![dep]
+    );
+}
+
+/// Setting and lifting a control marks the pending operations it names as never woken (and no
+/// others): wake-ups sent before it are dropped while it holds, so the scheduler must wake the
+/// operations again the moment it is lifted, not a re-wake interval later.
+pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
+    async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
+        let mut ids: Vec<OperationId> = h
+            .store
+            .operation_wake_due(WakeDueParams {
+                rewake_after: Duration::seconds(3600),
+                limit: 10,
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+        ids.sort();
+        ids
+    }
+    let a = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    assert_eq!(wake(&h).await.len(), 2, "both woken once");
+    assert!(wake(&h).await.is_empty(), "and not again");
+    h.store
+        .control_set(control(ControlScope::Kind, "a", None))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.get(a).await.operation.last_woken_at,
+        None,
+        "the paused kind's wake-up is void"
+    );
+    assert!(
+        h.get(b).await.operation.last_woken_at.is_some(),
+        "another kind keeps its own"
+    );
+    assert!(wake(&h).await.is_empty(), "held back: not woken");
+    // An enqueue during the pause publishes a wake-up the workers drop.
+    let c = enqueue(&h, "a", EnqueueOptions::default()).await;
+    h.store
+        .operation_mark_woken(oprec_core::store::MarkWokenParams { ids: vec![c] })
+        .await
+        .unwrap();
+    h.store
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::Kind,
+            value: "a".into(),
+        })
+        .await
+        .unwrap();
+    let mut expected = vec![a, c];
+    expected.sort();
+    assert_eq!(
+        wake(&h).await,
+        expected,
+        "woken at once when the pause is lifted"
     );
 }
 
@@ -723,24 +782,119 @@ pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
 /// Every promotion to dead is announced once.
 pub async fn dead_promotions_are_announced_once<S: FullStore>(h: Harness<S>) {
     let ids = dead_ops(&h, "k", 3, FailureClass::Permanent, "bad").await;
-    let pending = h
-        .store
-        .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
-        .await
-        .unwrap();
-    assert_eq!(pending.iter().map(|o| o.id).collect::<Vec<_>>(), ids);
+    let claim = |limit| AlertClaimParams {
+        limit,
+        lease: Duration::seconds(60),
+    };
+    let first = h.store.operation_alert_claim(claim(10)).await.unwrap();
+    assert_eq!(
+        first.iter().map(|d| d.operation.id).collect::<Vec<_>>(),
+        ids,
+        "oldest promotion first"
+    );
+    assert!(first.iter().all(|d| d.failures == 0));
+    // Claimed: a second announcer gets none of them while the claim lasts.
+    assert!(
+        h.store
+            .operation_alert_claim(claim(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     h.store
         .operation_mark_alerted(MarkAlertedParams {
             ids: ids[..2].to_vec(),
         })
         .await
         .unwrap();
-    let left = h
-        .store
-        .operation_dead_unalerted(DeadUnalertedParams { limit: 10 })
+    // The third failed: it comes back at its retry time, with its failure counted.
+    let retry = h.clock.now() + Duration::seconds(10);
+    h.store
+        .operation_alert_defer(AlertDeferParams {
+            retries: vec![(ids[2], retry)],
+        })
         .await
         .unwrap();
-    assert_eq!(left.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[2]]);
+    h.advance_secs(9);
+    assert!(
+        h.store
+            .operation_alert_claim(claim(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    h.advance_secs(1);
+    let again = h.store.operation_alert_claim(claim(10)).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].operation.id, again[0].failures), (ids[2], 1));
+    // A claim that runs out (its announcer died) is announced again: at least once.
+    h.advance_secs(61);
+    let orphan = h.store.operation_alert_claim(claim(10)).await.unwrap();
+    assert_eq!(
+        orphan.iter().map(|d| d.operation.id).collect::<Vec<_>>(),
+        vec![ids[2]]
+    );
+    h.store
+        .operation_mark_alerted(MarkAlertedParams { ids: vec![ids[2]] })
+        .await
+        .unwrap();
+    h.advance_secs(61);
+    assert!(
+        h.store
+            .operation_alert_claim(claim(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// One holder at a time: a leadership is granted when free, kept by its holder, refused to others
+/// while its lease lasts, taken over once it runs out, and free again at once when given up.
+pub async fn leaders_are_held_one_at_a_time<S: FullStore>(h: Harness<S>) {
+    let ask = |holder: &str| LeaderAcquireParams {
+        name: MAINTENANCE_LEADER.into(),
+        holder: holder.into(),
+        lease: Duration::seconds(10),
+    };
+    let start = h.clock.now();
+    let a = h.store.leader_acquire(ask("a")).await.unwrap();
+    assert_eq!((a.holder.as_str(), a.since), ("a", start));
+    assert_eq!(a.lease_until, start + Duration::seconds(10));
+    let b = h.store.leader_acquire(ask("b")).await.unwrap();
+    assert_eq!(b.holder, "a", "b is refused while a's lease lasts");
+    h.advance_secs(5);
+    let renewed = h.store.leader_acquire(ask("a")).await.unwrap();
+    assert_eq!((renewed.holder.as_str(), renewed.since), ("a", start));
+    assert_eq!(renewed.lease_until, start + Duration::seconds(15));
+    let listed = h.store.leader_list().await.unwrap();
+    assert_eq!(listed, vec![renewed.clone()]);
+    // a stops renewing: once its lease has run out, b takes over.
+    h.advance_secs(10);
+    assert_eq!(h.store.leader_acquire(ask("b")).await.unwrap().holder, "a");
+    h.advance_secs(1);
+    let taken = h.store.leader_acquire(ask("b")).await.unwrap();
+    assert_eq!((taken.holder.as_str(), taken.since), ("b", h.clock.now()));
+    // a's release of what it no longer holds changes nothing; b's frees it at once.
+    assert!(
+        !h.store
+            .leader_release(LeaderReleaseParams {
+                name: MAINTENANCE_LEADER.into(),
+                holder: "a".into(),
+            })
+            .await
+            .unwrap()
+    );
+    assert!(
+        h.store
+            .leader_release(LeaderReleaseParams {
+                name: MAINTENANCE_LEADER.into(),
+                holder: "b".into(),
+            })
+            .await
+            .unwrap()
+    );
+    assert!(h.store.leader_list().await.unwrap().is_empty());
+    assert_eq!(h.store.leader_acquire(ask("a")).await.unwrap().holder, "a");
 }
 
 /// Counting matches per status: what an operator action would touch, every value bound (a
@@ -806,6 +960,7 @@ macro_rules! operator_conformance_tests {
         $crate::operator_conformance_tests!(@cases $setup;
             pauses_stop_only_what_they_name,
             pause_by_class_holds_back_that_class,
+            lifting_a_control_wakes_what_it_held,
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
             redrive_filters_select_exactly,
@@ -815,6 +970,7 @@ macro_rules! operator_conformance_tests {
             stats_answer_the_retry_questions,
             audit_log_keeps_every_action,
             dead_promotions_are_announced_once,
+            leaders_are_held_one_at_a_time,
             activity_counts_attempts_and_deaths_per_minute,
             workers_register_and_unhandled_kinds_show,
         );
@@ -936,6 +1092,22 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
     );
     assert_eq!(w[0].code_version.as_deref(), Some("v7"));
     assert_eq!((w[0].started_at, w[0].last_seen_at), (t0, h.clock.now()));
+    assert!(!w[0].leader);
+    // Holding the maintenance leadership shows on the worker's row.
+    h.store
+        .leader_acquire(LeaderAcquireParams {
+            name: MAINTENANCE_LEADER.into(),
+            holder: "w1".into(),
+            lease: Duration::seconds(10),
+        })
+        .await
+        .unwrap();
+    let w = h
+        .store
+        .worker_list(WorkerListParams { seen_within: live })
+        .await
+        .unwrap();
+    assert!(w[0].leader);
     let u = h
         .store
         .operation_unhandled(WorkerListParams { seen_within: live })

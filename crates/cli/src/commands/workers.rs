@@ -1,8 +1,9 @@
-//! `oprec workers`: the workers running now (seen within a minute) and the kinds each handles,
-//! then the pending work of kinds that none of them handles.
+//! `oprec workers`: the workers running now (seen within a minute), the kinds each handles and
+//! which one leads maintenance, then the pending work of kinds that none of them handles.
 
 use clap::Args;
 use oprec::WORKER_LIVE_SECS;
+use oprec::maintenance::MAINTENANCE_LEADER;
 use oprec::operator::WorkerListParams;
 
 use crate::backend::{Backend, store_error};
@@ -21,7 +22,7 @@ pub(crate) struct WorkersArgs {
 pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()> {
     let backend = Backend::connect(&global.database_url).await?;
     let live = chrono::Duration::seconds(WORKER_LIVE_SECS);
-    let workers = backend
+    let mut workers = backend
         .store
         .worker_list(WorkerListParams { seen_within: live })
         .await
@@ -31,9 +32,22 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
         .operation_unhandled(WorkerListParams { seen_within: live })
         .await
         .map_err(store_error)?;
+    let leader = backend
+        .store
+        .leader_list()
+        .await
+        .map_err(store_error)?
+        .into_iter()
+        .find(|l| l.name == MAINTENANCE_LEADER);
+    // One read decides both the leader line and the LEADS column: two reads could disagree when
+    // a lease runs out between them (a killed leader's row says it leads; the later read, not).
+    for w in &mut workers {
+        w.leader = leader.as_ref().is_some_and(|l| l.holder == w.id);
+    }
     if args.json {
         return output::json(&serde_json::json!({
             "workers": workers,
+            "leader": leader,
             "unhandled": unhandled,
             "live_within_seconds": WORKER_LIVE_SECS,
         }));
@@ -43,6 +57,7 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
     } else {
         let mut t = Table::new(&[
             "WORKER",
+            "LEADS",
             "HOST",
             "PID",
             "VERSION",
@@ -53,6 +68,7 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
         for w in &workers {
             t.row(vec![
                 w.id.clone(),
+                if w.leader { "maintenance" } else { "-" }.to_owned(),
                 w.host.clone(),
                 w.pid.to_string(),
                 w.code_version.clone().unwrap_or_else(|| "-".into()),
@@ -63,6 +79,18 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
         }
         t.render("")
     };
+    out.push_str(&match &leader {
+        Some(l) => format!(
+            "\nmaintenance leader: {} (since {}, lease until {})\n",
+            l.holder,
+            output::time(l.since),
+            output::time(l.lease_until)
+        ),
+        None => {
+            "\nmaintenance leader: none (no worker runs the scheduler, rescuer and alerts now)\n"
+                .to_owned()
+        }
+    });
     out.push_str(&unhandled_text(&unhandled));
     output::text(&out)
 }

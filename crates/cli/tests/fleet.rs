@@ -1,0 +1,172 @@
+//! A fleet, not a process: several real `oprec worker` processes against one PostgreSQL and one
+//! broker. One of them leads maintenance at a time (`oprec workers` says which); when the leader
+//! is SIGKILLed another takes over once its lease has run out; and every promotion to dead is
+//! announced once, however many workers run.
+
+mod common;
+mod rig;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use rig::{Rig, RigKind, poll};
+use serde_json::Value;
+
+/// The workers `oprec workers --json` lists, and the one marked as the maintenance leader.
+fn leader(rig: &Rig) -> (usize, Option<String>) {
+    let v = rig.oprec_json(&["workers", "--json"]);
+    let workers = v["workers"].as_array().cloned().unwrap_or_default();
+    let leaders: Vec<String> = workers
+        .iter()
+        .filter(|w| w["leader"] == true)
+        .map(|w| w["id"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(leaders.len() <= 1, "two leaders at once: {leaders:?}");
+    if let Some(l) = leaders.first() {
+        assert_eq!(v["leader"]["holder"].as_str(), Some(l.as_str()), "{v}");
+    }
+    (workers.len(), leaders.into_iter().next())
+}
+
+#[test]
+fn one_worker_leads_maintenance_and_another_takes_over_after_a_sigkill() {
+    let rig = Rig::new(RigKind::PostgresRedis, "leader takeover");
+    let mut workers: HashMap<String, rig::Proc> = HashMap::new();
+    for name in ["fleet-a", "fleet-b", "fleet-c"] {
+        let mut w = rig.worker(name, &[]);
+        w.wait_until_up();
+        workers.insert(name.to_owned(), w);
+    }
+    let first = poll(
+        Duration::from_secs(30),
+        Duration::from_millis(200),
+        || match leader(&rig) {
+            (3, Some(l)) => Some(l),
+            _ => None,
+        },
+    )
+    .expect("three workers, one of them leading, within 30 s");
+    // The worker id is "$HOSTNAME-$PID"; the rig names each process's HOSTNAME.
+    let name = first.rsplit_once('-').map(|(h, _)| h.to_owned()).unwrap();
+    let killed_at = Instant::now();
+    workers
+        .get_mut(&name)
+        .expect("the leader is ours")
+        .sigkill();
+    let next = poll(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || match leader(&rig) {
+            (_, Some(l)) if l != first => Some(l),
+            _ => None,
+        },
+    )
+    .expect("another worker leads within 30 s of the leader's death");
+    let took = killed_at.elapsed();
+    // The lease is 6 s and the others ask every 2 s: the takeover comes within about 8 s (the
+    // bound leaves room for a loaded machine).
+    assert!(took < Duration::from_secs(20), "the takeover took {took:?}");
+    rig.report(&format!(
+        "leader {first} SIGKILLed; {next} led {:.1} s later",
+        took.as_secs_f64()
+    ));
+    // A clean stop gives the leadership up at once: the next leader comes within a renewal.
+    let name = next.rsplit_once('-').map(|(h, _)| h.to_owned()).unwrap();
+    let w = workers.get_mut(&name).expect("the new leader is ours");
+    let stopped_at = Instant::now();
+    w.sigterm();
+    w.wait_for_exit(Duration::from_secs(30))
+        .expect("the leader drains and stops");
+    let third = poll(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || match leader(&rig) {
+            (_, Some(l)) if l != next => Some(l),
+            _ => None,
+        },
+    )
+    .expect("the last worker leads after the clean stop");
+    let took = stopped_at.elapsed();
+    assert!(took < Duration::from_secs(20), "the handover took {took:?}");
+    rig.report(&format!(
+        "leader {next} stopped cleanly; {third} led {:.1} s later",
+        took.as_secs_f64()
+    ));
+}
+
+/// Every body the webhook received.
+#[derive(Default)]
+struct Hook {
+    posts: Mutex<Vec<Value>>,
+}
+
+async fn receive(
+    axum::extract::State(hook): axum::extract::State<Arc<Hook>>,
+    Json(body): Json<Value>,
+) -> StatusCode {
+    hook.posts.lock().unwrap().push(body);
+    StatusCode::OK
+}
+
+#[test]
+fn a_fleet_announces_each_death_once() {
+    const DEATHS: usize = 300;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hook = Arc::new(Hook::default());
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route("/hook", post(receive))
+        .with_state(hook.clone());
+    rt.spawn(async move { axum::serve(listener, app).await });
+
+    let rig = Rig::new(RigKind::PostgresRedis, "announced once");
+    let mut workers: Vec<rig::Proc> = ["hook-a", "hook-b", "hook-c"]
+        .iter()
+        .map(|n| rig.worker(n, &["--dead-letter-webhook", &url]))
+        .collect();
+    for w in &mut workers {
+        w.wait_until_up();
+    }
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.flaky",
+        "--payload",
+        r#"{"fail_times": 9, "class": "permanent"}"#,
+        "--count",
+        &DEATHS.to_string(),
+    ]);
+    let all = poll(Duration::from_secs(60), Duration::from_millis(200), || {
+        (hook.posts.lock().unwrap().len() >= DEATHS).then_some(())
+    });
+    assert!(
+        all.is_some(),
+        "{} of {DEATHS} deaths announced in 60 s",
+        hook.posts.lock().unwrap().len()
+    );
+    // A few more passes of every alerter: nothing is announced twice.
+    std::thread::sleep(Duration::from_secs(5));
+    let posts = hook.posts.lock().unwrap().clone();
+    let mut ids: Vec<&str> = posts.iter().filter_map(|p| p["id"].as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), DEATHS, "every death announced");
+    assert_eq!(posts.len(), DEATHS, "and each once, by three workers");
+    rig.report(&format!(
+        "{DEATHS} deaths, 3 workers: {} webhook posts",
+        posts.len()
+    ));
+    for w in &workers {
+        w.sigterm();
+    }
+    for w in &mut workers {
+        w.wait_for_exit(Duration::from_secs(30));
+    }
+}
