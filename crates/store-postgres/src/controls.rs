@@ -3,14 +3,15 @@
 //! wake-up and work-exists statements; this module only keeps the rows.
 
 use chrono::{DateTime, Utc};
-use oprec_core::Result;
 use oprec_core::operator::{Control, ControlRemoveParams, ControlSetParams};
+use oprec_core::{ControlScope, Result};
 
 use crate::row::Columns;
 use crate::{PgStore, backend_error, sql};
 
 /// Sets, or replaces, the control on its scope and value.
 pub(crate) async fn control_set(store: &PgStore, params: ControlSetParams) -> Result<Control> {
+    let mut tx = store.pool.begin().await.map_err(backend_error)?;
     let created_at: DateTime<Utc> = sqlx::query_scalar(sql::CONTROLS_SET)
         .bind(params.scope.as_str())
         .bind(&params.value)
@@ -19,9 +20,11 @@ pub(crate) async fn control_set(store: &PgStore, params: ControlSetParams) -> Re
         .bind(&params.reason)
         .bind(&params.actor)
         .bind(store.now_bind())
-        .fetch_one(&store.pool)
+        .fetch_one(&mut *tx)
         .await
         .map_err(backend_error)?;
+    wake_reset(&mut tx, params.scope, &params.value).await?;
+    tx.commit().await.map_err(backend_error)?;
     Ok(Control {
         scope: params.scope,
         value: params.value,
@@ -35,13 +38,33 @@ pub(crate) async fn control_set(store: &PgStore, params: ControlSetParams) -> Re
 
 /// Removes the control on a scope and value; false when there was none.
 pub(crate) async fn control_remove(store: &PgStore, params: ControlRemoveParams) -> Result<bool> {
+    let mut tx = store.pool.begin().await.map_err(backend_error)?;
     let done = sqlx::query(sql::CONTROLS_REMOVE)
         .bind(params.scope.as_str())
         .bind(&params.value)
-        .execute(&store.pool)
+        .execute(&mut *tx)
         .await
         .map_err(backend_error)?;
+    if done.rows_affected() > 0 {
+        wake_reset(&mut tx, params.scope, &params.value).await?;
+    }
+    tx.commit().await.map_err(backend_error)?;
     Ok(done.rows_affected() > 0)
+}
+
+/// Marks the pending operations a control names as never woken: the scheduler wakes them as
+/// soon as nothing holds them back (at once, when the control is lifted by hand).
+async fn wake_reset(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    scope: ControlScope,
+    value: &str,
+) -> Result<()> {
+    sqlx::query(sql::controls_wake_reset(scope))
+        .bind(value)
+        .execute(&mut **tx)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
 }
 
 /// The controls in force now.

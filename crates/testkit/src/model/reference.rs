@@ -464,6 +464,13 @@ impl Model {
                 Expect::Count(n.into())
             }
             Action::Pause { on } => {
+                // Setting a pause, or lifting one in force, marks the pending operations it
+                // names as never woken: the wake-ups sent before are useless.
+                if on || self.paused {
+                    for o in self.ops.iter_mut().filter(|o| o.status == Status::Pending) {
+                        o.last_woken_at = None;
+                    }
+                }
                 self.paused = on;
                 Expect::Nothing
             }
