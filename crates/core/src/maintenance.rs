@@ -16,7 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::store::{CompleteParams, CompleteResult};
-use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store};
+use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store, WakeUp};
 
 /// Pick pending, eligible operations whose last wake-up is older than `rewake_after` (or that were
 /// never woken), mark them woken now, and return them for publishing.
@@ -158,8 +158,8 @@ pub trait MaintenanceStore: Store {
     /// Marks due operations woken and returns them for publishing: pending, eligible, within
     /// their deadline, held back by no control, and never woken, woken before they became
     /// eligible, or woken longer than `rewake_after` ago. Two schedulers never get the same
-    /// operation from one call each.
-    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>>;
+    /// operation from one call each. Each comes with its kind, which routes its wake-up.
+    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<WakeUp>>;
 
     /// Running operations whose lease has expired, for the rescuer to decide on.
     async fn operation_lease_expired_list(

@@ -155,7 +155,7 @@ macro_rules! impl_store_traits {
             async fn operation_wake_due(
                 &self,
                 params: $crate::maintenance::WakeDueParams,
-            ) -> $crate::Result<Vec<$crate::OperationId>> {
+            ) -> $crate::Result<Vec<$crate::WakeUp>> {
                 crate::wake::operation_wake_due(self, params).await
             }
             async fn operation_lease_expired_list(

@@ -1,5 +1,6 @@
 //! The scheduler: re-selects eligible operations from the store and publishes their wake-ups, so
 //! a purged, lost or late broker backlog is rebuilt and retries wake when their rung comes due.
+//! Each wake-up goes to its kind's stream or queue, so only the workers of that kind receive it.
 //! Selecting marks the rows woken in the same statement, so several schedulers never publish the
 //! same operation twice in one interval (and PostgreSQL lets one leader at a time select).
 
@@ -45,13 +46,13 @@ pub async fn schedule_once(
     config: &SchedulerConfig,
     stats: &Stats,
 ) -> oprec_core::Result<u64> {
-    let ids = store
+    let due = store
         .operation_wake_due(WakeDueParams {
             rewake_after: config.rewake_after,
             limit: config.batch,
         })
         .await?;
-    let chunks: Vec<_> = ids.chunks(config.chunk.max(1)).collect();
+    let chunks: Vec<_> = due.chunks(config.chunk.max(1)).collect();
     let pause = config.interval / (chunks.len().max(1) as u32);
     let mut published = 0;
     for (i, chunk) in chunks.iter().enumerate() {

@@ -4,18 +4,18 @@
 //! wake-ups; the others find the lock taken and pick nothing this round.
 
 use oprec_core::maintenance::WakeDueParams;
-use oprec_core::{OperationId, Result};
+use oprec_core::{OperationId, Result, WakeUp};
 use uuid::Uuid;
 
 use crate::row::millis;
 use crate::{PgStore, backend_error, sql};
 
-/// Marks due operations woken and returns them, oldest eligible first; nothing when another
+/// Marks due operations woken and returns them with their kinds, oldest eligible first; nothing when another
 /// scheduler leads.
 pub(crate) async fn operation_wake_due(
     store: &PgStore,
     params: WakeDueParams,
-) -> Result<Vec<OperationId>> {
+) -> Result<Vec<WakeUp>> {
     let mut tx = store
         .pool
         .begin_with(sql::WALK_PENDING_IN_ORDER)
@@ -28,7 +28,7 @@ pub(crate) async fn operation_wake_due(
     if !leader {
         return Ok(Vec::new());
     }
-    let ids: Vec<Uuid> = sqlx::query_scalar(sql::WAKE_DUE.as_str())
+    let due: Vec<(Uuid, String)> = sqlx::query_as(sql::WAKE_DUE.as_str())
         .bind(store.now_bind())
         .bind(millis(params.rewake_after))
         .bind(i64::from(params.limit))
@@ -36,5 +36,8 @@ pub(crate) async fn operation_wake_due(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(ids.into_iter().map(OperationId::from_uuid).collect())
+    Ok(due
+        .into_iter()
+        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
+        .collect())
 }

@@ -3,7 +3,7 @@
 //! back are not due.
 
 use oprec_core::maintenance::WakeDueParams;
-use oprec_core::{OperationId, Result};
+use oprec_core::{Result, WakeUp};
 
 use crate::row::parse_id;
 use crate::{SqliteStore, backend_error, sql, time};
@@ -12,16 +12,18 @@ use crate::{SqliteStore, backend_error, sql, time};
 pub(crate) async fn operation_wake_due(
     store: &SqliteStore,
     params: WakeDueParams,
-) -> Result<Vec<OperationId>> {
+) -> Result<Vec<WakeUp>> {
     let now = store.clock_now();
     let stale_before = time::after(now, -params.rewake_after)?;
     let _turn = store.write_turn().await;
-    let ids: Vec<String> = sqlx::query_scalar(sql::WAKE_DUE.as_str())
+    let due: Vec<(String, String)> = sqlx::query_as(sql::WAKE_DUE.as_str())
         .bind(time::text(now)?)
         .bind(time::text(stale_before)?)
         .bind(i64::from(params.limit))
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    ids.iter().map(|id| parse_id(id)).collect()
+    due.into_iter()
+        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
+        .collect()
 }

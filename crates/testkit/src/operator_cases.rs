@@ -110,6 +110,7 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
         })
         .await
         .unwrap();
+    let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();
     assert_eq!(woken, vec![b], "a paused kind is not woken");
     let claimed: Vec<_> = h.claim_all("w").await.iter().map(|o| o.id).collect();
     assert_eq!(claimed, vec![b], "a paused kind is not claimed");
@@ -201,6 +202,7 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
             .await
             .unwrap()
             .into_iter()
+            .map(|w| w.id)
             .collect();
         ids.sort();
         ids

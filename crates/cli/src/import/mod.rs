@@ -156,7 +156,11 @@ impl Importer {
         if ids.is_empty() {
             return;
         }
-        match t.publish(&ids).await {
+        let wakeups: Vec<oprec::WakeUp> = ids
+            .iter()
+            .map(|id| oprec::WakeUp::new(*id, self.kind.as_str()))
+            .collect();
+        match t.publish(&wakeups).await {
             Ok(()) => {
                 if let Err(e) = self
                     .store

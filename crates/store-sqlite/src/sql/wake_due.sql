@@ -1,4 +1,5 @@
--- The scheduler's pick: marks up to ?3 due operations woken at ?1 and returns them, oldest
+-- The scheduler's pick: marks up to ?3 due operations woken at ?1 and returns them (id and kind,
+-- which routes the wake-up), oldest
 -- eligible first. Due: pending, eligible, within the deadline, held back by no control, and
 -- never woken, woken before it became eligible, or woken before ?2 (the re-wake interval ago).
 -- One statement, so two schedulers never get the same operation from one call each. INDEXED BY
@@ -13,4 +14,4 @@ WHERE id IN (SELECT o.id FROM operations AS o INDEXED BY operations_pending_elig
                AND /*not_held_back*/
              ORDER BY o.next_eligible_at, o.id
              LIMIT ?3)
-RETURNING id
+RETURNING id, kind
