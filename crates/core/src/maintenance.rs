@@ -28,6 +28,16 @@ pub struct WakeDueParams {
     pub limit: u32,
 }
 
+/// Mark pending operations never woken, so that the scheduler wakes them on its next pass. Both
+/// filters apply; an empty one matches everything.
+#[derive(Clone, Debug, Default)]
+pub struct WakeResetParams {
+    /// The kinds whose pending operations are reset; empty: every kind.
+    pub kinds: Vec<String>,
+    /// The operations reset; empty: every pending operation of `kinds`.
+    pub ids: Vec<OperationId>,
+}
+
 /// List running operations whose lease has expired, longest expired first.
 #[derive(Clone, Copy, Debug)]
 pub struct LeaseExpiredListParams {
@@ -160,6 +170,12 @@ pub trait MaintenanceStore: Store {
     /// eligible, or woken longer than `rewake_after` ago. Two schedulers never get the same
     /// operation from one call each.
     async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>>;
+
+    /// Marks pending operations never woken (of `kinds`, among `ids`; an empty filter matches
+    /// all), so that the scheduler wakes them on its next pass rather than after the re-wake
+    /// interval: their wake-ups were purged from the broker, or never reached it. Returns how
+    /// many rows it reset.
+    async fn operation_wake_reset(&self, params: WakeResetParams) -> Result<u64>;
 
     /// Running operations whose lease has expired, for the rescuer to decide on.
     async fn operation_lease_expired_list(

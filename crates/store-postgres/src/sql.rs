@@ -87,6 +87,9 @@ pub(crate) const CONTROLS_LIST: &str = include_str!("sql/controls_list.sql");
 /// Removes a control.
 pub(crate) const CONTROLS_REMOVE: &str = include_str!("sql/controls_remove.sql");
 
+/// Marks pending operations of some kinds never woken (after a transport purge).
+pub(crate) const OPERATIONS_WAKE_RESET: &str = include_str!("sql/operations_wake_reset.sql");
+
 /// Sets or replaces a control.
 pub(crate) const CONTROLS_SET: &str = include_str!("sql/controls_set.sql");
 

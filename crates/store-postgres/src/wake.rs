@@ -3,11 +3,11 @@
 //! time (a transaction-level advisory lock), so several scheduler processes do not multiply
 //! wake-ups; the others find the lock taken and pick nothing this round.
 
-use oprec_core::maintenance::WakeDueParams;
+use oprec_core::maintenance::{WakeDueParams, WakeResetParams};
 use oprec_core::{OperationId, Result};
 use uuid::Uuid;
 
-use crate::row::millis;
+use crate::row::{self, millis};
 use crate::{PgStore, backend_error, sql};
 
 /// Marks due operations woken and returns them, oldest eligible first; nothing when another
@@ -37,4 +37,15 @@ pub(crate) async fn operation_wake_due(
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
     Ok(ids.into_iter().map(OperationId::from_uuid).collect())
+}
+
+/// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
+pub(crate) async fn operation_wake_reset(store: &PgStore, params: WakeResetParams) -> Result<u64> {
+    let done = sqlx::query(sql::OPERATIONS_WAKE_RESET)
+        .bind(&params.kinds)
+        .bind(row::uuids(&params.ids))
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
 }

@@ -99,6 +99,8 @@ statements! {
     CONTROLS_SET = "controls_set.sql";
     /// A control removed.
     CONTROLS_REMOVE = "controls_remove.sql";
+    /// Pending operations of some kinds marked never woken (after a transport purge).
+    OPERATIONS_WAKE_RESET = "operations_wake_reset.sql";
     /// The controls in force.
     CONTROLS_LIST = "controls_list.sql";
     /// Picked operations re-driven in place.

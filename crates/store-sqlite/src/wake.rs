@@ -2,10 +2,10 @@
 //! schedulers never publish the same operation from one call each. Operations a control holds
 //! back are not due.
 
-use oprec_core::maintenance::WakeDueParams;
+use oprec_core::maintenance::{WakeDueParams, WakeResetParams};
 use oprec_core::{OperationId, Result};
 
-use crate::row::parse_id;
+use crate::row::{self, parse_id};
 use crate::{SqliteStore, backend_error, sql, time};
 
 /// See [`MaintenanceStore::operation_wake_due`](oprec_core::MaintenanceStore::operation_wake_due).
@@ -24,4 +24,21 @@ pub(crate) async fn operation_wake_due(
         .await
         .map_err(backend_error)?;
     ids.iter().map(|id| parse_id(id)).collect()
+}
+
+/// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
+pub(crate) async fn operation_wake_reset(
+    store: &SqliteStore,
+    params: WakeResetParams,
+) -> Result<u64> {
+    let kinds = row::json_text(&params.kinds)?;
+    let ids = row::json_text(&row::distinct_texts(&params.ids))?;
+    let _turn = store.write_turn().await;
+    let done = sqlx::query(sql::OPERATIONS_WAKE_RESET)
+        .bind(kinds)
+        .bind(ids)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
 }

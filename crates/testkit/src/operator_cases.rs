@@ -5,7 +5,7 @@ use chrono::Duration;
 use oprec_core::maintenance::{
     AlertClaimParams, AlertDeferParams, LeaderAcquireParams, LeaderReleaseParams,
     MAINTENANCE_LEADER, MarkAlertedParams, ReconcileDueParams, ReconcileResolveParams,
-    WakeDueParams,
+    WakeDueParams, WakeResetParams,
 };
 use oprec_core::operator::{
     ActivityParams, AuditEntry, AuditListParams, ControlAction, ControlRemoveParams, ControlScope,
@@ -242,6 +242,65 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
         wake(&h).await,
         expected,
         "woken at once when the pause is lifted"
+    );
+}
+
+/// A wake reset (after a transport purge) makes the pending operations of the kinds it names due
+/// for a wake-up at once, and leaves other kinds and other statuses alone.
+pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
+    async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
+        let mut ids: Vec<OperationId> = h
+            .store
+            .operation_wake_due(WakeDueParams {
+                rewake_after: Duration::seconds(3600),
+                limit: 10,
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .collect();
+        ids.sort();
+        ids
+    }
+    let a = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    let done = enqueue(&h, "a", EnqueueOptions::default()).await;
+    finish(&h, done, Transition::succeeded(None)).await;
+    assert_eq!(wake(&h).await.len(), 2, "both pending woken once");
+    assert!(wake(&h).await.is_empty(), "and not again");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams {
+            kinds: vec!["a".into()],
+            ids: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(reset, 1, "only the pending operation of kind a");
+    assert_eq!(wake(&h).await, vec![a], "woken again at once");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams {
+            kinds: Vec::new(),
+            ids: vec![b, done],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reset, 1, "only the pending one among the ids");
+    assert_eq!(wake(&h).await, vec![b], "and it alone is woken again");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams::default())
+        .await
+        .unwrap();
+    assert_eq!(reset, 2, "every kind when none is named");
+    let mut both = vec![a, b];
+    both.sort();
+    assert_eq!(wake(&h).await, both);
+    assert_eq!(
+        h.get(done).await.operation.status,
+        Status::Succeeded,
+        "a finished operation is not touched"
     );
 }
 
@@ -961,6 +1020,7 @@ macro_rules! operator_conformance_tests {
             pauses_stop_only_what_they_name,
             pause_by_class_holds_back_that_class,
             lifting_a_control_wakes_what_it_held,
+            wake_reset_rebuilds_a_purged_backlog,
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
             redrive_filters_select_exactly,

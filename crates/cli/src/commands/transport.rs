@@ -61,6 +61,7 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
             "transport": shown,
             "purged": purged,
             "pending": pending,
+            "rewake": done.rewake,
         }));
     }
     let (ops, are) = if pending == 1 {
@@ -69,7 +70,8 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
         ("operations", "are")
     };
     output::line!(
-        "purged {} wake-ups; {} {ops} {are} still pending in the store: no intent was lost",
+        "purged {} wake-ups; {} {ops} {are} still pending in the store: no intent was lost; \
+         the scheduler wakes them again on its next pass",
         count(purged),
         count(pending)
     )?;
