@@ -12,6 +12,7 @@
 //! (oprec-ops).
 
 mod background;
+mod broker_health;
 mod client;
 mod completer;
 mod context;
@@ -41,7 +42,7 @@ pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
-pub use scheduler::{SchedulerConfig, schedule_once};
+pub use scheduler::{SchedulePass, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 #[cfg(feature = "webhook")]
 pub use webhook::WebhookSink;

@@ -1,6 +1,7 @@
-//! The worker process: takes wake-ups (or polls the store when there is no broker), claims in
-//! batches, runs handlers with a concurrency limit, writes outcomes in batches, and drains on
-//! shutdown. It also runs the scheduler and the rescuer.
+//! The worker process: takes wake-ups (or polls the store when there is no broker, and while the
+//! broker does not answer), claims in batches, runs handlers with a concurrency limit, writes
+//! outcomes in batches, and drains on shutdown. Beside it run the loops of `background.rs`
+//! (presence, metrics, and on the fleet's leader the maintenance loops).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -18,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{Background, BackgroundParams};
+use crate::broker_health::BrokerHealth;
 use crate::executor::Executor;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
@@ -96,6 +98,7 @@ pub struct Worker {
     stats: Arc<Stats>,
     /// Failed transport or store calls in a row, for the back-off.
     failures: AtomicU32,
+    broker: BrokerHealth,
 }
 
 impl std::fmt::Debug for Worker {
@@ -146,6 +149,7 @@ impl Worker {
             config,
             stats: Arc::new(Stats::default()),
             failures: AtomicU32::new(0),
+            broker: BrokerHealth::default(),
         }
     }
 
@@ -244,9 +248,12 @@ impl Worker {
                     continue;
                 };
                 claims.push(Box::pin(async move {
+                    // Without a broker, or while it does not answer, claim from the store.
                     let claimed = match &this.transport {
-                        Some(t) => this.take_wakeups(t.as_ref(), free, kinds_ref, stop).await,
-                        None => this.poll(free, kinds_ref, stop).await,
+                        Some(t) if this.broker.ask_broker() => {
+                            this.take_wakeups(t.as_ref(), free, kinds_ref, stop).await
+                        }
+                        _ => this.poll(free, kinds_ref, stop).await,
                     };
                     (claimed, reserved)
                 }));
@@ -332,12 +339,13 @@ impl Worker {
         let deliveries = match deliveries {
             Ok(d) => {
                 self.recovered();
+                self.broker.answered(t.name());
                 d
             }
             Err(e) => {
-                tracing::warn!(error = %e, transport = t.name(), "receiving wake-ups failed");
-                self.pause(shutdown).await;
-                return Vec::new();
+                // Every operation is in the store: poll it until the broker answers again.
+                self.broker.failed(&e, t.name());
+                return self.poll(max, kinds, shutdown).await;
             }
         };
         if deliveries.is_empty() {
