@@ -6,8 +6,8 @@
 //! - Redis killed and started empty (a restart without persistence), and the RabbitMQ node
 //!   restarted: every operation still finishes, re-woken by the scheduler within its re-wake
 //!   interval of the broker's return;
-//! - the broker down for a minute (Redis, RabbitMQ): `oprec enqueue` still commits, and the work
-//!   resumes once it is back.
+//! - the broker down for 30 s mid-drain (Redis, RabbitMQ): `oprec enqueue` still commits, and
+//!   the workers keep draining by polling the store until it is back, then take wake-ups again.
 //!
 //! Each run is `demo.effect` operations (20 ms before the effect) under two worker processes; at
 //! the end every operation has succeeded with exactly one effect row and one attempt row per
@@ -286,12 +286,15 @@ fn rabbitmq_restarted_mid_run() {
     drop(rig);
 }
 
-/// The broker down for a minute in the middle of a run. Enqueues made meanwhile commit
-/// (exit 0, the rows there at once); when it is back, everything finishes.
-fn broker_down_for_a_minute(rig: &Rig, what: &str, stop: impl FnOnce(), start: impl FnOnce()) {
+/// The broker down for 30 s in the middle of a drain. Enqueues made meanwhile commit (exit 0, the
+/// rows there at once), and the workers keep draining from the store at the poll interval: every
+/// operation, those enqueued during the outage included, finishes before the broker is back.
+/// When it returns they go back to wake-ups, and what is enqueued then finishes too.
+fn broker_down_mid_drain(rig: &Rig, what: &str, stop: impl FnOnce(), start: impl FnOnce()) {
     const OPS: i64 = 2000;
     const DURING: i64 = 100;
-    const DOWN: Duration = Duration::from_secs(60);
+    const AFTER: i64 = 100;
+    const DOWN: Duration = Duration::from_secs(30);
     enqueue(rig, OPS);
     let mut ws = workers(rig, "3s");
     wait_for_progress(rig, OPS / 10);
@@ -311,44 +314,62 @@ fn broker_down_for_a_minute(rig: &Rig, what: &str, stop: impl FnOnce(), start: i
         total,
         "enqueues during the outage committed"
     );
-    let rest = DOWN.saturating_sub(stopped.elapsed());
-    std::thread::sleep(rest);
-    let down_for = stopped.elapsed();
+    // The drain goes on without the broker.
+    let drained = poll(
+        DOWN.saturating_sub(stopped.elapsed()),
+        Duration::from_millis(100),
+        || (succeeded(rig) == total).then(|| stopped.elapsed()),
+    );
     let at_return = succeeded(rig);
     assert!(
-        at_return < total,
-        "nothing was left to resume: the outage came too late in the run"
+        drained.is_some(),
+        "the workers stalled while the broker was down: {at_stop} of {OPS} done when it went \
+         down, {at_return} of {total} after {DOWN:?}"
     );
+    for w in &ws {
+        assert!(
+            w.stderr().contains("the broker does not answer"),
+            "{} did not say it fell back to polling: {}",
+            w.name,
+            w.stderr()
+        );
+    }
+    std::thread::sleep(DOWN.saturating_sub(stopped.elapsed()));
+    let down_for = stopped.elapsed();
     start();
     let back = Instant::now();
-    let tally = finish(rig, &mut ws, total, Duration::from_secs(120));
+    enqueue(rig, AFTER);
+    let tally = finish(rig, &mut ws, total + AFTER, Duration::from_secs(120));
     rig.report(&format!(
         "faults injected 1 {what} outage of {:.0} s ({DURING} enqueued during it, slowest batch \
-         {:.1} s; {at_stop} of {OPS} done when it began, {at_return} of {total} at its return), \
-         operations {total}, lost 0, duplicate effects 0, all done {:.1} s after its return, attempts {} ({} vanished, {} failed)",
+         {:.1} s; {at_stop} of {OPS} done when it began, all {total} done {:.1} s into it by \
+         polling the store), {AFTER} enqueued after its return done {:.1} s after it, operations \
+         {}, lost 0, duplicate effects 0, attempts {} ({} vanished, {} failed)",
         down_for.as_secs_f64(),
         slowest.as_secs_f64(),
+        drained.unwrap_or_default().as_secs_f64(),
         back.elapsed().as_secs_f64(),
+        total + AFTER,
         tally.attempts,
         tally.vanished,
         tally.errors
     ));
 }
 
-/// The broker down for a minute, Redis.
+/// The broker down for 30 s mid-drain, Redis.
 #[test]
-fn redis_unreachable_for_a_minute() {
+fn redis_unreachable_mid_drain() {
     let redis = std::cell::RefCell::new(PrivateRedis::start());
     let url = redis.borrow().url();
     let rig = Rig::on(
         RigKind::PostgresRedis,
-        "redis_unreachable_for_a_minute",
+        "redis_unreachable_mid_drain",
         Servers {
             redis: url,
             ..Servers::shared()
         },
     );
-    broker_down_for_a_minute(
+    broker_down_mid_drain(
         &rig,
         "Redis",
         || redis.borrow_mut().stop(),
@@ -357,20 +378,20 @@ fn redis_unreachable_for_a_minute() {
     drop(rig);
 }
 
-/// The broker down for a minute, RabbitMQ.
+/// The broker down for 30 s mid-drain, RabbitMQ.
 #[test]
-fn rabbitmq_unreachable_for_a_minute() {
+fn rabbitmq_unreachable_mid_drain() {
     let rabbit = std::cell::RefCell::new(PrivateRabbit::start());
     let url = rabbit.borrow().url();
     let rig = Rig::on(
         RigKind::PostgresAmqp,
-        "rabbitmq_unreachable_for_a_minute",
+        "rabbitmq_unreachable_mid_drain",
         Servers {
             amqp: url,
             ..Servers::shared()
         },
     );
-    broker_down_for_a_minute(
+    broker_down_mid_drain(
         &rig,
         "RabbitMQ",
         || rabbit.borrow_mut().stop(),
