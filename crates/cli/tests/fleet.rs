@@ -170,3 +170,96 @@ fn a_fleet_announces_each_death_once() {
         w.wait_for_exit(Duration::from_secs(30));
     }
 }
+
+/// The time from `since` until the attempt rows outnumber `before` (a first claim), 20 s at most.
+fn first_claim_after(rig: &Rig, before: i64, since: Instant) -> Option<Duration> {
+    poll(Duration::from_secs(20), Duration::from_millis(20), || {
+        (rig.scalar("SELECT count(*) FROM operation_attempts") > before).then(|| since.elapsed())
+    })
+}
+
+/// Operator actions that make work eligible wake it on the scheduler's next pass, not after the
+/// re-wake interval (30 s here, as in production): `resume` after a pause dropped the wake-ups,
+/// and `transport purge` of a backlog whose wake-ups the workers never saw.
+#[test]
+fn resume_and_purge_wake_the_work_within_seconds() {
+    let rig = Rig::new(RigKind::PostgresRedis, "resume and purge wake at once");
+    let worker_args = ["worker", "--demo", "--rewake-after", "30s"];
+    let mut w = rig.spawn("wake-a", &worker_args);
+    w.wait_until_up();
+    // Paused: the wake-ups published at enqueue reach the worker, which drops them.
+    rig.oprec_ok(&["pause", "--kind", "demo.effect", "--actor", "test"]);
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.effect",
+        "--payload",
+        "{}",
+        "--count",
+        "200",
+    ]);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        rig.scalar("SELECT count(*) FROM operation_attempts"),
+        0,
+        "a paused kind was claimed"
+    );
+    let resumed_at = Instant::now();
+    rig.oprec_ok(&["resume", "--kind", "demo.effect", "--actor", "test"]);
+    let resume_wait =
+        first_claim_after(&rig, 0, resumed_at).expect("a claim within 20 s of the resume");
+    // The interval is 30 s: a claim within 10 s came from the resume's wake-up, not a re-wake.
+    assert!(
+        resume_wait < Duration::from_secs(10),
+        "the first claim came {resume_wait:?} after the resume"
+    );
+    let all = poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        (rig.scalar("SELECT count(*) FROM operations WHERE status = 'succeeded'") == 200)
+            .then(|| resumed_at.elapsed())
+    })
+    .expect("the 200 resumed operations finish within 30 s");
+
+    // A stopped fleet, a backlog enqueued with its wake-ups, then purged: the next worker's
+    // scheduler rebuilds it from the rows.
+    w.sigterm();
+    assert!(w.wait_for_exit(Duration::from_secs(30)).is_some());
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.effect",
+        "--payload",
+        "{}",
+        "--count",
+        "200",
+    ]);
+    let purged = rig.oprec_json(&["transport", "purge", "--yes", "--actor", "test", "--json"]);
+    assert_eq!(purged["pending"], 200, "{purged}");
+    assert_eq!(
+        purged["rewake"], 200,
+        "every pending operation is marked for a wake-up: {purged}"
+    );
+    let before = rig.scalar("SELECT count(*) FROM operation_attempts");
+    let started_at = Instant::now();
+    let mut w = rig.spawn("wake-b", &worker_args);
+    w.wait_until_up();
+    let purge_wait =
+        first_claim_after(&rig, before, started_at).expect("a claim within 20 s of the start");
+    assert!(
+        purge_wait < Duration::from_secs(10),
+        "the first claim after the purge came {purge_wait:?} after the worker started"
+    );
+    poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        (rig.scalar("SELECT count(*) FROM operations WHERE status = 'succeeded'") == 400)
+            .then_some(())
+    })
+    .expect("the purged backlog finishes within 30 s");
+    w.sigterm();
+    assert!(w.wait_for_exit(Duration::from_secs(30)).is_some());
+    rig.report(&format!(
+        "re-wake interval 30 s; first claim {} ms after resume (200 done {:.1} s after it); \
+         first claim {} ms after a worker started on a purged backlog",
+        resume_wait.as_millis(),
+        all.as_secs_f64(),
+        purge_wait.as_millis()
+    ));
+}
