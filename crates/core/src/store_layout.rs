@@ -12,7 +12,7 @@
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
-//! | `wake` | `operation_wake_due`, `operation_wake_reset` |
+//! | `wake` | `operation_wake_due`, `operation_wake_reset`, `operation_rewake`, `operation_wake_figures` |
 //! | `rescue` | `operation_lease_expired_list`, `operation_end_past_deadline` |
 //! | `reconcile` | `operation_reconcile_due`, `operation_reconcile_resolve` |
 //! | `alerts` | `operation_alert_claim`, `operation_mark_alerted`, `operation_alert_defer` |
@@ -163,6 +163,18 @@ macro_rules! impl_store_traits {
                 params: $crate::maintenance::WakeResetParams,
             ) -> $crate::Result<u64> {
                 crate::wake::operation_wake_reset(self, params).await
+            }
+            async fn operation_rewake(
+                &self,
+                params: $crate::maintenance::RewakeParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::wake::operation_rewake(self, params).await
+            }
+            async fn operation_wake_figures(
+                &self,
+                params: $crate::maintenance::WakeFiguresParams,
+            ) -> $crate::Result<Vec<$crate::maintenance::KindWakeFigures>> {
+                crate::wake::operation_wake_figures(self, params).await
             }
             async fn operation_lease_expired_list(
                 &self,

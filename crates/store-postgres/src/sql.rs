@@ -203,6 +203,14 @@ pub(crate) const STEPS_SAVE: &str = include_str!("sql/steps_save.sql");
 pub(crate) static WAKE_DUE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "operations"));
 
+/// Marks one kind's stale operations woken and returns them (the budgeted re-wake).
+pub(crate) static WAKE_REWAKE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_rewake.sql"), "operations"));
+
+/// Per kind: wake-ups out, stale ones, handled or not.
+pub(crate) static WAKE_FIGURES: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_figures.sql"), "operations"));
+
 /// Takes the scheduler's leadership for the transaction.
 pub(crate) const WAKE_LEADER: &str = include_str!("sql/wake_leader.sql");
 

@@ -169,6 +169,14 @@ pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
 pub(crate) static WAKE_DUE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "o", "?1"));
 
+/// One kind's stale operations marked woken (the budgeted re-wake).
+pub(crate) static WAKE_REWAKE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_rewake.sql"), "o", "?1"));
+
+/// Per kind: wake-ups out, stale ones, handled or not.
+pub(crate) static WAKE_FIGURES: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_figures.sql"), "o", "?1"));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +200,8 @@ mod tests {
             &CLAIM_BY_IDS,
             &CLAIM_WORK_EXISTS,
             &WAKE_DUE,
+            &WAKE_REWAKE,
+            &WAKE_FIGURES,
         ] {
             assert!(
                 !s.contains(NOT_HELD_BACK) && s.contains("FROM controls c"),
@@ -215,6 +225,10 @@ mod tests {
             ),
             (
                 WAKE_DUE.as_str(),
+                "SEARCH o USING INDEX operations_pending_eligible",
+            ),
+            (
+                WAKE_REWAKE.as_str(),
                 "SEARCH o USING INDEX operations_pending_eligible",
             ),
             (

@@ -2,7 +2,9 @@
 //! schedulers never publish the same operation from one call each. Operations a control holds
 //! back are not due.
 
-use oprec_core::maintenance::{WakeDueParams, WakeResetParams};
+use oprec_core::maintenance::{
+    KindWakeFigures, RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams,
+};
 use oprec_core::{OperationId, Result};
 
 use crate::row::{self, parse_id};
@@ -20,6 +22,13 @@ pub(crate) async fn operation_wake_due(
         .bind(time::text(now)?)
         .bind(time::text(stale_before)?)
         .bind(i64::from(params.limit))
+        .bind(params.stale)
+        .bind(
+            params
+                .handled_within
+                .map(|d| time::after(now, -d).and_then(time::text))
+                .transpose()?,
+        )
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
@@ -41,4 +50,47 @@ pub(crate) async fn operation_wake_reset(
         .await
         .map_err(backend_error)?;
     Ok(done.rows_affected())
+}
+
+/// See [`MaintenanceStore::operation_rewake`](oprec_core::MaintenanceStore::operation_rewake).
+pub(crate) async fn operation_rewake(
+    store: &SqliteStore,
+    params: RewakeParams,
+) -> Result<Vec<OperationId>> {
+    let now = store.clock_now();
+    let stale_before = time::after(now, -params.rewake_after)?;
+    let _turn = store.write_turn().await;
+    let ids: Vec<String> = sqlx::query_scalar(sql::WAKE_REWAKE.as_str())
+        .bind(time::text(now)?)
+        .bind(time::text(stale_before)?)
+        .bind(i64::from(params.limit))
+        .bind(&params.kind)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    ids.iter().map(|id| parse_id(id)).collect()
+}
+
+/// See [`MaintenanceStore::operation_wake_figures`](oprec_core::MaintenanceStore::operation_wake_figures).
+pub(crate) async fn operation_wake_figures(
+    store: &SqliteStore,
+    params: WakeFiguresParams,
+) -> Result<Vec<KindWakeFigures>> {
+    let now = store.clock_now();
+    let rows: Vec<(String, i64, i64, bool)> = sqlx::query_as(sql::WAKE_FIGURES.as_str())
+        .bind(time::text(now)?)
+        .bind(time::text(time::after(now, -params.rewake_after)?)?)
+        .bind(time::text(time::after(now, -params.handled_within)?)?)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(rows
+        .into_iter()
+        .map(|(kind, signalled, stale, handled)| KindWakeFigures {
+            kind,
+            signalled: signalled.max(0) as u64,
+            stale: stale.max(0) as u64,
+            handled,
+        })
+        .collect())
 }

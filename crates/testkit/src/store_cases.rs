@@ -1146,10 +1146,7 @@ pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
 pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h: Harness<S>) {
     async fn due<S: FullStore>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
         h.store
-            .operation_wake_due(WakeDueParams {
-                rewake_after: Duration::seconds(30),
-                limit: 100,
-            })
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
             .await
     }
     let a = enqueue(&h, "k", EnqueueOptions::default()).await;
@@ -1234,10 +1231,8 @@ pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: FullStore>(h: Ha
     );
     assert_eq!(h.get(plain).await.operation.last_woken_at, None);
     let due = || {
-        h.store.operation_wake_due(WakeDueParams {
-            rewake_after: Duration::seconds(30),
-            limit: 100,
-        })
+        h.store
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
     };
     assert_eq!(due().await.unwrap(), vec![plain]);
     h.advance_secs(31);
