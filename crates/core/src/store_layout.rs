@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `read` | `migrate`, `now`, `operation_get`, `operation_list`, `operation_count` |
 //! | `enqueue` | `operation_insert_many`, `operation_mark_woken` |
-//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_heartbeat`, `operation_work_exists` |
+//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_give_back`, `operation_work_exists` |
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
@@ -108,6 +108,18 @@ macro_rules! impl_store_traits {
                 $crate::store_layout::__chrono::DateTime<$crate::store_layout::__chrono::Utc>,
             > {
                 crate::claim::operation_heartbeat(self, params).await
+            }
+            async fn operation_heartbeat_many(
+                &self,
+                params: $crate::store::HeartbeatManyParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::claim::operation_heartbeat_many(self, params).await
+            }
+            async fn operation_claim_give_back(
+                &self,
+                params: $crate::store::ClaimGiveBackParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::claim::operation_claim_give_back(self, params).await
             }
             async fn operation_complete_many(
                 &self,

@@ -74,6 +74,12 @@ pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
 /// Extends a claim's lease.
 pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
 
+/// Extends the leases of every claim a worker holds.
+pub(crate) const CLAIM_HEARTBEAT_MANY: &str = include_str!("sql/claim_heartbeat_many.sql");
+
+/// Gives back unstarted claims.
+pub(crate) const CLAIM_GIVE_BACK: &str = include_str!("sql/claim_give_back.sql");
+
 /// Whether a worker of some kinds has work.
 pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_work_exists.sql"), "operations"));

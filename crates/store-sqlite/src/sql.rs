@@ -63,6 +63,10 @@ statements! {
     ENQUEUE_MARK_WOKEN = "enqueue_mark_woken.sql";
     /// A lease extended.
     CLAIM_HEARTBEAT = "claim_heartbeat.sql";
+    /// The leases of every claim a worker holds extended.
+    CLAIM_HEARTBEAT_MANY = "claim_heartbeat_many.sql";
+    /// Unstarted claims given back.
+    CLAIM_GIVE_BACK = "claim_give_back.sql";
     /// Claims ended with their transitions (completions and rescues).
     COMPLETE_APPLY = "complete_apply.sql";
     /// The attempt rows of ended claims.
