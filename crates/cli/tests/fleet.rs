@@ -347,3 +347,66 @@ fn a_saturated_fleet_publishes_about_one_wake_up_per_operation() {
         "{total} wake-ups for {OPS} operations ({per_op:.3} each)"
     );
 }
+
+/// An import beside a running worker (re-wake interval 30 s, as in production): the operations
+/// are inserted already marked woken and their wake-ups published after the commit, so none waits
+/// for a re-wake (the import used to mark them in a second statement, whose row locks made the
+/// worker's claims skip them: a quarter waited 30 s).
+#[test]
+fn an_import_beside_a_running_worker_waits_for_no_re_wake() {
+    const JOBS: usize = 2000;
+    let rig = Rig::new(RigKind::PostgresRedis, "import wakes at once");
+    let url = rig::redis_url();
+    let key = format!("oprec:test:import:{}", uuid::Uuid::now_v7().simple());
+    let mut conn = redis::Client::open(url.as_str())
+        .and_then(|c| c.get_connection())
+        .unwrap_or_else(|e| panic!("Redis ({url}) is required: {e}"));
+    let jobs: Vec<String> = (0..JOBS)
+        .map(|i| format!(r#"{{"id": "legacy-{i}", "n": {i}}}"#))
+        .collect();
+    for chunk in jobs.chunks(500) {
+        let _: () = redis::cmd("RPUSH")
+            .arg(&key)
+            .arg(chunk)
+            .query(&mut conn)
+            .expect("RPUSH");
+    }
+    let mut w = rig.spawn("import-w", &["worker", "--demo", "--rewake-after", "30s"]);
+    w.wait_until_up();
+    let started = Instant::now();
+    let v = rig.oprec_json(&[
+        "import",
+        "--from",
+        &url,
+        "--list",
+        &key,
+        "--kind",
+        "demo.noop",
+        "--then-purge",
+        "--json",
+    ]);
+    rig::redis_del(&url, &key);
+    assert_eq!(v["imported"], JOBS as u64, "{v}");
+    let done = poll(Duration::from_secs(20), Duration::from_millis(100), || {
+        (rig.scalar("SELECT count(*) FROM operations WHERE status = 'succeeded'") == JOBS as i64)
+            .then(|| started.elapsed())
+    });
+    let waits = rig.counts(
+        "SELECT 'max', CAST(extract(epoch FROM max(a.claimed_at - o.created_at)) * 1000 AS BIGINT) \
+         FROM operation_attempts a JOIN operations o ON o.id = a.operation_id",
+    );
+    assert!(
+        done.is_some(),
+        "the import's operations were not all done 20 s after it started (re-wake interval 30 s): \
+         {:?}, longest wait {waits:?} ms",
+        rig.statuses()
+    );
+    w.sigterm();
+    assert!(w.wait_for_exit(Duration::from_secs(30)).is_some());
+    rig.report(&format!(
+        "{JOBS} legacy jobs imported beside a running worker (re-wake interval 30 s): all done \
+         {:.1} s after the import began; longest wait from insert to claim {} ms",
+        done.unwrap_or_default().as_secs_f64(),
+        waits.first().map(|w| w.1).unwrap_or_default()
+    ));
+}
