@@ -54,13 +54,16 @@ pub async fn postgres_store() -> PgStore {
     store
 }
 
+/// The kind whose stream or queue the garbage-frame scenario injects into (one its workers run).
+pub const GARBAGE_KIND: &str = "t.noop";
+
 /// SQLite with the in-memory transport: the embedded default.
 pub async fn sqlite_memory() -> Rig {
     let transport = MemoryTransport::new();
     let raw = transport.clone();
     let inject: Injector = Arc::new(move |bytes| {
         let raw = raw.clone();
-        Box::pin(async move { raw.inject_raw(bytes).await })
+        Box::pin(async move { raw.inject_raw(GARBAGE_KIND, bytes).await })
     });
     Rig {
         store: sqlite().await,
@@ -83,19 +86,21 @@ pub fn redis_url() -> String {
     env("OPREC_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 }
 
-/// PostgreSQL with Redis Streams on a new stream, deleted (with its group) when the transport is.
+/// PostgreSQL with Redis Streams under a new prefix, whose keys are deleted when the transport
+/// is.
 pub async fn postgres_redis() -> Rig {
-    let stream = format!("oprec:e2e:{}", uuid::Uuid::now_v7().simple());
+    let prefix = format!("oprec:e2e:{}", uuid::Uuid::now_v7().simple());
     let config = oprec_redis::RedisTransportConfig {
         claim_idle: std::time::Duration::from_secs(5),
-        ..oprec_redis::RedisTransportConfig::with_stream(stream.clone())
+        ..oprec_redis::RedisTransportConfig::with_prefix(prefix.clone())
     };
+    let stream = config.stream_key(GARBAGE_KIND);
     let transport = oprec_redis::RedisTransport::connect(&redis_url(), config)
         .await
         .unwrap_or_else(|e| panic!("Redis (OPREC_TEST_REDIS_URL) is required: {e}"));
-    let guard = BrokerGuard::RedisKey {
+    let guard = BrokerGuard::RedisPrefix {
         url: redis_url(),
-        key: stream.clone(),
+        prefix,
     };
     let transport = Cleaned::new(transport, guard);
     let client = redis::Client::open(redis_url()).expect("redis url");
@@ -131,22 +136,29 @@ pub fn amqp_url() -> String {
     )
 }
 
-/// PostgreSQL with RabbitMQ on a new queue, deleted when the transport is (and by the broker a
-/// minute after its last consumer left, should the test process die before).
+/// PostgreSQL with RabbitMQ under a new prefix, whose exchange and kind queues are deleted when
+/// the transport is (the queues also by the broker a minute after their last consumer left,
+/// should the test process die before).
 pub async fn postgres_amqp() -> Rig {
     use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
     use lapin::{BasicProperties, Connection, ConnectionProperties};
-    let queue = format!("oprec.e2e.{}", uuid::Uuid::now_v7().simple());
+    use oprec_core::Transport;
+    let prefix = format!("oprec.e2e.{}", uuid::Uuid::now_v7().simple());
     let config = oprec_amqp::AmqpTransportConfig {
         queue_expires: Some(std::time::Duration::from_secs(60)),
-        ..oprec_amqp::AmqpTransportConfig::for_queue(queue.clone())
+        ..oprec_amqp::AmqpTransportConfig::with_prefix(prefix.clone())
     };
     let transport = oprec_amqp::AmqpTransport::connect(&amqp_url(), config)
         .await
         .unwrap_or_else(|e| panic!("RabbitMQ (OPREC_TEST_AMQP_URL) is required: {e}"));
-    let guard = BrokerGuard::AmqpQueue {
+    // Declares the garbage kind's queue, so that injected bytes are routed to it.
+    transport
+        .receive(&[GARBAGE_KIND.to_owned()], 1, std::time::Duration::ZERO)
+        .await
+        .expect("declare the garbage kind's queue");
+    let guard = BrokerGuard::AmqpPrefix {
         url: amqp_url(),
-        queue: queue.clone(),
+        prefix: prefix.clone(),
     };
     let transport = Cleaned::new(transport, guard);
     let connection = Connection::connect(&amqp_url(), ConnectionProperties::default())
@@ -159,12 +171,12 @@ pub async fn postgres_amqp() -> Rig {
         .expect("confirms");
     let held = Arc::new((connection, channel));
     let inject: Injector = Arc::new(move |bytes| {
-        let (held, queue) = (held.clone(), queue.clone());
+        let (held, prefix) = (held.clone(), prefix.clone());
         Box::pin(async move {
             held.1
                 .basic_publish(
-                    "".into(),
-                    queue.as_str().into(),
+                    prefix.as_str().into(),
+                    GARBAGE_KIND.into(),
                     BasicPublishOptions::default(),
                     &bytes,
                     BasicProperties::default().with_delivery_mode(2),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use oprec_core::{
-    AckToken, AttemptOutcome, Delivery, EnqueueOptions, Error, FailureClass, OperationId, Result,
-    Status, TerminalReason, Transport,
+    AckToken, AttemptOutcome, Delivery, EnqueueOptions, Error, FailureClass, KindDepth,
+    OperationId, Result, Status, TerminalReason, Transport, WakeUp,
 };
 use serde_json::json;
 
@@ -30,9 +30,9 @@ pub async fn ten_thousand_survive_a_broker_purge(rig: Rig) {
             .unwrap();
     }
     if let Some(t) = &rig.transport {
-        let purged = t.purge().await.unwrap();
+        let purged = t.purge(None).await.unwrap();
         assert_eq!(purged, N as u64, "every wake-up was waiting on the broker");
-        assert_eq!(t.depth().await.unwrap(), 0);
+        assert_eq!(t.depth(None).await.unwrap(), 0);
     }
     assert_eq!(
         rig.count(Status::Pending).await,
@@ -65,19 +65,27 @@ impl Transport for DownTransport {
     fn name(&self) -> &'static str {
         "down"
     }
-    async fn publish(&self, _ids: &[OperationId]) -> Result<()> {
+    async fn publish(&self, _wakeups: &[WakeUp]) -> Result<()> {
         Err(Error::backend(true, "connection refused"))
     }
-    async fn receive(&self, _max: usize, _wait: Duration) -> Result<Vec<Delivery>> {
+    async fn receive(
+        &self,
+        _kinds: &[String],
+        _max: usize,
+        _wait: Duration,
+    ) -> Result<Vec<Delivery>> {
         Err(Error::backend(true, "connection refused"))
     }
     async fn ack(&self, _tokens: Vec<AckToken>) -> Result<()> {
         Err(Error::backend(true, "connection refused"))
     }
-    async fn purge(&self) -> Result<u64> {
+    async fn purge(&self, _kind: Option<&str>) -> Result<u64> {
         Err(Error::backend(true, "connection refused"))
     }
-    async fn depth(&self) -> Result<u64> {
+    async fn depth(&self, _kind: Option<&str>) -> Result<u64> {
+        Err(Error::backend(true, "connection refused"))
+    }
+    async fn depths(&self) -> Result<Vec<KindDepth>> {
         Err(Error::backend(true, "connection refused"))
     }
 }
@@ -126,7 +134,8 @@ pub async fn triple_wakeups_attempt_each_operation_once(rig: Rig) {
         .map(|e| e.id)
         .collect();
     for _ in 0..3 {
-        t.publish(&ids).await.unwrap();
+        let wakeups: Vec<WakeUp> = ids.iter().map(|id| WakeUp::new(*id, "t.noop")).collect();
+        t.publish(&wakeups).await.unwrap();
     }
     let running = Running::start(rig.worker(&reg, |c| c.run_maintenance = false));
     rig.wait_for(Status::Succeeded, N as u64, 60).await;
@@ -194,7 +203,7 @@ pub async fn garbage_frames_are_counted_and_work_goes_on(rig: Rig) {
     // Acknowledged: nothing is left waiting or unacknowledged on the broker.
     if let Some(t) = &rig.transport {
         assert_eq!(
-            t.depth().await.expect("depth"),
+            t.depth(None).await.expect("depth"),
             0,
             "garbage left on the broker"
         );

@@ -13,7 +13,7 @@ use crate::{Error, Result};
 const QUEUE_EXPIRES_SECS: u32 = 120;
 
 /// The facade's own URL parameters for RabbitMQ, which the AMQP driver does not take.
-const FACADE_AMQP_PARAMS: &[&str] = &["queue", "queue_expires", "prefetch"];
+const FACADE_AMQP_PARAMS: &[&str] = &["queue", "prefix", "queue_type", "queue_expires", "prefetch"];
 
 /// The broker family of a transport URL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,13 +119,19 @@ impl PhaseTransport {
         Ok(oprec::connect_transport(&self.url)?)
     }
 
-    /// Removes what the phase left on the broker: the Redis stream (with its group) or the
-    /// RabbitMQ queue.
+    /// Removes what the phase left on the broker: the Redis keys of its prefix (each kind's
+    /// stream, with its group, and the set of kinds) or the RabbitMQ kind queue and exchange.
     pub(crate) async fn clean_up(&self) -> Result<()> {
-        if let Some(stream) = &self.stream {
+        if let Some(prefix) = &self.stream {
             let client = redis::Client::open(self.base.as_str())?;
             let mut conn = client.get_multiplexed_async_connection().await?;
-            let _: i64 = redis::cmd("DEL").arg(stream).query_async(&mut conn).await?;
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{{{prefix}}}:*"))
+                .query_async(&mut conn)
+                .await?;
+            if !keys.is_empty() {
+                let _: i64 = redis::cmd("DEL").arg(keys).query_async(&mut conn).await?;
+            }
         }
         if let Some(queue) = &self.queue {
             use lapin::options::QueueDeleteOptions;
@@ -133,8 +139,15 @@ impl PhaseTransport {
             let conn =
                 lapin::Connection::connect(&url, lapin::ConnectionProperties::default()).await?;
             let channel = conn.create_channel().await?;
+            let kind_queue = format!("{queue}.{}", crate::noop::KIND);
             channel
-                .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                .queue_delete(kind_queue.as_str().into(), QueueDeleteOptions::default())
+                .await?;
+            channel
+                .exchange_delete(
+                    queue.as_str().into(),
+                    lapin::options::ExchangeDeleteOptions::default(),
+                )
                 .await?;
             let _ = conn.close(200, "OK".into()).await;
         }

@@ -257,6 +257,9 @@ pub(crate) struct PurgeArgs {
     /// Really purge (without it, the command says what would happen and exits 2).
     #[arg(long)]
     pub yes: bool,
+    /// Purge only this kind's wake-ups (default: every kind's).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
     #[command(flatten)]
     pub actor: crate::audit_trail::ActorArgs,
     /// Print the result as JSON.
@@ -267,6 +270,9 @@ pub(crate) struct PurgeArgs {
 /// `oprec transport depth`.
 #[derive(Debug, Args)]
 pub(crate) struct DepthArgs {
+    /// Only this kind's wake-ups (default: every kind's, one row each).
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -297,6 +303,10 @@ pub(crate) struct WorkerArgs {
     /// Register the demo kinds (demo.noop, demo.flaky, demo.crash, demo.slow, demo.effect).
     #[arg(long)]
     pub demo: bool,
+    /// Run only these of the registered kinds (comma-separated; default: all of them). The
+    /// worker then takes only these kinds' wake-ups, so pools split by kind share one broker.
+    #[arg(long, value_name = "KIND,...", value_delimiter = ',')]
+    pub kinds: Vec<String>,
     /// The demo kinds' ladder in seconds: the n-th number is the delay before attempt n, so the
     /// first is 0 [default: 0,1,2,4].
     #[arg(long, value_name = "SECONDS,...", requires = "demo")]

@@ -1,11 +1,12 @@
-//! Purging a real broker (Redis, at OPREC_TEST_REDIS_URL or 127.0.0.1:6379, database 9, on a
-//! stream of the test's own, deleted when it ends) drops wake-ups, never intent: the purge report
-//! counts the operations still pending, and a worker started afterwards runs every one of them
-//! once, woken again by its scheduler's first pass.
+//! Purging a real broker (Redis, at OPREC_TEST_REDIS_URL or 127.0.0.1:6379, database 9, under a
+//! key prefix of the test's own, deleted when it ends) drops wake-ups, never intent: the purge
+//! report counts the operations still pending, and a worker started afterwards runs every one of
+//! them once, woken again by its scheduler's first pass. Depth and purge act per kind, or on
+//! every kind.
 
 mod common;
 
-use common::{Oprec, RedisKeyGuard};
+use common::{Oprec, RedisPrefixGuard};
 
 /// The Redis URL, on its own logical database unless the URL names one.
 fn redis_url() -> String {
@@ -24,14 +25,14 @@ fn redis_url() -> String {
 #[test]
 fn purge_drops_wakeups_and_keeps_every_operation() {
     let o = Oprec::migrated();
-    let stream = format!("oprec:test:broker:{}", uuid::Uuid::now_v7().simple());
-    let _stream = RedisKeyGuard {
+    let prefix = format!("oprec:test:broker:{}", uuid::Uuid::now_v7().simple());
+    let _keys = RedisPrefixGuard {
         url: redis_url(),
-        key: stream.clone(),
+        prefix: prefix.clone(),
     };
     let base = redis_url();
     let sep = if base.contains('?') { '&' } else { '?' };
-    let redis = format!("{base}{sep}stream={stream}");
+    let redis = format!("{base}{sep}prefix={prefix}");
     let t = |args: &[&str]| o.run(&[&["--transport", redis.as_str()][..], args].concat());
     let start = t(&["transport", "purge", "--yes", "--json"]);
     assert_eq!(
@@ -50,11 +51,45 @@ fn purge_drops_wakeups_and_keeps_every_operation() {
         "300",
     ])
     .ok();
+    t(&[
+        "enqueue",
+        "--kind",
+        "demo.slow",
+        "--payload",
+        r#"{"ms": 1}"#,
+        "--count",
+        "20",
+    ])
+    .ok();
+    let depth = t(&["transport", "depth", "--json"]).json();
+    assert_eq!(depth["depth"], 320, "{depth}");
+    assert_eq!(
+        depth["kinds"],
+        serde_json::json!([
+            {"kind": "demo.noop", "depth": 300},
+            {"kind": "demo.slow", "depth": 20},
+        ])
+    );
+    let table = t(&["transport", "depth"]).ok().to_owned();
+    assert!(table.contains("320 wake-ups waiting"), "{table}");
+    assert!(table.contains("demo.noop  300"), "{table}");
+    assert_eq!(
+        t(&["transport", "depth", "--kind", "demo.slow", "--json"]).json()["depth"],
+        20
+    );
+    let purged = t(&["transport", "purge", "--kind", "demo.slow", "--yes"])
+        .ok()
+        .to_owned();
+    assert_eq!(
+        purged.trim(),
+        "purged 20 demo.slow wake-ups; 20 demo.slow operations are still pending in the store: \
+         no intent was lost"
+    );
     assert_eq!(t(&["transport", "depth", "--json"]).json()["depth"], 300);
     let purged = t(&["transport", "purge", "--yes"]).ok().to_owned();
     assert_eq!(
         purged.trim(),
-        "purged 300 wake-ups; 300 operations are still pending in the store: no intent was lost; \
+        "purged 300 wake-ups; 320 operations are still pending in the store: no intent was lost; \
          the scheduler wakes them again on its next pass"
     );
     assert_eq!(t(&["transport", "depth", "--json"]).json()["depth"], 0);
@@ -70,10 +105,10 @@ fn purge_drops_wakeups_and_keeps_every_operation() {
     ])
     .ok()
     .to_owned();
-    assert!(summary.contains("claimed 300, succeeded 300"), "{summary}");
+    assert!(summary.contains("claimed 320, succeeded 320"), "{summary}");
     let ops = o.run(&["ops", "list", "--limit", "1000", "--json"]).json();
     let ops = ops.as_array().unwrap();
-    assert_eq!(ops.len(), 300);
+    assert_eq!(ops.len(), 320);
     assert!(
         ops.iter()
             .all(|op| op["status"] == "succeeded" && op["attempt"] == 1)

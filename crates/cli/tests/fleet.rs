@@ -358,6 +358,10 @@ fn an_import_beside_a_running_worker_waits_for_no_re_wake() {
     let rig = Rig::new(RigKind::PostgresRedis, "import wakes at once");
     let url = rig::redis_url();
     let key = format!("oprec:test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = common::RedisKeyGuard {
+        url: url.clone(),
+        key: key.clone(),
+    };
     let mut conn = redis::Client::open(url.as_str())
         .and_then(|c| c.get_connection())
         .unwrap_or_else(|e| panic!("Redis ({url}) is required: {e}"));
@@ -385,7 +389,6 @@ fn an_import_beside_a_running_worker_waits_for_no_re_wake() {
         "--then-purge",
         "--json",
     ]);
-    rig::redis_del(&url, &key);
     assert_eq!(v["imported"], JOBS as u64, "{v}");
     let done = poll(Duration::from_secs(20), Duration::from_millis(100), || {
         (rig.scalar("SELECT count(*) FROM operations WHERE status = 'succeeded'") == JOBS as i64)

@@ -175,7 +175,7 @@ fn connect_errors_configs_and_logs_never_show_the_password() {
                 Err(e) => error_text(&e),
                 Ok(None) => panic!("{} is no transport", oprec::redact_url(&url)),
                 Ok(Some(t)) => {
-                    match tokio::time::timeout(Duration::from_secs(20), t.depth()).await {
+                    match tokio::time::timeout(Duration::from_secs(20), t.depth(None)).await {
                         Ok(Err(e)) => error_text(&e),
                         Ok(Ok(n)) => panic!("{} answered depth {n}", oprec::redact_url(&url)),
                         Err(_) => panic!("{} hung", oprec::redact_url(&url)),

@@ -61,7 +61,7 @@ pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
 pub use transition::{
     ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule,
 };
-pub use transport::{AckToken, Delivery, Transport};
+pub use transport::{AckToken, Delivery, KindDepth, Transport, WakeUp};
 pub use url::{redact_url, url_secrets};
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
 

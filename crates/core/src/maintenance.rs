@@ -16,7 +16,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::store::{CompleteParams, CompleteResult};
-use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store};
+use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store, WakeUp};
 
 /// Pick pending, eligible operations that are due a wake-up, mark them woken now, and return
 /// them for publishing. Fresh ones (never woken, or woken before they became eligible: a retry)
@@ -248,8 +248,8 @@ pub trait MaintenanceStore: Store {
     /// Marks due operations woken and returns them for publishing: pending, eligible, within
     /// their deadline, held back by no control, and never woken, woken before they became
     /// eligible, or woken longer than `rewake_after` ago. Two schedulers never get the same
-    /// operation from one call each.
-    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<OperationId>>;
+    /// operation from one call each. Each comes with its kind, which routes its wake-up.
+    async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<WakeUp>>;
 
     /// Marks pending operations never woken (of `kinds`, among `ids`; an empty filter matches
     /// all), so that the scheduler wakes them on its next pass rather than after the re-wake
@@ -259,7 +259,7 @@ pub trait MaintenanceStore: Store {
 
     /// Marks up to `limit` stale operations of one kind woken now and returns them: the
     /// scheduler's re-wake, within the budget [`rewake_budget`] decided.
-    async fn operation_rewake(&self, params: RewakeParams) -> Result<Vec<OperationId>>;
+    async fn operation_rewake(&self, params: RewakeParams) -> Result<Vec<crate::WakeUp>>;
 
     /// Per kind with wake-ups out: how many should be on the broker, how many of those are
     /// stale, and whether anybody runs the kind.

@@ -167,7 +167,7 @@ macro_rules! impl_store_traits {
             async fn operation_wake_due(
                 &self,
                 params: $crate::maintenance::WakeDueParams,
-            ) -> $crate::Result<Vec<$crate::OperationId>> {
+            ) -> $crate::Result<Vec<$crate::WakeUp>> {
                 crate::wake::operation_wake_due(self, params).await
             }
             async fn operation_wake_reset(
@@ -179,7 +179,7 @@ macro_rules! impl_store_traits {
             async fn operation_rewake(
                 &self,
                 params: $crate::maintenance::RewakeParams,
-            ) -> $crate::Result<Vec<$crate::OperationId>> {
+            ) -> $crate::Result<Vec<$crate::WakeUp>> {
                 crate::wake::operation_rewake(self, params).await
             }
             async fn operation_wake_figures(

@@ -145,7 +145,14 @@ pub(crate) async fn page(
         .await
         .map_err(store)?;
     let depth = match &state.transport {
-        Some(t) => Some(t.depth().await),
+        Some(t) => {
+            if let Err(e) =
+                oprec_ops::purge::know_store_kinds(state.store.as_ref(), t.as_ref()).await
+            {
+                tracing::warn!(error = %e, "listing the store's kinds for the transport depth");
+            }
+            Some(t.depth(None).await)
+        }
         None => None,
     };
     // The typed keys declare their values in the order people read them (work flows through

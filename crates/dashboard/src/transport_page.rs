@@ -55,7 +55,10 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         }));
     };
     let waiting = pending(state.store.as_ref()).await?;
-    let depth = t.depth().await;
+    if let Err(e) = purge::know_store_kinds(state.store.as_ref(), t.as_ref()).await {
+        tracing::warn!(error = %e, "listing the store's kinds for the transport depth");
+    }
+    let depth = t.depth(None).await;
     if let Err(e) = &depth {
         tracing::warn!(error = %e, "transport depth");
     }
@@ -127,7 +130,7 @@ pub(crate) async fn purge(
         ));
     }
     let who = Who::named("actor", &actor, Some("dashboard"))?;
-    let done = purge::purge(state.store.as_ref(), t.as_ref(), name, &who).await?;
+    let done = purge::purge(state.store.as_ref(), t.as_ref(), name, None, &who).await?;
     if let Some(e) = &done.audit_failure {
         tracing::error!(error = %e, "the purge's audit entry could not be written");
     }

@@ -253,7 +253,10 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         })
         .await
         .unwrap();
-    let ids: Vec<_> = pending.iter().map(|o| o.id).collect();
+    let ids: Vec<_> = pending
+        .iter()
+        .map(|o| oprec_core::WakeUp::new(o.id, o.kind.clone()))
+        .collect();
     oprec_core::Transport::publish(transport.as_ref(), &ids)
         .await
         .unwrap();

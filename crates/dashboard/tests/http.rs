@@ -569,7 +569,7 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
         .await
         .unwrap()
         .into_iter()
-        .map(|o| o.id)
+        .map(|o| oprec_core::WakeUp::new(o.id, o.kind))
         .collect();
     assert!(!pending_ids.is_empty());
     transport.publish(&pending_ids).await.unwrap();
@@ -608,7 +608,7 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
     )
     .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    assert_eq!(transport.depth().await.unwrap(), pending as u64);
+    assert_eq!(transport.depth(None).await.unwrap(), pending as u64);
     let r = post(
         &app,
         same_origin("/transport/purge"),
@@ -623,7 +623,7 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
         "{}",
         r.body
     );
-    assert_eq!(transport.depth().await.unwrap(), 0);
+    assert_eq!(transport.depth(None).await.unwrap(), 0);
     assert_eq!(
         count_in(&store, &OperationFilter::default(), Status::Pending).await,
         pending as u64,

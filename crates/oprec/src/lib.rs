@@ -152,8 +152,9 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
     v
 }
 
-/// The transport a URL names: `memory://` (in this process only), `redis://` / `rediss://`
-/// (feature `redis`), `amqp://` / `amqps://` (feature `amqp`), or `poll` / `none` for no broker
+/// The transport a URL names: `memory://` (in this process only), `redis://` / `rediss://`, or a
+/// Redis Cluster's `redis+cluster://host:port,host:port` / `rediss+cluster://` (feature `redis`),
+/// `amqp://` / `amqps://` (feature `amqp`), or `poll` / `none` for no broker
 /// (workers poll the store; `Ok(None)`). Broker transports connect lazily, so an enqueue still
 /// commits while the broker is down.
 ///
@@ -163,22 +164,25 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 ///
 /// | parameter | URL | meaning (default) |
 /// | --- | --- | --- |
-/// | `stream=NAME` | `redis://` | the stream key (`oprec:wakeups`) |
-/// | `group=NAME` | `redis://` | the consumer group (`oprec-workers`) |
-/// | `queue=NAME` | `amqp://` | the durable queue (`oprec.wakeups`) |
-/// | `prefetch=N` | `amqp://` | unacknowledged deliveries the broker hands one worker (128) |
-/// | `queue_expires=SECONDS` | `amqp://` | the broker deletes the queue after it has had no consumer for this long (never) |
+/// | `prefix=NAME` | `redis://` | the key prefix: kind K's stream is `{NAME}:kind:K`, the set of kinds `{NAME}:kinds` (`oprec:wakeups`); `stream=` is its older name |
+/// | `group=NAME` | `redis://` | the consumer group of every kind's stream (`oprec-workers`) |
+/// | `prefix=NAME` | `amqp://` | the direct exchange, and the start of kind K's queue `NAME.K` (`oprec.wakeups`); `queue=` is its older name |
+/// | `queue_type=classic\|quorum` | `amqp://` | the kind queues' type (the broker's default); quorum for a RabbitMQ cluster |
+/// | `prefetch=N` | `amqp://` | unacknowledged deliveries the broker hands one worker per kind (128) |
+/// | `queue_expires=SECONDS` | `amqp://` | the broker deletes a kind's queue after it has had no consumer for this long (never) |
 ///
-/// For example `redis://127.0.0.1:6379/0?stream=billing:wakeups&group=billing` or
-/// `amqp://guest:guest@127.0.0.1:5672/%2f?queue=billing.wakeups`. Values are percent-decoded.
-/// Every process sharing a stream or queue must name it alike. A parameter meant for the other
-/// broker, an empty value or a repeated parameter is refused as invalid input.
+/// For example `redis://127.0.0.1:6379/0?prefix=billing&group=billing`,
+/// `redis+cluster://10.0.0.1:7000,10.0.0.2:7000?prefix=billing` or
+/// `amqp://guest:guest@127.0.0.1:5672/%2f?prefix=billing.wakeups&queue_type=quorum`. Values are
+/// percent-decoded. Every process sharing a broker must name the prefix (and the queue type)
+/// alike. A parameter meant for the other broker, an empty value or a repeated parameter is
+/// refused as invalid input.
 pub fn connect_transport(url: &str) -> Result<Option<Arc<dyn Transport>>> {
     match scheme(url) {
         "poll" | "none" | "" => Ok(None),
         "memory" => Ok(Some(Arc::new(MemoryTransport::new()))),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => {
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
             let (url, config) = redis_config(url)?;
             Ok(Some(Arc::new(redis::RedisTransport::connect_lazy(
                 &url, config,
@@ -204,6 +208,7 @@ pub fn supported_transport_schemes() -> Vec<&'static str> {
     let mut v = vec!["memory://", "poll"];
     if cfg!(feature = "redis") {
         v.push("redis://");
+        v.push("redis+cluster://");
     }
     if cfg!(feature = "amqp") {
         v.push("amqp://");
@@ -216,8 +221,15 @@ pub fn supported_transport_schemes() -> Vec<&'static str> {
 fn redis_config(url: &str) -> Result<(String, redis::RedisTransportConfig)> {
     let (url, mut p) = transport_url::take(url, "redis")?;
     let mut config = redis::RedisTransportConfig::default();
-    if let Some(stream) = p.remove("stream") {
-        config.stream = stream;
+    match (p.remove("prefix"), p.remove("stream")) {
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidInput(format!(
+                "prefix= and stream= (its older name) are both given in {}",
+                redact_url(&url)
+            )));
+        }
+        (Some(prefix), None) | (None, Some(prefix)) => config.prefix = prefix,
+        (None, None) => {}
     }
     if let Some(group) = p.remove("group") {
         config.group = group;
@@ -230,8 +242,24 @@ fn redis_config(url: &str) -> Result<(String, redis::RedisTransportConfig)> {
 fn amqp_config(url: &str) -> Result<(String, amqp::AmqpTransportConfig)> {
     let (url, mut p) = transport_url::take(url, "amqp")?;
     let mut config = amqp::AmqpTransportConfig::default();
-    if let Some(queue) = p.remove("queue") {
-        config.queue = queue;
+    match (p.remove("prefix"), p.remove("queue")) {
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidInput(format!(
+                "prefix= and queue= (its older name) are both given in {}",
+                redact_url(&url)
+            )));
+        }
+        (Some(prefix), None) | (None, Some(prefix)) => config.prefix = prefix,
+        (None, None) => {}
+    }
+    if let Some(queue_type) = p.remove("queue_type") {
+        if !matches!(queue_type.as_str(), "classic" | "quorum") {
+            return Err(Error::InvalidInput(format!(
+                "queue_type={queue_type:?} in {} is not classic or quorum",
+                redact_url(&url)
+            )));
+        }
+        config.queue_type = Some(queue_type);
     }
     if let Some(secs) = p.remove("queue_expires") {
         let secs: u64 = secs.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
@@ -257,15 +285,21 @@ fn amqp_config(url: &str) -> Result<(String, amqp::AmqpTransportConfig)> {
 mod tests {
     #[cfg(feature = "redis")]
     #[test]
-    fn redis_urls_name_the_stream_and_group() {
+    fn redis_urls_name_the_prefix_and_group() {
         let (url, c) =
-            super::redis_config("redis://:pw@127.0.0.1:6379/9?stream=a%3Ab&group=g").unwrap();
+            super::redis_config("redis://:pw@127.0.0.1:6379/9?prefix=a%3Ab&group=g").unwrap();
         assert_eq!(url, "redis://:pw@127.0.0.1:6379/9");
-        assert_eq!((c.stream.as_str(), c.group.as_str()), ("a:b", "g"));
+        assert_eq!((c.prefix.as_str(), c.group.as_str()), ("a:b", "g"));
+        let (_, c) = super::redis_config("redis://h/0?stream=old").unwrap();
+        assert_eq!(c.prefix, "old");
+        assert!(super::redis_config("redis://h/0?stream=old&prefix=new").is_err());
         let (url, c) = super::redis_config("redis://127.0.0.1").unwrap();
         assert_eq!(url, "redis://127.0.0.1");
-        assert_eq!(c.stream, super::redis::RedisTransportConfig::DEFAULT_STREAM);
+        assert_eq!(c.prefix, super::redis::RedisTransportConfig::DEFAULT_PREFIX);
         assert!(super::redis_config("redis://h?queue=q").is_err());
+        let (url, c) = super::redis_config("redis+cluster://h1:7000,h2:7001/?prefix=p").unwrap();
+        assert_eq!(url, "redis+cluster://h1:7000,h2:7001/");
+        assert_eq!(c.prefix, "p");
     }
 
     #[cfg(feature = "amqp")]
@@ -276,8 +310,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(url, "amqp://guest:guest@127.0.0.1:5672/%2f?heartbeat=10");
-        assert_eq!(c.queue, "jobs.x");
+        assert_eq!(c.prefix, "jobs.x");
         assert_eq!(c.queue_expires, Some(std::time::Duration::from_secs(60)));
+        let (_, c) = super::amqp_config("amqp://h/%2f?prefix=p&queue_type=quorum").unwrap();
+        assert_eq!(
+            (c.prefix.as_str(), c.queue_type.as_deref()),
+            ("p", Some("quorum"))
+        );
+        assert!(super::amqp_config("amqp://h/%2f?queue_type=lazy").is_err());
+        assert!(super::amqp_config("amqp://h/%2f?prefix=a&queue=b").is_err());
         let (_, c) = super::amqp_config("amqp://h/%2f?prefetch=32").unwrap();
         assert_eq!(c.prefetch, 32);
         assert!(super::amqp_config("amqp://h/%2f?prefetch=0").is_err());

@@ -1,5 +1,5 @@
-//! The query parameters of a transport URL that are oprec's own (which stream, group or queue
-//! carries the wake-ups), split off before the URL reaches the broker's driver.
+//! The query parameters of a transport URL that are oprec's own (which key prefix, group or
+//! exchange carries the wake-ups), split off before the URL reaches the broker's driver.
 
 use std::collections::BTreeMap;
 
@@ -7,12 +7,16 @@ use oprec_core::{Error, Result};
 
 use crate::redact_url;
 
-/// Every parameter oprec reads, with the URL kind that takes it.
+/// Every parameter oprec reads, with the URL kind that takes it. `prefix` is both brokers';
+/// `stream` (Redis) and `queue` (AMQP) are its older names.
 const OURS: &[(&str, &str)] = &[
+    ("prefix", "redis"),
+    ("prefix", "amqp"),
     ("stream", "redis"),
     ("group", "redis"),
     ("queue", "amqp"),
     ("queue_expires", "amqp"),
+    ("queue_type", "amqp"),
     ("prefetch", "amqp"),
 ];
 
@@ -33,7 +37,11 @@ pub(crate) fn take(url: &str, kind: &str) -> Result<(String, BTreeMap<String, St
     let mut taken = BTreeMap::new();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let Some((_, for_kind)) = OURS.iter().find(|(name, _)| *name == key) else {
+        let Some((_, for_kind)) = OURS
+            .iter()
+            .filter(|(name, _)| *name == key)
+            .min_by_key(|(_, k)| *k != kind)
+        else {
             kept.push(pair);
             continue;
         };
@@ -129,7 +137,7 @@ mod tests {
             (
                 "redis://:s3cret@h?queue=q",
                 "redis",
-                "queue= is for amqp:// URLs; a redis:// URL takes stream=, group=",
+                "queue= is for amqp:// URLs; a redis:// URL takes prefix=, stream=, group=",
             ),
             (
                 "amqp://u:s3cret@h?stream=s",

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use oprec_core::store::Enqueued;
 use oprec_core::{
     Clock, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, EnqueueStore, Error, NewOperation,
-    OperationId, Result, SystemClock, Transport,
+    OperationId, Result, SystemClock, Transport, WakeUp,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -129,10 +129,10 @@ impl Client {
             .map(|o| o.id)
             .collect();
         let enqueued = self.store.operation_insert_many(ops).await?;
-        let fresh: Vec<OperationId> = enqueued
+        let fresh: Vec<WakeUp> = enqueued
             .iter()
             .filter(|e| e.created && due.contains(&e.id))
-            .map(|e| e.id)
+            .map(|e| WakeUp::new(e.id, kind))
             .collect();
         self.wake(fresh).await;
         Ok(enqueued)
@@ -140,7 +140,7 @@ impl Client {
 
     /// Publishes the wake-ups of operations inserted already marked woken; failures are logged
     /// and left to the scheduler.
-    pub(crate) async fn wake(&self, ids: Vec<OperationId>) {
+    pub(crate) async fn wake(&self, ids: Vec<WakeUp>) {
         let Some(t) = &self.transport else { return };
         if ids.is_empty() {
             return;

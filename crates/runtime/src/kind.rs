@@ -275,4 +275,62 @@ impl Registry {
     pub fn kinds(&self) -> impl Iterator<Item = &Kind> {
         self.kinds.values()
     }
+
+    /// Only the kinds named (a worker of one pool); fails, naming them, when some are not
+    /// registered.
+    pub fn only(mut self, names: &[String]) -> oprec_core::Result<Registry> {
+        let unknown: Vec<&str> = names
+            .iter()
+            .filter(|n| !self.kinds.contains_key(n.as_str()))
+            .map(String::as_str)
+            .collect();
+        if !unknown.is_empty() {
+            return Err(oprec_core::Error::InvalidInput(format!(
+                "unknown kind{} {}; registered kinds: {}",
+                if unknown.len() == 1 { "" } else { "s" },
+                unknown
+                    .iter()
+                    .map(|k| format!("{k:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.names().join(", ")
+            )));
+        }
+        self.kinds.retain(|name, _| names.contains(name));
+        Ok(self)
+    }
+}
+
+#[cfg(test)]
+mod registry_tests {
+    use super::*;
+    use oprec_core::RetryPolicy;
+
+    fn kind(name: &str) -> Kind {
+        let policy = RetryPolicy::builder()
+            .timeout(chrono::Duration::seconds(5))
+            .max_attempts(1)
+            .local_only()
+            .build()
+            .unwrap();
+        Kind::new(name, policy, |_ctx, _p: serde_json::Value| async { Ok(()) })
+    }
+
+    #[test]
+    fn only_keeps_the_named_kinds_and_refuses_unknown_ones() {
+        let all = Registry::new()
+            .register(kind("a"))
+            .register(kind("b"))
+            .register(kind("c"));
+        let some = all.clone().only(&["c".to_owned(), "a".to_owned()]).unwrap();
+        assert_eq!(some.names(), ["a", "c"]);
+        let e = all
+            .only(&["a".to_owned(), "zz".to_owned()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown kind \"zz\"; registered kinds: a, b, c"),
+            "{e}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! The scheduler: re-selects eligible operations from the store and publishes their wake-ups, so
 //! a purged, lost or late broker backlog is rebuilt and retries wake when their rung comes due.
+//! Each wake-up goes to its kind's stream or queue, so only the workers of that kind receive it.
 //! Selecting marks the rows woken in the same statement, so several schedulers never publish the
 //! same operation twice in one interval (and only the fleet's maintenance leader runs one).
 //!
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 use oprec_core::maintenance::{
     RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams, rewake_budget,
 };
-use oprec_core::{MaintenanceStore, OperationId, Transport, WORKER_LIVE_SECS};
+use oprec_core::{MaintenanceStore, OperationId, Transport, WORKER_LIVE_SECS, WakeUp};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
 
@@ -87,16 +88,18 @@ pub async fn schedule_once(
 }
 
 /// The scheduler, with what it remembers between passes: when it last looked at the stale
-/// wake-ups, and per kind the broker's depth then and the wake-ups published since, from which
-/// it learns the pace of that kind's consumers.
+/// wake-ups, and per kind the broker's depth then and the wake-ups published since (fresh and
+/// re-woken), from which it learns the pace of that kind's consumers.
 #[derive(Debug)]
 pub struct Scheduler {
     config: SchedulerConfig,
     last_look: Option<Instant>,
     flows: HashMap<String, Flow>,
+    published_since: HashMap<String, u64>,
 }
 
-/// One kind's wake-ups as the scheduler last saw them.
+/// One kind's wake-ups as the scheduler last saw them: the broker's depth at the last look, and
+/// the stale ones re-woken right after it was measured.
 #[derive(Clone, Copy, Debug)]
 struct Flow {
     at: Instant,
@@ -111,6 +114,7 @@ impl Scheduler {
             config,
             last_look: None,
             flows: HashMap::new(),
+            published_since: HashMap::new(),
         }
     }
 
@@ -128,7 +132,7 @@ impl Scheduler {
     ) -> oprec_core::Result<SchedulePass> {
         let config = &self.config;
         let live = chrono::Duration::seconds(WORKER_LIVE_SECS);
-        let ids = store
+        let due = store
             .operation_wake_due(WakeDueParams {
                 rewake_after: config.rewake_after,
                 limit: config.batch,
@@ -136,7 +140,10 @@ impl Scheduler {
                 handled_within: config.budgeted.then_some(live),
             })
             .await?;
-        let mut pass = publish_spread(store, transport, config, stats, &ids).await;
+        let mut pass = publish_spread(store, transport, config, stats, &due).await;
+        for w in due.iter().take(pass.published as usize) {
+            *self.published_since.entry(w.kind.clone()).or_default() += 1;
+        }
         let look_due = self
             .last_look
             .is_none_or(|at| at.elapsed() >= config.look_every());
@@ -169,23 +176,26 @@ impl Scheduler {
         let now = Instant::now();
         let mut flows = HashMap::with_capacity(figures.len());
         for f in &figures {
-            let depth = kind_depth(transport, &f.kind, figures.len()).await;
-            let pace = depth.and_then(|d| self.pace(&f.kind, d, now));
+            let depth = transport.depth(Some(&f.kind)).await.ok();
+            // Fresh wake-ups published since the last look went onto the broker after it was
+            // measured then: they count as arrivals, as the re-wakes published at that look.
+            let fresh = self.published_since.remove(&f.kind).unwrap_or_default();
+            let pace = depth.and_then(|d| self.pace(&f.kind, d, fresh, now));
             let budget = rewake_budget(f, depth, pace);
             let mut published = 0;
             if budget > 0 && !pass.publish_failed {
-                let ids = store
+                let due = store
                     .operation_rewake(RewakeParams {
                         kind: f.kind.clone(),
                         rewake_after: self.config.rewake_after,
                         limit: budget,
                     })
                     .await?;
-                let done = publish_spread(store, transport, &self.config, stats, &ids).await;
+                let done = publish_spread(store, transport, &self.config, stats, &due).await;
                 tracing::debug!(kind = %f.kind, signalled = f.signalled, stale = f.stale,
                     depth = ?depth, pace = ?pace, budget, rewoken = done.published,
                     "stale wake-ups re-woken");
-                published = done.published;
+                published += done.published;
                 pass.published += done.published;
                 pass.publish_failed |= done.publish_failed;
             }
@@ -201,14 +211,16 @@ impl Scheduler {
             }
         }
         self.flows = flows;
+        self.published_since.clear();
         Ok(pass)
     }
 
     /// How many wake-ups of `kind` its consumers take in one re-wake interval, from what the
-    /// broker held at the last look, what was published since, and what it holds now.
-    fn pace(&self, kind: &str, depth: u64, now: Instant) -> Option<u64> {
+    /// broker held at the last look, what was published since (`fresh` and the last look's
+    /// re-wakes), and what it holds now.
+    fn pace(&self, kind: &str, depth: u64, fresh: u64, now: Instant) -> Option<u64> {
         let last = self.flows.get(kind)?;
-        let taken = (last.depth + last.published).saturating_sub(depth);
+        let taken = (last.depth + last.published + fresh).saturating_sub(depth);
         let secs = now.duration_since(last.at).as_secs_f64();
         if secs <= 0.0 {
             return None;
@@ -219,26 +231,17 @@ impl Scheduler {
     }
 }
 
-/// How many wake-ups of `kind` wait on the broker, when the broker can say: the transport counts
-/// all kinds together, so only while one kind has wake-ups out is its depth that count.
-async fn kind_depth(transport: &dyn Transport, _kind: &str, kinds_out: usize) -> Option<u64> {
-    if kinds_out != 1 {
-        return None;
-    }
-    transport.depth().await.ok()
-}
-
-/// Publishes `ids` in chunks spread over the interval with jitter; on a failed publish, unmarks
-/// the chunk and the rest and stops.
+/// Publishes `due` in chunks spread over the interval with jitter, each wake-up to its kind's
+/// stream or queue; on a failed publish, unmarks the chunk and the rest and stops.
 async fn publish_spread(
     store: &dyn MaintenanceStore,
     transport: &dyn Transport,
     config: &SchedulerConfig,
     stats: &Stats,
-    ids: &[OperationId],
+    due: &[WakeUp],
 ) -> SchedulePass {
     let chunk = config.chunk.max(1);
-    let chunks: Vec<_> = ids.chunks(chunk).collect();
+    let chunks: Vec<_> = due.chunks(chunk).collect();
     let pause = config.interval / (chunks.len().max(1) as u32);
     let mut pass = SchedulePass::default();
     for (i, part) in chunks.iter().enumerate() {
@@ -248,7 +251,7 @@ async fn publish_spread(
         }
         if let Err(e) = transport.publish(part).await {
             Stats::add(&stats.publish_errors, 1);
-            let left = ids[i * chunk..].to_vec();
+            let left: Vec<OperationId> = due[i * chunk..].iter().map(|w| w.id).collect();
             let unmarked = store
                 .operation_wake_reset(WakeResetParams {
                     kinds: Vec::new(),

@@ -404,7 +404,8 @@ impl Worker {
         0
     }
 
-    /// Receives up to `max` wake-ups, claims the operations they name, acknowledges them all.
+    /// Receives up to `max` wake-ups of this worker's kinds (the others stay on the broker for the
+    /// workers that run them), claims the operations they name, acknowledges them all.
     async fn take_wakeups(
         &self,
         t: &dyn Transport,
@@ -414,7 +415,7 @@ impl Worker {
     ) -> Vec<Claimed> {
         let deliveries = tokio::select! {
             _ = shutdown.cancelled() => return Vec::new(),
-            r = t.receive(max, self.config.idle_wait) => r,
+            r = t.receive(kinds, max, self.config.idle_wait) => r,
         };
         let deliveries = match deliveries {
             Ok(d) => {

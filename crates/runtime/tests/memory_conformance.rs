@@ -10,9 +10,9 @@ async fn setup() -> TransportHarness<MemoryTransport> {
     let raw = transport.clone();
     TransportHarness {
         transport,
-        inject: Box::new(move |bytes| {
+        inject: Box::new(move |kind, bytes| {
             let raw = raw.clone();
-            Box::pin(async move { raw.inject_raw(bytes).await })
+            Box::pin(async move { raw.inject_raw(&kind, bytes).await })
         }),
     }
 }

@@ -6,18 +6,18 @@
 use oprec_core::maintenance::{
     KindWakeFigures, RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams,
 };
-use oprec_core::{OperationId, Result};
+use oprec_core::{OperationId, Result, WakeUp};
 use uuid::Uuid;
 
 use crate::row::{self, micros, millis};
 use crate::{PgStore, backend_error, sql};
 
-/// Marks due operations woken and returns them, oldest eligible first; nothing when another
+/// Marks due operations woken and returns them with their kinds, oldest eligible first; nothing when another
 /// scheduler leads.
 pub(crate) async fn operation_wake_due(
     store: &PgStore,
     params: WakeDueParams,
-) -> Result<Vec<OperationId>> {
+) -> Result<Vec<WakeUp>> {
     let mut tx = store
         .pool
         .begin_with(sql::WALK_PENDING_IN_ORDER)
@@ -30,7 +30,7 @@ pub(crate) async fn operation_wake_due(
     if !leader {
         return Ok(Vec::new());
     }
-    let ids: Vec<Uuid> = sqlx::query_scalar(sql::WAKE_DUE.as_str())
+    let due: Vec<(Uuid, String)> = sqlx::query_as(sql::WAKE_DUE.as_str())
         .bind(store.now_bind())
         .bind(millis(params.rewake_after))
         .bind(i64::from(params.limit))
@@ -40,7 +40,10 @@ pub(crate) async fn operation_wake_due(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(ids.into_iter().map(OperationId::from_uuid).collect())
+    Ok(due
+        .into_iter()
+        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
+        .collect())
 }
 
 /// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
@@ -55,16 +58,13 @@ pub(crate) async fn operation_wake_reset(store: &PgStore, params: WakeResetParam
 }
 
 /// See [`MaintenanceStore::operation_rewake`](oprec_core::MaintenanceStore::operation_rewake).
-pub(crate) async fn operation_rewake(
-    store: &PgStore,
-    params: RewakeParams,
-) -> Result<Vec<OperationId>> {
+pub(crate) async fn operation_rewake(store: &PgStore, params: RewakeParams) -> Result<Vec<WakeUp>> {
     let mut tx = store
         .pool
         .begin_with(sql::WALK_PENDING_IN_ORDER)
         .await
         .map_err(backend_error)?;
-    let ids: Vec<Uuid> = sqlx::query_scalar(sql::WAKE_REWAKE.as_str())
+    let due: Vec<(Uuid, String)> = sqlx::query_as(sql::WAKE_REWAKE.as_str())
         .bind(store.now_bind())
         .bind(millis(params.rewake_after))
         .bind(i64::from(params.limit))
@@ -73,7 +73,10 @@ pub(crate) async fn operation_rewake(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(ids.into_iter().map(OperationId::from_uuid).collect())
+    Ok(due
+        .into_iter()
+        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
+        .collect())
 }
 
 /// See [`MaintenanceStore::operation_wake_figures`](oprec_core::MaintenanceStore::operation_wake_figures).

@@ -82,6 +82,7 @@ async fn a_stalled_scheduler_session_is_ended_and_another_leads() {
         }
         tokio::time::sleep(StdDuration::from_millis(100)).await;
     };
+    let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();
     assert_eq!(woken, vec![id], "woken once the stalled session was ended");
     assert!(
         tx.commit().await.is_err(),

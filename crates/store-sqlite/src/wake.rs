@@ -5,7 +5,7 @@
 use oprec_core::maintenance::{
     KindWakeFigures, RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams,
 };
-use oprec_core::{OperationId, Result};
+use oprec_core::{Result, WakeUp};
 
 use crate::row::{self, parse_id};
 use crate::{SqliteStore, backend_error, sql, time};
@@ -14,11 +14,11 @@ use crate::{SqliteStore, backend_error, sql, time};
 pub(crate) async fn operation_wake_due(
     store: &SqliteStore,
     params: WakeDueParams,
-) -> Result<Vec<OperationId>> {
+) -> Result<Vec<WakeUp>> {
     let now = store.clock_now();
     let stale_before = time::after(now, -params.rewake_after)?;
     let _turn = store.write_turn().await;
-    let ids: Vec<String> = sqlx::query_scalar(sql::WAKE_DUE.as_str())
+    let due: Vec<(String, String)> = sqlx::query_as(sql::WAKE_DUE.as_str())
         .bind(time::text(now)?)
         .bind(time::text(stale_before)?)
         .bind(i64::from(params.limit))
@@ -32,7 +32,9 @@ pub(crate) async fn operation_wake_due(
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    ids.iter().map(|id| parse_id(id)).collect()
+    due.into_iter()
+        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
+        .collect()
 }
 
 /// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
@@ -56,11 +58,11 @@ pub(crate) async fn operation_wake_reset(
 pub(crate) async fn operation_rewake(
     store: &SqliteStore,
     params: RewakeParams,
-) -> Result<Vec<OperationId>> {
+) -> Result<Vec<WakeUp>> {
     let now = store.clock_now();
     let stale_before = time::after(now, -params.rewake_after)?;
     let _turn = store.write_turn().await;
-    let ids: Vec<String> = sqlx::query_scalar(sql::WAKE_REWAKE.as_str())
+    let due: Vec<(String, String)> = sqlx::query_as(sql::WAKE_REWAKE.as_str())
         .bind(time::text(now)?)
         .bind(time::text(stale_before)?)
         .bind(i64::from(params.limit))
@@ -68,7 +70,9 @@ pub(crate) async fn operation_rewake(
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    ids.iter().map(|id| parse_id(id)).collect()
+    due.into_iter()
+        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
+        .collect()
 }
 
 /// See [`MaintenanceStore::operation_wake_figures`](oprec_core::MaintenanceStore::operation_wake_figures).

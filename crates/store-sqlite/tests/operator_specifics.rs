@@ -353,6 +353,7 @@ async fn paused_rows_use_up_no_limit_and_a_postponement_lapses_at_its_until() {
         .operation_wake_due(WakeDueParams::all(Duration::zero(), 1))
         .await
         .unwrap();
+    let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();
     assert_eq!(woken, vec![free]);
     let claimed = h
         .store

@@ -107,6 +107,7 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
         .operation_wake_due(WakeDueParams::all(Duration::zero(), 10))
         .await
         .unwrap();
+    let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();
     assert_eq!(woken, vec![b], "a paused kind is not woken");
     let claimed: Vec<_> = h.claim_all("w").await.iter().map(|o| o.id).collect();
     assert_eq!(claimed, vec![b], "a paused kind is not claimed");
@@ -195,6 +196,7 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
             .await
             .unwrap()
             .into_iter()
+            .map(|w| w.id)
             .collect();
         ids.sort();
         ids
@@ -249,6 +251,7 @@ pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
             .await
             .unwrap()
             .into_iter()
+            .map(|w| w.id)
             .collect();
         ids.sort();
         ids
@@ -309,7 +312,10 @@ pub async fn budgeted_wake_ups_fresh_figures_and_rewake<S: FullStore>(h: Harness
                 handled_within: Some(Duration::seconds(60)),
             })
             .await
-            .unwrap();
+            .unwrap()
+            .into_iter()
+            .map(|w| w.id)
+            .collect::<Vec<_>>();
         ids.sort();
         ids
     }
@@ -331,6 +337,9 @@ pub async fn budgeted_wake_ups_fresh_figures_and_rewake<S: FullStore>(h: Harness
             })
             .await
             .unwrap()
+            .into_iter()
+            .map(|w| w.id)
+            .collect()
     }
     let t0 = h.clock.now();
     let beat = |id: &str, kinds: &[&str]| oprec_core::WorkerBeatParams {

@@ -1262,9 +1262,11 @@ pub async fn remote_id_and_steps_are_fenced<S: FullStore>(h: Harness<S>) {
 /// soon as a retry becomes eligible; never running, waiting or terminal ones.
 pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h: Harness<S>) {
     async fn due<S: FullStore>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
-        h.store
+        let woken = h
+            .store
             .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
-            .await
+            .await?;
+        Ok(woken.into_iter().map(|w| w.id).collect())
     }
     let a = enqueue(&h, "k", EnqueueOptions::default()).await;
     let later = enqueue(
@@ -1326,6 +1328,14 @@ pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h
     h.advance_secs(5);
     assert_eq!(due(&h).await.unwrap(), vec![a]);
     assert!(!due(&h).await.unwrap().contains(&running));
+    // Each pick comes with its kind, which routes its wake-up.
+    let other = enqueue(&h, "other.kind", EnqueueOptions::default()).await;
+    let picked = h
+        .store
+        .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
+        .await
+        .unwrap();
+    assert_eq!(picked, vec![oprec_core::WakeUp::new(other, "other.kind")]);
 }
 
 /// An operation inserted already marked woken (its enqueuer publishes the wake-up) keeps that
@@ -1347,9 +1357,11 @@ pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: FullStore>(h: Ha
         Some(h.clock.now())
     );
     assert_eq!(h.get(plain).await.operation.last_woken_at, None);
-    let due = || {
+    let due = || async {
         h.store
             .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
+            .await
+            .map(|woken| woken.into_iter().map(|w| w.id).collect::<Vec<_>>())
     };
     assert_eq!(due().await.unwrap(), vec![plain]);
     h.advance_secs(31);

@@ -1,7 +1,8 @@
-//! The consuming side of a [`Link`]: lapin's consumer stream and the deliveries taken off it
-//! ahead of a `receive` (by `depth` or `purge`, which must see everything the broker sent).
+//! The consuming side of a [`Link`]: lapin's consumer streams, one per kind's queue, and the
+//! deliveries taken off them ahead of a `receive` (by `depth` or `purge`, which must see
+//! everything the broker sent).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -15,69 +16,84 @@ use crate::ack_tag::AckTag;
 use crate::error::AmqpError;
 use crate::link::Link;
 
-/// What the consumer stream yields: a delivery, a channel error, or `None` once cancelled.
+/// What a consumer stream yields: a delivery, a channel error, or `None` once cancelled.
 type Next = Option<lapin::Result<lapin::message::Delivery>>;
 
-/// The consumer (once the first `receive` started it) and the decoded deliveries not yet handed
-/// out.
+/// The consumers, one per kind's queue (each started by the first `receive` of its kind), and the
+/// decoded deliveries not yet handed out.
 pub(crate) struct Inbox {
-    consumer: Option<Consumer>,
+    consumers: BTreeMap<String, Consumer>,
     buffered: VecDeque<Delivery>,
 }
 
 impl Inbox {
     pub(crate) fn new() -> Self {
         Inbox {
-            consumer: None,
+            consumers: BTreeMap::new(),
             buffered: VecDeque::new(),
         }
     }
 
-    /// Moves everything lapin already holds into the buffer, without waiting.
+    /// Moves everything lapin already holds, of every kind, into the buffer, without waiting.
     pub(crate) fn drain(&mut self, link: &Link) -> Result<(), AmqpError> {
-        while let Some(next) = self.poll_now() {
-            let delivery = intake(link, next)?;
-            self.buffered.push_back(delivery);
+        let kinds: Vec<String> = self.consumers.keys().cloned().collect();
+        for kind in kinds {
+            while let Some(next) = self.poll_now(&kind) {
+                let delivery = intake(link, &kind, next)?;
+                self.buffered.push_back(delivery);
+            }
         }
         Ok(())
     }
 
-    /// Empties the buffer, returning the tags of what it held.
-    pub(crate) fn take_buffered(&mut self) -> Vec<AckTag> {
-        self.buffered
-            .drain(..)
-            .filter_map(|delivery| match delivery.ack {
-                AckToken::Tag(token) => Some(AckTag::from_token(token)),
-                AckToken::Id(_) => None,
-            })
-            .collect()
+    /// Takes the buffered deliveries of `kind` (of every kind for `None`) out of the buffer,
+    /// returning their tags.
+    pub(crate) fn take_buffered(&mut self, kind: Option<&str>) -> Vec<AckTag> {
+        let mut taken = Vec::new();
+        self.buffered.retain(|delivery| {
+            if kind.is_some_and(|k| k != delivery.kind) {
+                return true;
+            }
+            if let AckToken::Tag(token) = delivery.ack {
+                taken.push(AckTag::from_token(token));
+            }
+            false
+        });
+        taken
     }
 
-    /// Hands out up to `max - out.len()` deliveries available now: buffered ones first, then what
-    /// lapin holds.
+    /// Hands out up to `max - out.len()` deliveries of `kinds` available now: buffered ones first,
+    /// then what lapin holds.
     fn take_available(
         &mut self,
         link: &Link,
+        kinds: &[String],
         max: usize,
         out: &mut Vec<Delivery>,
     ) -> Result<(), AmqpError> {
-        while out.len() < max {
-            if let Some(delivery) = self.buffered.pop_front() {
+        let mut kept = VecDeque::with_capacity(self.buffered.len());
+        while let Some(delivery) = self.buffered.pop_front() {
+            if out.len() < max && kinds.contains(&delivery.kind) {
                 out.push(delivery);
-                continue;
+            } else {
+                kept.push_back(delivery);
             }
-            match self.poll_now() {
-                Some(next) => out.push(intake(link, next)?),
-                None => break,
+        }
+        self.buffered = kept;
+        for kind in kinds {
+            while out.len() < max {
+                match self.poll_now(kind) {
+                    Some(next) => out.push(intake(link, kind, next)?),
+                    None => break,
+                }
             }
         }
         Ok(())
     }
 
-    /// The next item of the consumer stream if lapin already holds one (never, before the
-    /// consumer started).
-    fn poll_now(&mut self) -> Option<Next> {
-        let consumer = self.consumer.as_mut()?;
+    /// The next item of `kind`'s consumer stream if lapin already holds one.
+    fn poll_now(&mut self, kind: &str) -> Option<Next> {
+        let consumer = self.consumers.get_mut(kind)?;
         let mut cx = Context::from_waker(Waker::noop());
         match Pin::new(consumer).poll_next(&mut cx) {
             Poll::Ready(next) => Some(next),
@@ -85,23 +101,30 @@ impl Inbox {
         }
     }
 
-    /// The next item of the consumer stream, waiting for it (forever, before the consumer
-    /// started).
-    async fn next(&mut self) -> Next {
-        match self.consumer.as_mut() {
-            Some(consumer) => {
-                std::future::poll_fn(|cx| Pin::new(&mut *consumer).poll_next(cx)).await
+    /// The next item of any of the consumers of `kinds`, with its kind, waiting for it (forever,
+    /// when none of them has started).
+    async fn next(&mut self, kinds: &[String]) -> (String, Next) {
+        let consumers = &mut self.consumers;
+        std::future::poll_fn(|cx| {
+            for kind in kinds {
+                if let Some(consumer) = consumers.get_mut(kind)
+                    && let Poll::Ready(next) = Pin::new(consumer).poll_next(cx)
+                {
+                    return Poll::Ready((kind.clone(), next));
+                }
             }
-            None => std::future::pending().await,
-        }
+            Poll::Pending
+        })
+        .await
     }
 }
 
-/// Waits up to `wait` for a first delivery, then takes whatever else is already there, up to
-/// `max` in all. Lets go of the inbox while waiting whenever `depth` or `purge` asks for it;
-/// concurrent receives take turns, none waiting past its own `wait`.
+/// Waits up to `wait` for a first delivery of any of `kinds`, then takes whatever else of theirs
+/// is already there, up to `max` in all. Lets go of the inbox while waiting whenever `depth` or
+/// `purge` asks for it; concurrent receives take turns, none waiting past its own `wait`.
 pub(crate) async fn receive(
     link: &Link,
+    kinds: &[String],
     max: usize,
     wait: Duration,
 ) -> Result<Vec<Delivery>, AmqpError> {
@@ -117,18 +140,22 @@ pub(crate) async fn receive(
     let Ok(mut inbox) = tokio::time::timeout_at(deadline, link.inbox.lock()).await else {
         return Ok(out);
     };
-    if inbox.consumer.is_none() {
-        inbox.consumer = Some(link.consume().await?);
+    for kind in kinds {
+        if !inbox.consumers.contains_key(kind) {
+            link.declare(kind).await?;
+            let consumer = link.consume(kind).await?;
+            inbox.consumers.insert(kind.clone(), consumer);
+        }
     }
     loop {
-        inbox.take_available(link, max, &mut out)?;
+        inbox.take_available(link, kinds, max, &mut out)?;
         if !out.is_empty() || Instant::now() >= deadline {
             return Ok(out);
         }
         let woken = tokio::select! {
             biased;
             () = link.inbox_wanted.notified() => Woken::Wanted,
-            next = inbox.next() => Woken::Delivered(intake(link, next)),
+            (kind, next) = inbox.next(kinds) => Woken::Delivered(intake(link, &kind, next)),
             () = tokio::time::sleep_until(deadline) => Woken::TimedOut,
         };
         match woken {
@@ -145,18 +172,19 @@ pub(crate) async fn receive(
     }
 }
 
-/// Turns an item of the consumer stream into a [`Delivery`] held until acknowledged, or into the
-/// error that ended the stream (which retires the link).
-fn intake(link: &Link, next: Next) -> Result<Delivery, AmqpError> {
+/// Turns an item of `kind`'s consumer stream into a [`Delivery`] held until acknowledged, or into
+/// the error that ended the stream (which retires the link).
+fn intake(link: &Link, kind: &str, next: Next) -> Result<Delivery, AmqpError> {
     match next {
         Some(Ok(delivery)) => {
-            link.hold(delivery.delivery_tag);
+            link.hold(delivery.delivery_tag, kind);
             let tag = AckTag {
                 generation: link.generation,
                 delivery_tag: delivery.delivery_tag,
             };
             Ok(Delivery {
                 ack: AckToken::Tag(tag.to_token()),
+                kind: kind.to_owned(),
                 frame: frame::decode(&delivery.data),
             })
         }
@@ -170,7 +198,7 @@ fn intake(link: &Link, next: Next) -> Result<Delivery, AmqpError> {
         None => {
             link.mark_broken();
             Err(AmqpError::ConsumerCancelled {
-                queue: link.queue().to_owned(),
+                queue: link.queue_of(kind),
             })
         }
     }

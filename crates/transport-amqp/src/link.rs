@@ -1,9 +1,10 @@
 //! One connection to the broker and what hangs off it: the publishing channel (publisher
-//! confirms), the consuming channel (prefetch, manual acks) with its [`Inbox`], and the delivery
-//! tags taken off it and not yet acknowledged. A link is never repaired: when it breaks, the
+//! confirms) that declares the exchange and each kind's queue and binding, the consuming channel
+//! (prefetch, manual acks, a consumer per kind's queue) with its [`Inbox`], and the delivery tags
+//! taken off it and not yet acknowledged. A link is never repaired: when it breaks, the
 //! transport opens a new one with the next generation.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,12 +14,15 @@ use std::time::Duration;
 
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
-    ConfirmSelectOptions, QueueDeclareOptions, QueuePurgeOptions,
+    ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions,
+    QueuePurgeOptions,
 };
 use lapin::types::{FieldTable, ShortString};
 use lapin::uri::AMQPUri;
-use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
-use oprec_core::{OperationId, frame};
+use lapin::{
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
+};
+use oprec_core::{WakeUp, frame};
 use tokio::sync::Notify;
 
 use crate::ack_tag::AckTag;
@@ -33,7 +37,10 @@ const PERSISTENT: u8 = 2;
 pub(crate) struct Link {
     /// Which connection this is, counting reconnects; part of every ack token.
     pub(crate) generation: u16,
-    queue: ShortString,
+    /// The direct exchange every wake-up is published to, with its kind as the routing key; each
+    /// kind's queue is named after it too (`<prefix>.<kind>`).
+    prefix: String,
+    queue_arguments: FieldTable,
     prefetch: u16,
     operation_timeout: Duration,
     /// Held so the connection lives as long as the link; dropping the link closes it.
@@ -44,15 +51,20 @@ pub(crate) struct Link {
     /// it waits; `inbox_wanted` asks it to let go for a moment (depth, purge).
     pub(crate) inbox: tokio::sync::Mutex<Inbox>,
     pub(crate) inbox_wanted: Notify,
-    /// Delivery tags taken off the consumer (buffered or handed out) and not yet acknowledged.
-    unacked: Mutex<HashSet<u64>>,
+    /// Delivery tags taken off the consumers (buffered or handed out) and not yet acknowledged,
+    /// with the kind of each.
+    unacked: Mutex<HashMap<u64, String>>,
+    /// The kinds whose queue and binding this link has declared.
+    declared: tokio::sync::Mutex<HashSet<String>>,
     broken: AtomicBool,
 }
 
 impl Link {
-    /// Connects and declares: the durable queue, publisher confirms on one channel, prefetch on
-    /// another. The consumer starts with the first `receive` (see [`Link::consume`]), so a process
-    /// that only publishes (an API server enqueueing) never holds wake-ups it will not work.
+    /// Connects and declares: the durable direct exchange, publisher confirms on one channel,
+    /// prefetch on another. Each kind's queue is declared and bound the first time the kind is
+    /// published or received (see [`Link::declare`]); its consumer starts with the first
+    /// `receive` of the kind, so a process that only publishes (an API server enqueueing) never
+    /// holds wake-ups it will not work.
     pub(crate) async fn open(
         uri: AMQPUri,
         config: &AmqpTransportConfig,
@@ -61,20 +73,20 @@ impl Link {
         let properties = ConnectionProperties::default()
             .with_connection_name(config.connection_name.as_str().into());
         let connection = Connection::connect_uri(uri, properties).await?;
-        let queue = ShortString::from(config.queue.as_str());
 
         let publisher = connection.create_channel().await?;
         publisher
             .confirm_select(ConfirmSelectOptions::default())
             .await?;
         publisher
-            .queue_declare(
-                queue.clone(),
-                QueueDeclareOptions {
+            .exchange_declare(
+                ShortString::from(config.prefix.as_str()),
+                ExchangeKind::Direct,
+                ExchangeDeclareOptions {
                     durable: true,
-                    ..QueueDeclareOptions::default()
+                    ..ExchangeDeclareOptions::default()
                 },
-                config.queue_arguments(),
+                FieldTable::default(),
             )
             .await?;
 
@@ -85,7 +97,8 @@ impl Link {
 
         Ok(Link {
             generation,
-            queue,
+            prefix: config.prefix.clone(),
+            queue_arguments: config.queue_arguments(),
             prefetch: config.prefetch,
             operation_timeout: config.operation_timeout,
             connection,
@@ -93,17 +106,62 @@ impl Link {
             receiver,
             inbox: tokio::sync::Mutex::new(Inbox::new()),
             inbox_wanted: Notify::new(),
-            unacked: Mutex::new(HashSet::new()),
+            unacked: Mutex::new(HashMap::new()),
+            declared: tokio::sync::Mutex::new(HashSet::new()),
             broken: AtomicBool::new(false),
         })
     }
 
-    /// Starts the manual-ack consumer on the receiving channel, under the operation timeout.
-    pub(crate) async fn consume(&self) -> Result<lapin::Consumer, AmqpError> {
+    /// The queue of `kind`'s wake-ups: `<prefix>.<kind>`.
+    pub(crate) fn queue_of(&self, kind: &str) -> String {
+        format!("{}.{kind}", self.prefix)
+    }
+
+    /// Declares `kind`'s durable queue and binds it to the exchange with the kind as routing key,
+    /// once per link, so that wake-ups published before any worker of the kind started wait in
+    /// its queue.
+    pub(crate) async fn declare(&self, kind: &str) -> Result<(), AmqpError> {
+        let mut declared = self.declared.lock().await;
+        if declared.contains(kind) {
+            return Ok(());
+        }
+        let queue = ShortString::from(self.queue_of(kind));
+        self.bounded("queue.declare", async {
+            let broker = |operation| move |source| AmqpError::Broker { operation, source };
+            self.publisher
+                .queue_declare(
+                    queue.clone(),
+                    QueueDeclareOptions {
+                        durable: true,
+                        ..QueueDeclareOptions::default()
+                    },
+                    self.queue_arguments.clone(),
+                )
+                .await
+                .map_err(broker("queue.declare"))?;
+            self.publisher
+                .queue_bind(
+                    queue.clone(),
+                    ShortString::from(self.prefix.as_str()),
+                    ShortString::from(kind),
+                    QueueBindOptions::default(),
+                    FieldTable::default(),
+                )
+                .await
+                .map_err(broker("queue.bind"))
+        })
+        .await?;
+        declared.insert(kind.to_owned());
+        Ok(())
+    }
+
+    /// Starts the manual-ack consumer of `kind`'s queue on the receiving channel, under the
+    /// operation timeout.
+    pub(crate) async fn consume(&self, kind: &str) -> Result<lapin::Consumer, AmqpError> {
         self.bounded("basic.consume", async {
             self.receiver
                 .basic_consume(
-                    self.queue.clone(),
+                    ShortString::from(self.queue_of(kind)),
                     ShortString::from(""),
                     BasicConsumeOptions::default(),
                     FieldTable::default(),
@@ -150,8 +208,14 @@ impl Link {
         result
     }
 
-    /// Publishes every frame, then waits for all the confirms at once.
-    pub(crate) async fn publish(&self, ids: &[OperationId]) -> Result<(), AmqpError> {
+    /// Publishes every frame to the exchange with its kind as routing key (each kind's queue
+    /// declared first), then waits for all the confirms at once.
+    pub(crate) async fn publish(&self, wakeups: &[WakeUp]) -> Result<(), AmqpError> {
+        let kinds: std::collections::BTreeSet<&str> =
+            wakeups.iter().map(|w| w.kind.as_str()).collect();
+        for kind in &kinds {
+            self.declare(kind).await?;
+        }
         let broker = |source| AmqpError::Broker {
             operation: "basic.publish",
             source,
@@ -161,17 +225,18 @@ impl Link {
             ..BasicPublishOptions::default()
         };
         let properties = BasicProperties::default().with_delivery_mode(PERSISTENT);
+        let exchange = ShortString::from(self.prefix.as_str());
         let (refused, returned) = self
             .bounded("basic.publish", async {
-                let mut confirms = Vec::with_capacity(ids.len());
-                for &id in ids {
+                let mut confirms = Vec::with_capacity(wakeups.len());
+                for w in wakeups {
                     let confirm = self
                         .publisher
                         .basic_publish(
-                            ShortString::from(""),
-                            self.queue.clone(),
+                            exchange.clone(),
+                            ShortString::from(w.kind.as_str()),
                             options,
-                            &frame::encode(id),
+                            &frame::encode(w.id),
                             properties.clone(),
                         )
                         .await
@@ -192,17 +257,21 @@ impl Link {
             })
             .await?;
         if returned > 0 {
-            // The queue is gone; a new link declares it again.
+            // A queue is gone; a new link declares them again.
             self.mark_broken();
             return Err(AmqpError::Unroutable {
-                queue: self.queue.to_string(),
+                queue: kinds
+                    .iter()
+                    .map(|k| self.queue_of(k))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 returned,
             });
         }
         if refused > 0 {
             return Err(AmqpError::Refused {
                 refused,
-                published: ids.len(),
+                published: wakeups.len(),
             });
         }
         Ok(())
@@ -220,7 +289,8 @@ impl Link {
         let up_to = {
             let mut unacked = self.unacked();
             for tag in tags {
-                if tag.generation != self.generation || !unacked.remove(&tag.delivery_tag) {
+                if tag.generation != self.generation || unacked.remove(&tag.delivery_tag).is_none()
+                {
                     skipped += 1;
                     continue;
                 }
@@ -230,7 +300,7 @@ impl Link {
             mine.iter()
                 .max()
                 .copied()
-                .filter(|&newest| mine.len() > 1 && unacked.iter().all(|&held| held > newest))
+                .filter(|&newest| mine.len() > 1 && unacked.keys().all(|&held| held > newest))
         };
         let acks: Vec<(u64, bool)> = match up_to {
             Some(newest) => vec![(newest, true)],
@@ -281,13 +351,15 @@ impl Link {
         Ok(skipped)
     }
 
-    /// Ready messages in the queue plus deliveries this link holds unacknowledged.
-    pub(crate) async fn depth(&self) -> Result<u64, AmqpError> {
+    /// Ready messages in `kind`'s queue plus deliveries of the kind this link holds
+    /// unacknowledged; 0 for a kind with no queue.
+    pub(crate) async fn depth(&self, kind: &str) -> Result<u64, AmqpError> {
+        let queue = ShortString::from(self.queue_of(kind));
         let ready = self
-            .bounded("queue.declare", async {
-                self.receiver
+            .on_side_channel("queue.declare", |channel| async move {
+                channel
                     .queue_declare(
-                        self.queue.clone(),
+                        queue,
                         QueueDeclareOptions {
                             passive: true,
                             ..QueueDeclareOptions::default()
@@ -295,42 +367,64 @@ impl Link {
                         FieldTable::default(),
                     )
                     .await
-                    .map_err(|source| AmqpError::Broker {
-                        operation: "queue.declare",
-                        source,
-                    })
-            })
-            .await?
-            .message_count();
-        let mut inbox = self.claim_inbox().await;
-        self.flush_deliveries().await?;
-        inbox.drain(self)?;
-        drop(inbox);
-        Ok(u64::from(ready) + self.unacked().len() as u64)
-    }
-
-    /// Purges the ready messages, then drops (acknowledges) what this link has prefetched and not
-    /// handed out. Deliveries handed out and not acknowledged, and those prefetched by other
-    /// consumers, stay.
-    pub(crate) async fn purge(&self) -> Result<u64, AmqpError> {
-        let purged = self
-            .bounded("queue.purge", async {
-                self.receiver
-                    .queue_purge(self.queue.clone(), QueuePurgeOptions::default())
-                    .await
-                    .map_err(|source| AmqpError::Broker {
-                        operation: "queue.purge",
-                        source,
-                    })
+                    .map(|q| u64::from(q.message_count()))
             })
             .await?;
         let mut inbox = self.claim_inbox().await;
         self.flush_deliveries().await?;
         inbox.drain(self)?;
-        let prefetched: Vec<AckTag> = inbox.take_buffered();
+        drop(inbox);
+        let held = self.unacked().values().filter(|k| *k == kind).count() as u64;
+        Ok(ready + held)
+    }
+
+    /// Purges the ready messages of `kind`'s queue, then drops (acknowledges) what this link has
+    /// prefetched of the kind and not handed out. Deliveries handed out and not acknowledged, and
+    /// those prefetched by other consumers, stay.
+    pub(crate) async fn purge(&self, kind: &str) -> Result<u64, AmqpError> {
+        let queue = ShortString::from(self.queue_of(kind));
+        let purged = self
+            .on_side_channel("queue.purge", |channel| async move {
+                channel
+                    .queue_purge(queue, QueuePurgeOptions::default())
+                    .await
+                    .map(u64::from)
+            })
+            .await?;
+        let mut inbox = self.claim_inbox().await;
+        self.flush_deliveries().await?;
+        inbox.drain(self)?;
+        let prefetched: Vec<AckTag> = inbox.take_buffered(Some(kind));
         drop(inbox);
         let skipped = self.ack(&prefetched).await?;
-        Ok(u64::from(purged) + (prefetched.len() - skipped) as u64)
+        Ok(purged + (prefetched.len() - skipped) as u64)
+    }
+
+    /// Runs one call about a queue that may not exist on a channel of its own: the broker closes
+    /// the channel of a call on a missing queue (`NOT_FOUND`), which then counts as 0 and leaves
+    /// the link's channels open.
+    async fn on_side_channel<F, Fut>(
+        &self,
+        operation: &'static str,
+        call: F,
+    ) -> Result<u64, AmqpError>
+    where
+        F: FnOnce(Channel) -> Fut,
+        Fut: Future<Output = lapin::Result<u64>>,
+    {
+        let broker = move |source| AmqpError::Broker { operation, source };
+        self.bounded(operation, async {
+            let channel = self.connection.create_channel().await.map_err(broker)?;
+            match call(channel.clone()).await {
+                Ok(n) => {
+                    let _ = channel.close(200, "OK".into()).await;
+                    Ok(n)
+                }
+                Err(e) if is_not_found(&e) => Ok(0),
+                Err(e) => Err(broker(e)),
+            }
+        })
+        .await
     }
 
     /// Waits until every delivery the broker sent before now has reached the consumer: the broker
@@ -365,16 +459,17 @@ impl Link {
     }
 
     /// Records a delivery taken off the consumer as held until acknowledged.
-    pub(crate) fn hold(&self, delivery_tag: u64) {
-        self.unacked().insert(delivery_tag);
+    pub(crate) fn hold(&self, delivery_tag: u64, kind: &str) {
+        self.unacked().insert(delivery_tag, kind.to_owned());
     }
 
-    /// The queue consumed from (for messages).
-    pub(crate) fn queue(&self) -> &str {
-        self.queue.as_str()
-    }
-
-    fn unacked(&self) -> MutexGuard<'_, HashSet<u64>> {
+    fn unacked(&self) -> MutexGuard<'_, HashMap<u64, String>> {
         self.unacked.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The broker's answer to a call on a queue that does not exist.
+fn is_not_found(e: &lapin::Error) -> bool {
+    matches!(e.kind(), lapin::ErrorKind::ProtocolError(amqp)
+        if matches!(amqp.kind(), lapin::protocol::AMQPErrorKind::Soft(lapin::protocol::AMQPSoftError::NOTFOUND)))
 }

@@ -1,13 +1,15 @@
-//! [`AmqpTransport`]: the [`Transport`] on a RabbitMQ queue, reconnecting lazily.
+//! [`AmqpTransport`]: the [`Transport`] on RabbitMQ, a queue per kind, reconnecting lazily.
 
+use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use lapin::uri::AMQPUri;
-use oprec_core::{AckToken, Delivery, Error, OperationId, Result, Transport};
+use oprec_core::transport::check_kind;
+use oprec_core::{AckToken, Delivery, Error, KindDepth, Result, Transport, WakeUp};
 use tokio::time::Instant;
 
 use crate::ack_tag::AckTag;
@@ -17,15 +19,19 @@ use crate::inbox;
 use crate::link::Link;
 use crate::redacted_url::RedactedUrl;
 
-/// Wake-ups on a durable RabbitMQ queue: persistent messages published with confirms, consumed
-/// with manual acks under a prefetch limit.
+/// Wake-ups on durable RabbitMQ queues, one per kind: persistent messages published with
+/// confirms to a direct exchange with the kind as routing key, consumed with manual acks under a
+/// prefetch limit, each kind's queue by a consumer of its own.
 ///
 /// One connection carries two channels, one publishing and one consuming. When the broker goes
 /// away or closes a channel, the next call opens a new connection (within `connect_timeout`) and
-/// declares the queue, prefetch and consumer again; until that succeeds, calls fail at once with a
+/// declares the exchange, queues, prefetch and consumers again; until that succeeds, calls fail at once with a
 /// transient error. RabbitMQ redelivers what the old connection held unacknowledged.
 ///
-/// [`depth`](Transport::depth) is the ready messages plus the deliveries this transport holds
+/// AMQP cannot list queues, so "every kind" (`depth(None)`, `depths`, `purge(None)`) means the
+/// kinds this transport published or received, and those named by
+/// [`know_kinds`](Transport::know_kinds). [`depth`](Transport::depth) is the ready messages plus
+/// the deliveries this transport holds
 /// unacknowledged; [`purge`](Transport::purge) drops the ready messages and what this transport
 /// has prefetched but not yet handed out. Deliveries handed out and not acknowledged, and those
 /// prefetched by other processes consuming the same queue, are neither counted by another
@@ -35,6 +41,8 @@ pub struct AmqpTransport {
     url: RedactedUrl,
     config: AmqpTransportConfig,
     slot: tokio::sync::Mutex<Slot>,
+    /// The kinds published, received or named so far.
+    kinds: Mutex<BTreeSet<String>>,
 }
 
 /// The current link, and what the last attempt to open one said.
@@ -61,6 +69,7 @@ impl AmqpTransport {
     /// Checks `url` but connects only on the first call, so a process can start while the broker
     /// is down.
     pub fn connect_lazy(url: &str, config: AmqpTransportConfig) -> Result<Self> {
+        config.check()?;
         let redacted = RedactedUrl::new(url);
         let uri: AMQPUri = url.parse().map_err(|reason: String| {
             Error::InvalidInput(format!(
@@ -76,6 +85,7 @@ impl AmqpTransport {
                 link: None,
                 last_failure: None,
             }),
+            kinds: Mutex::new(BTreeSet::new()),
         })
     }
 
@@ -94,7 +104,7 @@ impl AmqpTransport {
             if link.is_usable() {
                 return Ok(link.clone());
             }
-            tracing::warn!(url = %self.url, queue = %self.config.queue, "AMQP connection lost; reconnecting");
+            tracing::warn!(url = %self.url, prefix = %self.config.prefix, "AMQP connection lost; reconnecting");
             slot.link = None;
         }
         if let Some((failed_at, error)) = &slot.last_failure
@@ -128,6 +138,24 @@ impl AmqpTransport {
         Err(error)
     }
 
+    fn note<'a>(&self, kinds: impl IntoIterator<Item = &'a str>) {
+        let mut known = self.kinds.lock().unwrap_or_else(PoisonError::into_inner);
+        for kind in kinds {
+            if !known.contains(kind) {
+                known.insert(kind.to_owned());
+            }
+        }
+    }
+
+    fn known(&self) -> Vec<String> {
+        self.kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect()
+    }
+
     /// The current link if there is one, without connecting.
     async fn current_link(&self) -> Option<Arc<Link>> {
         self.slot.lock().await.link.clone()
@@ -140,19 +168,27 @@ impl Transport for AmqpTransport {
         "amqp"
     }
 
-    async fn publish(&self, ids: &[OperationId]) -> Result<()> {
-        if ids.is_empty() {
+    async fn publish(&self, wakeups: &[WakeUp]) -> Result<()> {
+        if wakeups.is_empty() {
             return Ok(());
         }
-        Ok(self.link().await?.publish(ids).await?)
+        for w in wakeups {
+            check_kind(&w.kind)?;
+        }
+        self.note(wakeups.iter().map(|w| w.kind.as_str()));
+        Ok(self.link().await?.publish(wakeups).await?)
     }
 
-    async fn receive(&self, max: usize, wait: Duration) -> Result<Vec<Delivery>> {
-        if max == 0 {
+    async fn receive(&self, kinds: &[String], max: usize, wait: Duration) -> Result<Vec<Delivery>> {
+        for kind in kinds {
+            check_kind(kind)?;
+        }
+        if max == 0 || kinds.is_empty() {
             return Ok(Vec::new());
         }
+        self.note(kinds.iter().map(String::as_str));
         let link = self.link().await?;
-        Ok(inbox::receive(&link, max, wait).await?)
+        Ok(inbox::receive(&link, kinds, max, wait).await?)
     }
 
     /// Acknowledges what the current connection delivered. Tokens from a connection that has since
@@ -166,7 +202,7 @@ impl Transport for AmqpTransport {
         for token in tokens {
             match token {
                 AckToken::Tag(token) => tags.push(AckTag::from_token(token)),
-                AckToken::Id(id) => {
+                AckToken::Entry { id, .. } => {
                     return Err(Error::InvalidInput(format!(
                         "ack token {id:?} is a stream entry id, not an AMQP delivery tag"
                     )));
@@ -186,12 +222,49 @@ impl Transport for AmqpTransport {
         Ok(())
     }
 
-    async fn purge(&self) -> Result<u64> {
-        Ok(self.link().await?.purge().await?)
+    async fn purge(&self, kind: Option<&str>) -> Result<u64> {
+        let kinds = match kind {
+            Some(kind) => {
+                check_kind(kind)?;
+                vec![kind.to_owned()]
+            }
+            None => self.known(),
+        };
+        let link = self.link().await?;
+        let mut purged = 0;
+        for kind in &kinds {
+            purged += link.purge(kind).await?;
+        }
+        Ok(purged)
     }
 
-    async fn depth(&self) -> Result<u64> {
-        Ok(self.link().await?.depth().await?)
+    async fn depth(&self, kind: Option<&str>) -> Result<u64> {
+        match kind {
+            Some(kind) => {
+                check_kind(kind)?;
+                Ok(self.link().await?.depth(kind).await?)
+            }
+            None => Ok(self.depths().await?.iter().map(|d| d.depth).sum()),
+        }
+    }
+
+    async fn depths(&self) -> Result<Vec<KindDepth>> {
+        let link = self.link().await?;
+        let mut out = Vec::new();
+        for kind in self.known() {
+            let depth = link.depth(&kind).await?;
+            out.push(KindDepth { kind, depth });
+        }
+        Ok(out)
+    }
+
+    fn know_kinds(&self, kinds: &[String]) {
+        self.note(
+            kinds
+                .iter()
+                .map(String::as_str)
+                .filter(|k| check_kind(k).is_ok()),
+        );
     }
 }
 

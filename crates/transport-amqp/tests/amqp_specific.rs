@@ -33,10 +33,13 @@ fn acks(deliveries: &[oprec_core::Delivery]) -> Vec<AckToken> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacknowledged_deliveries_come_back_to_the_next_transport() {
     let config = fresh_config();
-    let _queue = QueueGuard::new(&config.queue);
+    let _queue = QueueGuard::new(&config);
     let first = transport(config.clone()).await;
     let published = ids(5);
-    first.publish(&published).await.expect("publish");
+    first
+        .publish(&common::wakeups(&published))
+        .await
+        .expect("publish");
     let taken = receive_n(&first, 5).await;
     assert_eq!(frames(&taken), published.iter().copied().collect());
     drop(first);
@@ -46,9 +49,9 @@ async fn unacknowledged_deliveries_come_back_to_the_next_transport() {
     assert_eq!(frames(&again), published.iter().copied().collect());
     // The first transport's tokens mean nothing here; acknowledging them changes nothing.
     second.ack(acks(&taken)).await.expect("stale ack");
-    assert_eq!(second.depth().await.expect("depth"), 5);
+    assert_eq!(second.depth(None).await.expect("depth"), 5);
     second.ack(acks(&again)).await.expect("ack");
-    assert_eq!(second.depth().await.expect("depth"), 0);
+    assert_eq!(second.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,13 +60,15 @@ async fn prefetch_bounds_what_one_receive_takes() {
         prefetch: 10,
         ..fresh_config()
     };
-    let _queue = QueueGuard::new(&config.queue);
+    let _queue = QueueGuard::new(&config);
     let t = transport(config.clone()).await;
-    t.publish(&ids(100)).await.expect("publish");
+    t.publish(&common::wakeups(&ids(100)))
+        .await
+        .expect("publish");
     // Depth is the ready messages plus the ten held here.
-    assert_eq!(t.depth().await.expect("depth"), 100);
+    assert_eq!(t.depth(None).await.expect("depth"), 100);
     let got = t
-        .receive(1000, Duration::from_millis(500))
+        .receive(&common::kinds(), 1000, Duration::from_millis(500))
         .await
         .expect("receive");
     assert!(
@@ -76,7 +81,7 @@ async fn prefetch_bounds_what_one_receive_takes() {
     // Acknowledging lets the broker send more; the rest arrive in later receives.
     while seen < 100 {
         let got = t
-            .receive(1000, Duration::from_secs(2))
+            .receive(&common::kinds(), 1000, Duration::from_secs(2))
             .await
             .expect("receive");
         assert!(!got.is_empty(), "stalled after {seen} of 100");
@@ -88,22 +93,25 @@ async fn prefetch_bounds_what_one_receive_takes() {
         seen += got.len();
         t.ack(acks(&got)).await.expect("ack");
     }
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
     let config = fresh_config();
-    let _queue = QueueGuard::new(&config.queue);
+    let _queue = QueueGuard::new(&config);
     let t = Arc::new(transport(config.clone()).await);
     let waiting = tokio::spawn({
         let t = t.clone();
-        async move { t.receive(10, Duration::from_secs(20)).await }
+        async move {
+            t.receive(&common::kinds(), 10, Duration::from_secs(20))
+                .await
+        }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
-    assert_eq!(t.depth().await.expect("depth"), 0);
-    assert_eq!(t.purge().await.expect("purge"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
+    assert_eq!(t.purge(None).await.expect("purge"), 0);
     // The receive waits 20 s: anything well under that did not queue behind it.
     assert!(
         started.elapsed() < Duration::from_secs(8),
@@ -112,7 +120,7 @@ async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
     );
     // The receive kept waiting and gets what is published next.
     let id = OperationId::new();
-    t.publish(&[id]).await.expect("publish");
+    t.publish(&common::wakeups(&[id])).await.expect("publish");
     let got = tokio::time::timeout(Duration::from_secs(5), waiting)
         .await
         .expect("the receive returns once a wake-up arrives")
@@ -142,16 +150,19 @@ async fn an_unreachable_broker_is_a_prompt_transient_error() {
         "{lazy:?}"
     );
     for _ in 0..2 {
-        let error = lazy.publish(&ids(1)).await.expect_err("publish");
+        let error = lazy
+            .publish(&common::wakeups(&ids(1)))
+            .await
+            .expect_err("publish");
         assert_transient_and_redacted(&error, "pw-unreachable-42");
         let error = lazy
-            .receive(10, Duration::from_secs(30))
+            .receive(&common::kinds(), 10, Duration::from_secs(30))
             .await
             .expect_err("receive");
         assert_transient_and_redacted(&error, "pw-unreachable-42");
-        let error = lazy.depth().await.expect_err("depth");
+        let error = lazy.depth(None).await.expect_err("depth");
         assert_transient_and_redacted(&error, "pw-unreachable-42");
-        let error = lazy.purge().await.expect_err("purge");
+        let error = lazy.purge(None).await.expect_err("purge");
         assert_transient_and_redacted(&error, "pw-unreachable-42");
     }
     assert!(
@@ -188,10 +199,12 @@ async fn a_malformed_url_is_refused_without_its_password() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnects_after_the_broker_closes_the_connection() {
     let config = fresh_config();
-    let _queue = QueueGuard::new(&config.queue);
+    let _queue = QueueGuard::new(&config);
     let t = transport(config.clone()).await;
     let before = OperationId::new();
-    t.publish(&[before]).await.expect("publish");
+    t.publish(&common::wakeups(&[before]))
+        .await
+        .expect("publish");
     let held = receive_n(&t, 1).await;
     assert_eq!(frames(&held), HashSet::from([before]));
 
@@ -201,7 +214,7 @@ async fn reconnects_after_the_broker_closes_the_connection() {
     let after = OperationId::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match t.publish(&[after]).await {
+        match t.publish(&common::wakeups(&[after])).await {
             Ok(()) => break,
             Err(e) => {
                 assert!(e.is_transient(), "{e:?}");
@@ -214,9 +227,9 @@ async fn reconnects_after_the_broker_closes_the_connection() {
     let got = receive_n(&t, 2).await;
     assert_eq!(frames(&got), HashSet::from([before, after]));
     t.ack(acks(&held)).await.expect("a stale ack is skipped");
-    assert_eq!(t.depth().await.expect("depth"), 2);
+    assert_eq!(t.depth(None).await.expect("depth"), 2);
     t.ack(acks(&got)).await.expect("ack");
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
 fn assert_transient_and_redacted(error: &Error, password: &str) {

@@ -1,10 +1,11 @@
-//! The Redis server a transport talks to: a `redis::Client` with the socket options a long-lived
-//! worker wants, and a description of it that is safe to log.
+//! The Redis server (or Redis Cluster) a transport talks to: a client with the socket options a
+//! long-lived worker wants, and a description of it that is safe to log.
 
 use std::fmt;
 use std::time::Duration;
 
 use oprec_core::Result;
+use redis::cluster::ClusterClient;
 use redis::io::tcp::socket2::TcpKeepalive;
 use redis::{Client, ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
@@ -14,32 +15,108 @@ use crate::error::backend_error;
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     /// Opens connections; holds the credentials.
-    pub client: Client,
+    pub target: Target,
     redacted: String,
 }
 
+/// One server, or a cluster reached through some of its nodes.
+#[derive(Clone)]
+pub(crate) enum Target {
+    /// A single Redis (or one behind a proxy).
+    Single(Box<Client>),
+    /// A Redis Cluster: commands go to the node that holds their keys' slot.
+    Cluster(Box<ClusterClient>),
+}
+
+/// The URL schemes of a Redis Cluster: `redis+cluster://host:port,host:port/`, and
+/// `rediss+cluster://` with TLS.
+const CLUSTER_SCHEMES: [(&str, &str); 2] = [
+    ("redis+cluster://", "redis://"),
+    ("rediss+cluster://", "rediss://"),
+];
+
 impl Endpoint {
-    /// Parses `redis://`, `rediss://` (TLS) or `unix://` URLs. Sockets get `TCP_NODELAY` (wake-ups
-    /// are small and latency-bound) and keepalive probes, so a peer that vanished without closing
-    /// the connection is noticed and the connection replaced.
+    /// Parses `redis://`, `rediss://` (TLS) or `unix://` URLs, or a cluster's
+    /// `redis+cluster://[user:password@]host:port,host:port,...` (`rediss+cluster://` for TLS):
+    /// the nodes listed are where the client learns the cluster's layout, and need not be all.
+    /// Sockets get `TCP_NODELAY` (wake-ups are small and latency-bound) and keepalive probes, so
+    /// a peer that vanished without closing the connection is noticed and the connection replaced.
     pub fn parse(url: &str) -> Result<Self> {
-        let info = url.into_connection_info().map_err(backend_error)?;
-        let tcp = info.tcp_settings().clone().set_nodelay(true).set_keepalive(
-            TcpKeepalive::new()
-                .with_time(Duration::from_secs(30))
-                .with_interval(Duration::from_secs(10)),
-        );
-        let info = info.set_tcp_settings(tcp);
-        if matches!(info.addr(), ConnectionAddr::TcpTls { .. }) {
-            // redis builds its rustls config from the process-wide crypto provider and panics
-            // when there is none (or when two are compiled in and none was chosen). An error here
-            // only means another part of the program installed one first, which is as good.
-            let _ = rustls::crypto::ring::default_provider().install_default();
+        if let Some((rest, node_scheme)) = CLUSTER_SCHEMES
+            .iter()
+            .find_map(|(scheme, node)| url.strip_prefix(scheme).map(|rest| (rest, *node)))
+        {
+            return Self::parse_cluster(rest, node_scheme);
         }
+        let info = tuned(url.into_connection_info().map_err(backend_error)?);
         let redacted = redact(&info);
         let client = Client::open(info).map_err(backend_error)?;
-        Ok(Endpoint { client, redacted })
+        Ok(Endpoint {
+            target: Target::Single(Box::new(client)),
+            redacted,
+        })
     }
+
+    fn parse_cluster(rest: &str, node_scheme: &str) -> Result<Self> {
+        let (authority, tail) = match rest.find(['/', '?']) {
+            Some(at) => rest.split_at(at),
+            None => (rest, ""),
+        };
+        let (credentials, hosts) = match authority.rsplit_once('@') {
+            Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+            None => (String::new(), authority),
+        };
+        let hosts: Vec<&str> = hosts.split(',').filter(|h| !h.trim().is_empty()).collect();
+        if hosts.is_empty() {
+            return Err(oprec_core::Error::InvalidInput(
+                "a redis+cluster:// URL names at least one node: redis+cluster://host:port,host:port"
+                    .into(),
+            ));
+        }
+        let nodes = hosts
+            .iter()
+            .map(|host| {
+                format!("{node_scheme}{credentials}{host}{tail}")
+                    .into_connection_info()
+                    .map(tuned)
+                    .map_err(backend_error)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let shown: Vec<String> = nodes.iter().map(|n| n.addr().to_string()).collect();
+        let settings = nodes[0].redis_settings();
+        let who = match (settings.username(), settings.password()) {
+            (Some(user), Some(_)) => format!("{user}:***@"),
+            (Some(user), None) => format!("{user}@"),
+            (None, Some(_)) => ":***@".to_owned(),
+            (None, None) => String::new(),
+        };
+        let scheme = node_scheme.replace("://", "+cluster://");
+        let redacted = format!("{scheme}{who}{}", shown.join(","));
+        let client = ClusterClient::builder(nodes)
+            .build()
+            .map_err(backend_error)?;
+        Ok(Endpoint {
+            target: Target::Cluster(Box::new(client)),
+            redacted,
+        })
+    }
+}
+
+/// The socket options every connection gets; installs the TLS crypto provider when needed.
+fn tuned(info: ConnectionInfo) -> ConnectionInfo {
+    let tcp = info.tcp_settings().clone().set_nodelay(true).set_keepalive(
+        TcpKeepalive::new()
+            .with_time(Duration::from_secs(30))
+            .with_interval(Duration::from_secs(10)),
+    );
+    let info = info.set_tcp_settings(tcp);
+    if matches!(info.addr(), ConnectionAddr::TcpTls { .. }) {
+        // redis builds its rustls config from the process-wide crypto provider and panics
+        // when there is none (or when two are compiled in and none was chosen). An error here
+        // only means another part of the program installed one first, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    info
 }
 
 /// `scheme://[user:***@]host:port/db`, rebuilt from the parsed URL so that nothing secret in it
@@ -100,13 +177,33 @@ mod tests {
         );
         let parsed = Endpoint::parse("redis://alice:s3cret@127.0.0.1").unwrap();
         assert!(!format!("{parsed:?}").contains("s3cret"));
-        assert!(!format!("{:?}", parsed.client).contains("s3cret"));
+        let Target::Single(client) = &parsed.target else {
+            panic!("one server");
+        };
+        assert!(!format!("{client:?}").contains("s3cret"));
+        assert_eq!(
+            shown("redis+cluster://:s3cret@127.0.0.1:7000,127.0.0.1:7001/"),
+            "redis+cluster://:***@127.0.0.1:7000,127.0.0.1:7001"
+        );
+        assert_eq!(
+            shown("redis+cluster://10.0.0.1:7000"),
+            "redis+cluster://10.0.0.1:7000"
+        );
+        let cluster = Endpoint::parse("redis+cluster://u:s3cret@h1:1,h2:2").unwrap();
+        assert!(matches!(cluster.target, Target::Cluster(_)));
+        assert!(!format!("{cluster:?}").contains("s3cret"));
     }
 
     #[test]
     fn a_bad_url_is_a_permanent_error_without_the_url() {
-        let e = Endpoint::parse("http://alice:s3cret@x").unwrap_err();
-        assert!(!e.is_transient());
-        assert!(!e.to_string().contains("s3cret"), "{e}");
+        for url in [
+            "http://alice:s3cret@x",
+            "redis+cluster://alice:s3cret@",
+            "redis+cluster://alice:s3cret@h:notaport",
+        ] {
+            let e = Endpoint::parse(url).unwrap_err();
+            assert!(!e.is_transient(), "{url}");
+            assert!(!e.to_string().contains("s3cret"), "{e}");
+        }
     }
 }

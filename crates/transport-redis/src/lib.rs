@@ -13,6 +13,7 @@
 //! different streams.
 
 mod config;
+mod conn;
 mod endpoint;
 mod error;
 mod reclaim;

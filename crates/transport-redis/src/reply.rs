@@ -1,4 +1,5 @@
-//! Stream entries out of raw `XREADGROUP` and `XAUTOCLAIM` replies, as deliveries.
+//! Stream entries out of raw `XREADGROUP` and `XAUTOCLAIM` replies, as deliveries of the kind
+//! whose stream held them.
 //!
 //! Parsed by hand rather than through redis's typed stream replies: those key fields by `String`,
 //! so one entry with a non-UTF-8 field name would fail the whole batch (and be read again, and
@@ -24,33 +25,53 @@ pub(crate) struct Autoclaimed {
     pub deleted: usize,
 }
 
-/// The reply of `XREADGROUP ... STREAMS <one stream> >`: nil when the wait ran out, else (RESP2)
-/// `[[stream, [entry, ...]]]` or (RESP3) `{stream: [entry, ...]}`.
-pub(crate) fn read_reply(reply: Value) -> Vec<Delivery> {
-    let per_stream: Vec<Value> = match reply {
+/// The reply of `XREADGROUP ... STREAMS <stream> ... > ...`: nil when the wait ran out, else
+/// (RESP2) `[[stream, [entry, ...]], ...]` or (RESP3) `{stream: [entry, ...], ...}`. `kind_of`
+/// names the kind of a stream key; entries of a key it does not know are skipped (with a warning),
+/// since they cannot have come from a read of this transport's streams.
+pub(crate) fn read_reply(reply: Value, kind_of: impl Fn(&str) -> Option<String>) -> Vec<Delivery> {
+    let per_stream: Vec<(Value, Value)> = match reply {
         Value::Nil => return Vec::new(),
         Value::Array(streams) => streams
             .into_iter()
             .filter_map(|stream| match stream {
-                Value::Array(mut pair) if pair.len() == 2 => pair.pop(),
+                Value::Array(pair) if pair.len() == 2 => {
+                    let mut pair = pair.into_iter();
+                    Some((pair.next()?, pair.next()?))
+                }
                 other => {
                     tracing::warn!(reply = ?other, "XREADGROUP: unexpected stream shape, skipped");
                     None
                 }
             })
             .collect(),
-        Value::Map(pairs) => pairs.into_iter().map(|(_, entries)| entries).collect(),
+        Value::Map(pairs) => pairs,
         other => {
             tracing::warn!(reply = ?other, "XREADGROUP: unexpected reply, skipped");
             return Vec::new();
         }
     };
-    per_stream.into_iter().flat_map(entries).collect()
+    per_stream
+        .into_iter()
+        .flat_map(|(key, list)| {
+            let kind = text(key).and_then(|key| {
+                let kind = kind_of(&key);
+                if kind.is_none() {
+                    tracing::warn!(key, "XREADGROUP: entries of a stream not read, skipped");
+                }
+                kind
+            });
+            match kind {
+                Some(kind) => entries(list, &kind),
+                None => Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// The reply of `XAUTOCLAIM`: `[cursor, [entry, ...]]`, plus `[deleted id, ...]` from Redis 7 on.
 /// Redis 6.2 puts a nil where a claimed entry was deleted; it is skipped.
-pub(crate) fn autoclaim_reply(reply: Value) -> Autoclaimed {
+pub(crate) fn autoclaim_reply(reply: Value, kind: &str) -> Autoclaimed {
     let Value::Array(mut parts) = reply else {
         tracing::warn!(reply = ?reply, "XAUTOCLAIM: unexpected reply, skipped");
         return Autoclaimed::nothing();
@@ -73,7 +94,7 @@ pub(crate) fn autoclaim_reply(reply: Value) -> Autoclaimed {
         .unwrap_or_else(|| "0-0".to_owned());
     Autoclaimed {
         cursor,
-        deliveries: entries(claimed),
+        deliveries: entries(claimed, kind),
         deleted,
     }
 }
@@ -90,14 +111,14 @@ impl Autoclaimed {
 
 /// `[[id, [field, value, ...]], ...]`; an entry without an id cannot be acknowledged and is
 /// skipped, every other entry becomes a delivery.
-fn entries(list: Value) -> Vec<Delivery> {
+fn entries(list: Value, kind: &str) -> Vec<Delivery> {
     let Value::Array(list) = list else {
         return Vec::new();
     };
-    list.into_iter().filter_map(entry).collect()
+    list.into_iter().filter_map(|e| entry(e, kind)).collect()
 }
 
-fn entry(entry: Value) -> Option<Delivery> {
+fn entry(entry: Value, kind: &str) -> Option<Delivery> {
     let Value::Array(parts) = entry else {
         // Nil: an entry deleted while pending (Redis 6.2 XAUTOCLAIM).
         return None;
@@ -109,7 +130,11 @@ fn entry(entry: Value) -> Option<Delivery> {
     };
     let frame = frame_of(parts.next().unwrap_or(Value::Nil));
     Some(Delivery {
-        ack: AckToken::Id(id),
+        ack: AckToken::Entry {
+            kind: kind.to_owned(),
+            id,
+        },
+        kind: kind.to_owned(),
         frame,
     })
 }
@@ -184,18 +209,41 @@ mod tests {
         vec![bulk(b"f"), Value::BulkString(frame::encode(id))]
     }
 
+    fn kind_of(key: &str) -> Option<String> {
+        key.strip_prefix("{p}:kind:").map(str::to_owned)
+    }
+
+    fn token(id: &str) -> AckToken {
+        AckToken::Entry {
+            kind: "k".into(),
+            id: id.into(),
+        }
+    }
+
     #[test]
     fn a_resp2_read_reply_yields_each_entry() {
         let (a, b) = (OperationId::new(), OperationId::new());
-        let reply = Value::Array(vec![Value::Array(vec![
-            bulk(b"stream"),
-            Value::Array(vec![entry("1-0", good(a)), entry("1-1", good(b))]),
-        ])]);
-        let got = read_reply(reply);
-        assert_eq!(got.len(), 2);
-        assert_eq!(got[0].ack, AckToken::Id("1-0".into()));
+        let reply = Value::Array(vec![
+            Value::Array(vec![
+                bulk(b"{p}:kind:k"),
+                Value::Array(vec![entry("1-0", good(a)), entry("1-1", good(b))]),
+            ]),
+            Value::Array(vec![
+                bulk(b"{p}:kind:other"),
+                Value::Array(vec![entry("1-2", good(a))]),
+            ]),
+            Value::Array(vec![
+                bulk(b"not-ours"),
+                Value::Array(vec![entry("1-3", good(a))]),
+            ]),
+        ]);
+        let got = read_reply(reply, kind_of);
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].ack, token("1-0"));
         assert_eq!(got[0].frame, Ok(a));
+        assert_eq!(got[0].kind, "k");
         assert_eq!(got[1].frame, Ok(b));
+        assert_eq!(got[2].kind, "other");
     }
 
     #[test]
@@ -203,21 +251,21 @@ mod tests {
         let a = OperationId::new();
         let fields = Value::Map(vec![(bulk(b"f"), Value::BulkString(frame::encode(a)))]);
         let reply = Value::Map(vec![(
-            bulk(b"stream"),
+            bulk(b"{p}:kind:k"),
             Value::Array(vec![Value::Array(vec![bulk(b"2-0"), fields])]),
         )]);
-        assert_eq!(read_reply(reply)[0].frame, Ok(a));
+        assert_eq!(read_reply(reply, kind_of)[0].frame, Ok(a));
     }
 
     #[test]
     fn a_timed_out_read_is_empty() {
-        assert!(read_reply(Value::Nil).is_empty());
+        assert!(read_reply(Value::Nil, kind_of).is_empty());
     }
 
     #[test]
     fn odd_entries_are_garbage_deliveries_not_failures() {
         let reply = Value::Array(vec![Value::Array(vec![
-            bulk(b"stream"),
+            bulk(b"{p}:kind:k"),
             Value::Array(vec![
                 entry("1-0", vec![bulk(b"g"), bulk(b"1:x")]),
                 entry("1-1", vec![bulk(&[0xff, 0xfe]), bulk(b"x")]),
@@ -229,12 +277,12 @@ mod tests {
                 Value::Array(vec![Value::Int(3)]),
             ]),
         ])]);
-        let got = read_reply(reply);
+        let got = read_reply(reply, kind_of);
         let ids: Vec<_> = got.iter().map(|d| d.ack.clone()).collect();
         assert_eq!(
             ids,
             ["1-0", "1-1", "1-2", "1-3", "1-4", "1-5"]
-                .map(|id| AckToken::Id(id.into()))
+                .map(token)
                 .to_vec()
         );
         for d in &got[..5] {
@@ -251,7 +299,7 @@ mod tests {
             Value::Array(vec![Value::Nil, entry("3-0", good(a))]),
             Value::Array(vec![bulk(b"4-0")]),
         ]);
-        let got = autoclaim_reply(reply);
+        let got = autoclaim_reply(reply, "k");
         assert_eq!(got.cursor, "5-0");
         assert_eq!(got.deleted, 1);
         assert_eq!(got.deliveries.len(), 1);
@@ -259,10 +307,10 @@ mod tests {
 
         // Redis 6.2: no list of deleted ids.
         let reply = Value::Array(vec![bulk(b"0-0"), Value::Array(vec![])]);
-        let got = autoclaim_reply(reply);
+        let got = autoclaim_reply(reply, "k");
         assert_eq!((got.cursor.as_str(), got.deleted), ("0-0", 0));
         assert!(got.deliveries.is_empty());
 
-        assert_eq!(autoclaim_reply(Value::Okay).cursor, "0-0");
+        assert_eq!(autoclaim_reply(Value::Okay, "k").cursor, "0-0");
     }
 }

@@ -13,14 +13,14 @@ oprec_testkit::transport_conformance_tests!(setup);
 /// is a garbage delivery to acknowledge, and spoils neither its batch nor the good frame in it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_without_the_frame_field_is_a_garbage_delivery() {
-    let stream = common::fresh_stream();
-    let raw = common::Raw::connect(&stream).await;
-    let t = common::transport(common::config(&stream)).await;
+    let prefix = common::fresh_prefix();
+    let raw = common::Raw::connect(&prefix).await;
+    let t = common::transport(common::config(&prefix)).await;
     let good = oprec_core::OperationId::new();
     raw.xadd(b"frame", oprec_core::frame::encode(good)).await;
     raw.xadd(&[0xff, 0xfe], b"not utf-8 field name".to_vec())
         .await;
-    t.publish(&[good]).await.expect("publish");
+    t.publish(&common::wakeups(&[good])).await.expect("publish");
 
     let got = receive_n(&t, 3).await;
     assert_eq!(got.len(), 3, "{got:?}");
@@ -34,6 +34,6 @@ async fn an_entry_without_the_frame_field_is_a_garbage_delivery() {
     t.ack(got.into_iter().map(|d| d.ack).collect())
         .await
         .expect("ack");
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
     assert_eq!(raw.xlen().await, 0);
 }

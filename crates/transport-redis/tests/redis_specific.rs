@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Raw, config, fresh_stream, transport};
+use common::{Raw, config, fresh_prefix, transport};
 use oprec_core::{Delivery, OperationId, Transport};
 use oprec_redis::{RedisTransport, RedisTransportConfig};
 use oprec_testkit::transport_cases::receive_n;
@@ -24,7 +24,7 @@ async fn poll_for(t: &RedisTransport, n: usize, within: Duration) -> Vec<Deliver
             got.len()
         );
         got.extend(
-            t.receive(n - got.len(), Duration::from_millis(100))
+            t.receive(&common::kinds(), n - got.len(), Duration::from_millis(100))
                 .await
                 .expect("receive"),
         );
@@ -32,30 +32,33 @@ async fn poll_for(t: &RedisTransport, n: usize, within: Duration) -> Vec<Deliver
     got
 }
 
-fn short_claim_idle(stream: &str, claim_idle: Duration) -> RedisTransportConfig {
+fn short_claim_idle(prefix: &str, claim_idle: Duration) -> RedisTransportConfig {
     RedisTransportConfig {
         claim_idle,
-        ..config(stream)
+        ..config(prefix)
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unacknowledged_entries_of_a_dead_consumer_go_to_another_after_claim_idle() {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
     let claim_idle = Duration::from_millis(300);
-    let dead = transport(short_claim_idle(&stream, claim_idle)).await;
-    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    let dead = transport(short_claim_idle(&prefix, claim_idle)).await;
+    let heir = transport(short_claim_idle(&prefix, claim_idle)).await;
     assert_ne!(dead.config().consumer, heir.config().consumer);
 
     let ids: Vec<OperationId> = (0..3).map(|_| OperationId::new()).collect();
-    dead.publish(&ids).await.expect("publish");
+    dead.publish(&common::wakeups(&ids)).await.expect("publish");
     let before_delivery = Instant::now();
     let taken = receive_n(&dead, 3).await;
     assert_eq!(taken.len(), 3);
     drop(dead); // dies without acknowledging
 
-    let early = heir.receive(10, Duration::ZERO).await.expect("receive");
+    let early = heir
+        .receive(&common::kinds(), 10, Duration::ZERO)
+        .await
+        .expect("receive");
     assert!(early.is_empty(), "taken over before claim_idle: {early:?}");
 
     let got = poll_for(&heir, 3, Duration::from_secs(10)).await;
@@ -73,27 +76,32 @@ async fn unacknowledged_entries_of_a_dead_consumer_go_to_another_after_claim_idl
         .await
         .expect("ack");
     assert_eq!(raw.pending(&heir.config().group).await, 0);
-    assert_eq!(heir.depth().await.expect("depth"), 0);
+    assert_eq!(heir.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_of_workers_that_are_gone_leave_the_group_once_their_entries_are_taken_over() {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
     let claim_idle = Duration::from_millis(500);
-    let gone = transport(short_claim_idle(&stream, claim_idle)).await;
-    let holder = transport(short_claim_idle(&stream, claim_idle)).await;
-    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    let gone = transport(short_claim_idle(&prefix, claim_idle)).await;
+    let holder = transport(short_claim_idle(&prefix, claim_idle)).await;
+    let heir = transport(short_claim_idle(&prefix, claim_idle)).await;
     let group = heir.config().group.clone();
 
     // `gone` read and acknowledged; `holder` died holding one entry unacknowledged.
-    gone.publish(&[OperationId::new()]).await.expect("publish");
+    gone.publish(&common::wakeups(&[OperationId::new()]))
+        .await
+        .expect("publish");
     let got = receive_n(&gone, 1).await;
     gone.ack(got.into_iter().map(|d| d.ack).collect())
         .await
         .expect("ack");
     let held = OperationId::new();
-    holder.publish(&[held]).await.expect("publish");
+    holder
+        .publish(&common::wakeups(&[held]))
+        .await
+        .expect("publish");
     assert_eq!(receive_n(&holder, 1).await.len(), 1);
     let (gone_name, holder_name) = (
         gone.config().consumer.clone(),
@@ -103,7 +111,10 @@ async fn consumers_of_workers_that_are_gone_leave_the_group_once_their_entries_a
     assert!(raw.consumers(&group).await.contains(&holder_name));
 
     // Well within the silence limit, a completed pass removes no one.
-    let early = heir.receive(10, Duration::ZERO).await.expect("receive");
+    let early = heir
+        .receive(&common::kinds(), 10, Duration::ZERO)
+        .await
+        .expect("receive");
     assert!(early.is_empty(), "taken over too early: {early:?}");
     assert!(raw.consumers(&group).await.contains(&gone_name));
 
@@ -124,7 +135,7 @@ async fn consumers_of_workers_that_are_gone_leave_the_group_once_their_entries_a
             Instant::now() < deadline,
             "silent consumers still in the group: {names:?}"
         );
-        heir.receive(10, Duration::from_millis(100))
+        heir.receive(&common::kinds(), 10, Duration::from_millis(100))
             .await
             .expect("receive");
     }
@@ -133,23 +144,23 @@ async fn consumers_of_workers_that_are_gone_leave_the_group_once_their_entries_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_entries_are_trimmed_from_the_stream() {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
-    let t = transport(config(&stream)).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
     let ids: Vec<OperationId> = (0..5).map(|_| OperationId::new()).collect();
-    t.publish(&ids).await.expect("publish");
+    t.publish(&common::wakeups(&ids)).await.expect("publish");
     assert_eq!(raw.xlen().await, 5);
 
     let got = receive_n(&t, 5).await;
     assert_eq!(got.len(), 5);
     assert_eq!(raw.xlen().await, 5, "in flight until acknowledged");
-    assert_eq!(t.depth().await.expect("depth"), 5);
+    assert_eq!(t.depth(None).await.expect("depth"), 5);
 
     t.ack(got.into_iter().map(|d| d.ack).collect())
         .await
         .expect("ack");
     assert_eq!(raw.xlen().await, 0);
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,9 +169,9 @@ async fn an_unreachable_redis_fails_fast_with_a_transient_error() {
     let limit = Duration::from_secs(10);
 
     let started = Instant::now();
-    let lazy = RedisTransport::connect_lazy(url, config(&fresh_stream()))
+    let lazy = RedisTransport::connect_lazy(url, config(&fresh_prefix()))
         .expect("a lazy transport needs no server");
-    let e = tokio::time::timeout(limit, lazy.publish(&[OperationId::new()]))
+    let e = tokio::time::timeout(limit, lazy.publish(&common::wakeups(&[OperationId::new()])))
         .await
         .expect("publish hung instead of failing")
         .expect_err("nothing listens on port 1");
@@ -176,7 +187,7 @@ async fn an_unreachable_redis_fails_fast_with_a_transient_error() {
     assert!(format!("{lazy:?}").contains("alice:***@127.0.0.1:1"));
 
     let started = Instant::now();
-    let e = tokio::time::timeout(limit, RedisTransport::connect(url, config(&fresh_stream())))
+    let e = tokio::time::timeout(limit, RedisTransport::connect(url, config(&fresh_prefix())))
         .await
         .expect("connect hung instead of failing")
         .expect_err("nothing listens on port 1");
@@ -187,16 +198,16 @@ async fn an_unreachable_redis_fails_fast_with_a_transient_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_entry_deleted_before_it_is_taken_over_is_skipped() {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
     let claim_idle = Duration::from_millis(200);
-    let dead = transport(short_claim_idle(&stream, claim_idle)).await;
-    let heir = transport(short_claim_idle(&stream, claim_idle)).await;
+    let dead = transport(short_claim_idle(&prefix, claim_idle)).await;
+    let heir = transport(short_claim_idle(&prefix, claim_idle)).await;
     let ids = [OperationId::new(), OperationId::new()];
-    dead.publish(&ids).await.expect("publish");
+    dead.publish(&common::wakeups(&ids)).await.expect("publish");
     let taken = receive_n(&dead, 2).await;
     drop(dead);
-    let oprec_core::AckToken::Id(deleted) = &taken[0].ack else {
+    let oprec_core::AckToken::Entry { id: deleted, .. } = &taken[0].ack else {
         panic!("not an entry id: {:?}", taken[0].ack);
     };
     raw.xdel(deleted).await;
@@ -210,45 +221,55 @@ async fn a_pending_entry_deleted_before_it_is_taken_over_is_skipped() {
         0,
         "the deleted entry left the pending list"
     );
-    assert_eq!(heir.depth().await.expect("depth"), 0);
+    assert_eq!(heir.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_lost_with_its_group_is_recreated_on_next_use() {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
-    let t = transport(config(&stream)).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
+    // A first receive makes the stream and its group.
+    assert!(
+        t.receive(&common::kinds(), 10, Duration::ZERO)
+            .await
+            .expect("receive")
+            .is_empty()
+    );
     raw.del().await; // as a Redis restarted without persistence would
-    assert_eq!(t.depth().await.expect("depth of a lost stream"), 0);
+    assert_eq!(t.depth(None).await.expect("depth of a lost stream"), 0);
 
     let id = OperationId::new();
-    t.publish(&[id])
+    t.publish(&common::wakeups(&[id]))
         .await
         .expect("publish recreates the stream");
-    assert_eq!(t.depth().await.expect("depth"), 1);
+    assert_eq!(t.depth(None).await.expect("depth"), 1);
     let got = receive_n(&t, 1).await;
     assert_eq!(got.len(), 1, "delivered once the group is recreated");
     assert_eq!(got[0].frame, Ok(id));
     t.ack(vec![got[0].ack.clone()]).await.expect("ack");
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_receive_holds_up_no_other_call() {
-    let stream = fresh_stream();
-    let _raw = Raw::connect(&stream).await;
-    let t = Arc::new(transport(config(&stream)).await);
+    let prefix = fresh_prefix();
+    let _raw = Raw::connect(&prefix).await;
+    let t = Arc::new(transport(config(&prefix)).await);
     let blocked = tokio::spawn({
         let t = t.clone();
-        async move { t.receive(10, Duration::from_secs(5)).await }
+        async move {
+            t.receive(&common::kinds(), 10, Duration::from_secs(5))
+                .await
+        }
     });
     // Long enough for the read to block in Redis; the assertions are about seconds.
     tokio::time::sleep(Duration::from_millis(300)).await;
 
     let started = Instant::now();
-    assert_eq!(t.depth().await.expect("depth"), 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
     let id = OperationId::new();
-    t.publish(&[id]).await.expect("publish");
+    t.publish(&common::wakeups(&[id])).await.expect("publish");
     // The read blocks for 5 s: anything well under that did not queue behind it (2.5 s leaves
     // room for a loaded CI machine).
     assert!(
@@ -268,16 +289,19 @@ async fn a_blocked_receive_holds_up_no_other_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zero_wait_never_blocks() {
-    let stream = fresh_stream();
-    let _raw = Raw::connect(&stream).await;
-    let t = transport(config(&stream)).await;
-    let got = tokio::time::timeout(Duration::from_secs(2), t.receive(10, Duration::ZERO))
-        .await
-        .expect("a zero wait returned at once")
-        .expect("receive");
+    let prefix = fresh_prefix();
+    let _raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
+    let got = tokio::time::timeout(
+        Duration::from_secs(2),
+        t.receive(&common::kinds(), 10, Duration::ZERO),
+    )
+    .await
+    .expect("a zero wait returned at once")
+    .expect("receive");
     assert!(got.is_empty());
     assert!(
-        t.receive(0, Duration::from_secs(60))
+        t.receive(&common::kinds(), 0, Duration::from_secs(60))
             .await
             .unwrap()
             .is_empty()
@@ -299,12 +323,15 @@ async fn a_rediss_url_fails_the_handshake_without_panicking() {
     });
     let t = RedisTransport::connect_lazy(
         &format!("rediss://127.0.0.1:{port}"),
-        config(&fresh_stream()),
+        config(&fresh_prefix()),
     )
     .expect("a rediss URL is accepted");
-    let result = tokio::time::timeout(Duration::from_secs(10), t.publish(&[OperationId::new()]))
-        .await
-        .expect("the handshake failed in time");
+    let result = tokio::time::timeout(
+        Duration::from_secs(10),
+        t.publish(&common::wakeups(&[OperationId::new()])),
+    )
+    .await
+    .expect("the handshake failed in time");
     assert!(result.is_err(), "no TLS server there");
     hang_up.abort();
 }

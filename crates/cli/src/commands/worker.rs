@@ -141,7 +141,14 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     backend.ensure_schema().await?;
     let effects = EffectTable::new(&backend.concrete);
     effects.ensure().await?;
-    let registry = Arc::new(demo_kinds::registry(&policy, effects));
+    let mut registry = demo_kinds::registry(&policy, effects);
+    if !args.kinds.is_empty() {
+        registry = registry.only(&args.kinds).map_err(|e| match e {
+            oprec::Error::InvalidInput(why) => bad(format!("--kinds: {why}")),
+            other => other.into(),
+        })?;
+    }
+    let registry = Arc::new(registry);
     let transport = backend::transport(&global.transport)?;
     let worker_id = config.worker_id.clone();
     if let Some(addr) = metrics_at {

@@ -165,7 +165,11 @@ impl Importer {
         if ids.is_empty() {
             return;
         }
-        if let Err(e) = t.publish(&ids).await {
+        let wakeups: Vec<oprec::WakeUp> = ids
+            .iter()
+            .map(|id| oprec::WakeUp::new(*id, self.kind.as_str()))
+            .collect();
+        if let Err(e) = t.publish(&wakeups).await {
             tracing::warn!(error = %e, count = ids.len(),
                 "publishing wake-ups failed; the operations are committed and the scheduler will wake them");
         }

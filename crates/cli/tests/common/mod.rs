@@ -180,6 +180,19 @@ impl Drop for RedisKeyGuard {
     }
 }
 
+/// Deletes every key of a Redis key prefix when dropped, whether the test passed or failed (see
+/// [`delete_redis_prefix`]).
+pub struct RedisPrefixGuard {
+    pub url: String,
+    pub prefix: String,
+}
+
+impl Drop for RedisPrefixGuard {
+    fn drop(&mut self) {
+        delete_redis_prefix(&self.url, &self.prefix);
+    }
+}
+
 /// Deletes a RabbitMQ queue when dropped, whether the test passed or failed (see
 /// [`delete_amqp_queue`]).
 pub struct AmqpQueueGuard {
@@ -215,6 +228,71 @@ pub fn delete_amqp_queue(url: &str, queue: &str) {
                 let channel = conn.create_channel().await.ok()?;
                 let _ = channel
                     .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                    .await;
+                let _ = conn.close(200, "OK".into()).await;
+                Some(())
+            })
+            .await;
+        });
+    })
+    .join();
+}
+
+/// The demo kinds, whose queues a RabbitMQ prefix of the tests may hold.
+pub const DEMO_KINDS: [&str; 5] = [
+    "demo.noop",
+    "demo.flaky",
+    "demo.crash",
+    "demo.slow",
+    "demo.effect",
+];
+
+/// Deletes every key of a Redis key prefix (`{prefix}:*`: each kind's stream and the set of
+/// kinds). Best effort and bounded: a Redis that is gone costs two seconds, never a hang.
+pub fn delete_redis_prefix(url: &str, prefix: &str) {
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    if let Ok(mut conn) = client.get_connection_with_timeout(std::time::Duration::from_secs(2)) {
+        let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{{{prefix}}}:*"))
+            .query(&mut conn)
+            .unwrap_or_default();
+        for key in keys {
+            let _ = redis::cmd("DEL").arg(key).exec(&mut conn);
+        }
+    }
+}
+
+/// Deletes a RabbitMQ prefix's queues of the demo kinds and its exchange.
+pub fn delete_amqp_prefix(url: &str, prefix: &str) {
+    for kind in DEMO_KINDS {
+        delete_amqp_queue(url, &format!("{prefix}.{kind}"));
+    }
+    delete_amqp_exchange(url, prefix);
+}
+
+/// Deletes a RabbitMQ exchange, on a thread and runtime of its own, bounded to 5 s.
+pub fn delete_amqp_exchange(url: &str, exchange: &str) {
+    use lapin::options::ExchangeDeleteOptions;
+    use lapin::{Connection, ConnectionProperties};
+    let (url, exchange) = (url.to_owned(), exchange.to_owned());
+    let _ = std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        rt.block_on(async {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                let conn = Connection::connect(&url, ConnectionProperties::default())
+                    .await
+                    .ok()?;
+                let channel = conn.create_channel().await.ok()?;
+                let _ = channel
+                    .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
                     .await;
                 let _ = conn.close(200, "OK".into()).await;
                 Some(())

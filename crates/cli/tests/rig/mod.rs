@@ -1,6 +1,6 @@
 //! A rig for fault tests that run the real `oprec` binary as separate processes: a fresh
 //! PostgreSQL schema (named through `?options=-csearch_path%3D...` on the URL the binary gets) or
-//! SQLite file, a fresh Redis stream (`?stream=`) or RabbitMQ queue (`?queue=`), the test's own
+//! SQLite file, a fresh Redis key prefix (`?prefix=`) or RabbitMQ prefix (`?prefix=`), the test's own
 //! pool for assertions, and every child process killed when its guard drops, with the tail of
 //! every log printed when the test fails. The stream or queue is deleted when the rig drops,
 //! passed or failed; the schema or folder only when the test passed (kept for inspection).
@@ -13,8 +13,6 @@
 
 use std::cell::RefCell;
 use std::fs::File;
-use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -123,9 +121,11 @@ pub struct Rig {
     pub pool: Option<Pool>,
     /// PostgreSQL: the server URL and the schema to drop at the end.
     pub schema: Option<(String, String)>,
-    /// Redis: the server URL and the stream to delete at the end.
+    /// Redis: the server URL and the key prefix whose keys (every kind's stream, the set of
+    /// kinds) are deleted at the end.
     pub stream: Option<(String, String)>,
-    /// RabbitMQ: the server URL and the queue to delete at the end.
+    /// RabbitMQ: the server URL and the prefix whose exchange and demo kind queues are deleted at
+    /// the end.
     pub queue: Option<(String, String)>,
     pub logs: RefCell<Vec<(String, PathBuf, PathBuf)>>,
     pub started: Instant,
@@ -176,7 +176,7 @@ impl Rig {
                 let server = servers.redis.clone();
                 let key = format!("oprec:pf:{tag}");
                 (
-                    with_param(&server, &format!("stream={key}&group=oprec-pf")),
+                    with_param(&server, &format!("prefix={key}&group=oprec-pf")),
                     Some((server, key)),
                     None,
                 )
@@ -186,7 +186,7 @@ impl Rig {
                 let queue = format!("oprec.pf.{tag}");
                 // Deleted when the rig drops; the expiry only covers a test process that died.
                 (
-                    with_param(&server, &format!("queue={queue}&queue_expires=120")),
+                    with_param(&server, &format!("prefix={queue}&queue_expires=120")),
                     None,
                     Some((server, queue)),
                 )
@@ -430,11 +430,11 @@ impl Drop for Rig {
         let failed = std::thread::panicking();
         // The broker's stream or queue goes whether the test passed or failed: the logs and the
         // database tell what happened, and a leftover would stay on the shared broker for good.
-        if let Some((server, key)) = self.stream.take() {
-            redis_del(&server, &key);
+        if let Some((server, prefix)) = self.stream.take() {
+            common::delete_redis_prefix(&server, &prefix);
         }
-        if let Some((server, queue)) = self.queue.take() {
-            common::delete_amqp_queue(&server, &queue);
+        if let Some((server, prefix)) = self.queue.take() {
+            common::delete_amqp_prefix(&server, &prefix);
         }
         if let Some(pool) = self.pool.take() {
             self.rt.block_on(async {
@@ -477,62 +477,6 @@ pub async fn admin_pool(server: &str) -> PgPool {
         .unwrap_or_else(|e| {
             panic!("PostgreSQL (OPREC_TEST_DATABASE_URL) is required: {e}");
         })
-}
-
-/// Best effort: deletes `key` on the Redis server `url` names (plain `redis://` URLs; the test
-/// does not depend on it, it only keeps the server tidy).
-pub fn redis_del(url: &str, key: &str) {
-    let Some(rest) = url.strip_prefix("redis://") else {
-        return;
-    };
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
-    let (authority, db) = rest.split_once('/').unwrap_or((rest, ""));
-    let (userinfo, host) = match authority.rsplit_once('@') {
-        Some((u, h)) => (Some(u), h),
-        None => (None, authority),
-    };
-    let host = if host.contains(':') {
-        host.to_owned()
-    } else {
-        format!("{host}:6379")
-    };
-    let mut commands: Vec<Vec<&str>> = Vec::new();
-    match userinfo.and_then(|u| u.split_once(':')) {
-        Some(("", password)) => commands.push(vec!["AUTH", password]),
-        Some((user, password)) => commands.push(vec!["AUTH", user, password]),
-        None => {}
-    }
-    let db = db.trim_end_matches('/');
-    if !db.is_empty() {
-        commands.push(vec!["SELECT", db]);
-    }
-    commands.push(vec!["DEL", key]);
-    let Some(addr) = host.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
-        return;
-    };
-    let Ok(mut conn) = TcpStream::connect_timeout(&addr, Duration::from_secs(2)) else {
-        return;
-    };
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-    let mut wire = String::new();
-    for c in &commands {
-        wire.push_str(&format!("*{}\r\n", c.len()));
-        for arg in c {
-            wire.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
-        }
-    }
-    if conn.write_all(wire.as_bytes()).is_err() {
-        return;
-    }
-    // Wait for the replies (one line each), so the DEL has run before the socket closes.
-    let mut replies = Vec::new();
-    let mut buf = [0u8; 256];
-    while replies.iter().filter(|b| **b == b'\n').count() < commands.len() {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => replies.extend_from_slice(&buf[..n]),
-        }
-    }
 }
 
 /// A child process, killed (SIGKILL) and reaped when dropped.

@@ -1,4 +1,5 @@
--- Marks up to $3 due operations woken at "now" ($1; NULL: the database's clock) and returns them,
+-- Marks up to $3 due operations woken at "now" ($1; NULL: the database's clock) and returns them
+-- (id and kind, which routes the wake-up),
 -- oldest eligible first, skipping rows another transaction holds: pending, eligible, within
 -- their deadline, held back by no control, and never woken or woken before they became eligible
 -- (a retry); with $4, also those woken more than $2 ms ago (stale). With $5 (microseconds), only
@@ -24,4 +25,4 @@ due AS (
 UPDATE operations o SET last_woken_at = now.t
 FROM due, now
 WHERE o.id = due.pid
-RETURNING o.id
+RETURNING o.id, o.kind

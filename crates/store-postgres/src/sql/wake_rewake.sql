@@ -18,4 +18,4 @@ due AS (
 UPDATE operations o SET last_woken_at = now.t
 FROM due, now
 WHERE o.id = due.pid
-RETURNING o.id
+RETURNING o.id, o.kind

@@ -1,4 +1,5 @@
--- The scheduler's pick: marks up to ?3 due operations woken at ?1 and returns them, oldest
+-- The scheduler's pick: marks up to ?3 due operations woken at ?1 and returns them (id and kind,
+-- which routes the wake-up), oldest
 -- eligible first. Due: pending, eligible, within the deadline, held back by no control, and
 -- never woken or woken before it became eligible (a retry); with ?4 = 1, also those woken before
 -- ?2 (the re-wake interval ago: stale). With ?5 (a time), only kinds that a worker seen at or
@@ -16,4 +17,4 @@ WHERE id IN (SELECT o.id FROM operations AS o INDEXED BY operations_pending_elig
                AND /*not_held_back*/
              ORDER BY o.next_eligible_at, o.id
              LIMIT ?3)
-RETURNING id
+RETURNING id, kind

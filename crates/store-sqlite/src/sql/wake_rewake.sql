@@ -13,4 +13,4 @@ WHERE id IN (SELECT o.id FROM operations AS o INDEXED BY operations_pending_elig
                AND /*not_held_back*/
              ORDER BY o.next_eligible_at, o.id
              LIMIT ?3)
-RETURNING id
+RETURNING id, kind

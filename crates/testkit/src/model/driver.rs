@@ -349,7 +349,7 @@ impl<S: FullStore> Driver<S> {
                     .await
                     .map_err(|e| format!("wake due: {e}"))?;
                 let mut picked = Vec::with_capacity(woken.len());
-                for id in woken {
+                for id in woken.into_iter().map(|w| w.id) {
                     let i = self.ids.iter().position(|known| *known == id);
                     ensure!(i.is_some(), "wake due returned an unknown id {id}");
                     picked.push(i.unwrap_or_default());

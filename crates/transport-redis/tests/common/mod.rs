@@ -1,4 +1,5 @@
-//! A fresh stream per test on the Redis at `OPREC_TEST_REDIS_URL`, deleted when the test is done.
+//! A fresh key prefix per test on the Redis at `OPREC_TEST_REDIS_URL`, whose streams are deleted
+//! when the test is done.
 //! An unreachable Redis fails the test loudly: these tests never skip.
 
 #![allow(dead_code)]
@@ -6,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use oprec_core::{OperationId, WakeUp};
 use oprec_redis::{RedisTransport, RedisTransportConfig};
-use oprec_testkit::transport_cases::TransportHarness;
+use oprec_testkit::transport_cases::{KIND, TransportHarness};
 use redis::aio::MultiplexedConnection;
 
 /// The Redis the tests use.
@@ -22,14 +24,24 @@ fn required(e: impl std::fmt::Display) -> ! {
     )
 }
 
-/// A stream name no other test uses.
-pub fn fresh_stream() -> String {
+/// A key prefix no other test uses.
+pub fn fresh_prefix() -> String {
     format!("oprec:test:{}", uuid::Uuid::now_v7().simple())
 }
 
-/// The default configuration on `stream`, with a consumer of its own.
-pub fn config(stream: &str) -> RedisTransportConfig {
-    RedisTransportConfig::with_stream(stream)
+/// The default configuration under `prefix`, with a consumer of its own.
+pub fn config(prefix: &str) -> RedisTransportConfig {
+    RedisTransportConfig::with_prefix(prefix)
+}
+
+/// The kinds the single-kind tests receive: [`KIND`].
+pub fn kinds() -> Vec<String> {
+    vec![KIND.to_owned()]
+}
+
+/// Wake-ups of [`KIND`].
+pub fn wakeups(ids: &[OperationId]) -> Vec<WakeUp> {
+    oprec_testkit::transport_cases::wakeups(ids, KIND)
 }
 
 /// A transport with `config`, connected (the group exists when this returns).
@@ -39,18 +51,19 @@ pub async fn transport(config: RedisTransportConfig) -> RedisTransport {
         .unwrap_or_else(|e| required(e))
 }
 
-/// A plain connection for looking at, and tampering with, the stream behind the transport's
-/// back. Deletes the stream when the last clone is dropped.
+/// A plain connection for looking at, and tampering with, [`KIND`]'s stream behind the
+/// transport's back. Deletes every key of the prefix when the last clone is dropped.
 #[derive(Clone)]
 pub struct Raw {
     conn: MultiplexedConnection,
     pub stream: String,
+    prefix: String,
     _cleanup: Arc<Cleanup>,
 }
 
 impl Raw {
     /// Connects; panics when Redis is unreachable.
-    pub async fn connect(stream: &str) -> Raw {
+    pub async fn connect(prefix: &str) -> Raw {
         let client = redis::Client::open(redis_url()).unwrap_or_else(|e| required(e));
         let conn = tokio::time::timeout(
             Duration::from_secs(5),
@@ -61,18 +74,24 @@ impl Raw {
         .unwrap_or_else(|e| required(e));
         Raw {
             conn,
-            stream: stream.to_owned(),
+            stream: config(prefix).stream_key(KIND),
+            prefix: prefix.to_owned(),
             _cleanup: Arc::new(Cleanup {
                 client,
-                stream: stream.to_owned(),
+                prefix: prefix.to_owned(),
             }),
         }
     }
 
     /// `XADD <stream> * <field> <value>`: an entry the frame encoder did not write.
     pub async fn xadd(&self, field: &[u8], value: Vec<u8>) -> String {
+        self.xadd_to(KIND, field, value).await
+    }
+
+    /// `XADD` on `kind`'s stream.
+    pub async fn xadd_to(&self, kind: &str, field: &[u8], value: Vec<u8>) -> String {
         redis::cmd("XADD")
-            .arg(&self.stream)
+            .arg(config(&self.prefix).stream_key(kind))
             .arg("*")
             .arg(field)
             .arg(value)
@@ -137,33 +156,45 @@ impl Raw {
 
 struct Cleanup {
     client: redis::Client,
-    stream: String,
+    prefix: String,
 }
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        // Best effort, and brief: a test that could reach Redis can delete its stream.
+        // Best effort, and brief: a test that could reach Redis can delete its keys.
         if let Ok(mut conn) = self
             .client
             .get_connection_with_timeout(Duration::from_secs(1))
         {
-            let _ = redis::cmd("DEL").arg(&self.stream).exec(&mut conn);
+            delete_prefix(&mut conn, &self.prefix);
         }
     }
 }
 
-/// The conformance harness: a transport on a fresh stream, and an injector that writes raw
-/// bytes as the `f` field of a new entry.
+/// Deletes every key of `prefix`: the kinds' streams and the set of kinds.
+pub fn delete_prefix(conn: &mut redis::Connection, prefix: &str) {
+    let pattern = format!("{{{prefix}}}:*");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(&pattern)
+        .query(conn)
+        .unwrap_or_default();
+    for key in keys {
+        let _ = redis::cmd("DEL").arg(key).exec(conn);
+    }
+}
+
+/// The conformance harness: a transport under a fresh prefix, and an injector that writes raw
+/// bytes as the `f` field of a new entry of a kind's stream.
 pub async fn setup() -> TransportHarness<RedisTransport> {
-    let stream = fresh_stream();
-    let raw = Raw::connect(&stream).await;
-    let transport = transport(config(&stream)).await;
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
+    let transport = transport(config(&prefix)).await;
     TransportHarness {
         transport,
-        inject: Box::new(move |bytes| {
+        inject: Box::new(move |kind, bytes| {
             let raw = raw.clone();
             Box::pin(async move {
-                raw.xadd(b"f", bytes).await;
+                raw.xadd_to(&kind, b"f", bytes).await;
             })
         }),
     }
