@@ -13,6 +13,7 @@
 //! pass and quarantine; [`Settlement`] for a resolved reconciliation; [`IdempotentBatch`] for a
 //! batch that repeats a key; [`not_held_back_sql`] for what a pause holds back), with its words.
 
+mod claim_ahead;
 mod clock;
 mod control;
 mod ending;
@@ -37,6 +38,7 @@ pub mod transport;
 mod url;
 mod worker_record;
 
+pub use claim_ahead::{ClaimAhead, ClaimAheadRule};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use control::{Control, ControlAction, ControlScope, not_held_back_sql};
 pub use ending::{Ending, ErrorPatch};

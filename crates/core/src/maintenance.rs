@@ -18,14 +18,104 @@ use serde::Serialize;
 use crate::store::{CompleteParams, CompleteResult};
 use crate::{Claimed, Operation, OperationId, Result, Settlement, Status, Store, WakeUp};
 
-/// Pick pending, eligible operations whose last wake-up is older than `rewake_after` (or that were
-/// never woken), mark them woken now, and return them for publishing.
+/// Pick pending, eligible operations that are due a wake-up, mark them woken now, and return
+/// them for publishing. Fresh ones (never woken, or woken before they became eligible: a retry)
+/// always; stale ones (woken longer than `rewake_after` ago, unclaimed since) only with
+/// `stale`, since a scheduler with a budget re-wakes those per kind
+/// ([`MaintenanceStore::operation_rewake`]).
 #[derive(Clone, Debug)]
 pub struct WakeDueParams {
     /// How long a published wake-up is trusted before the operation is woken again.
     pub rewake_after: Duration,
     /// The most operations per call.
     pub limit: u32,
+    /// Also re-wake the stale ones, of every kind, oldest eligible first.
+    pub stale: bool,
+    /// Only kinds that a worker seen within this long handles (the `workers` table); `None`:
+    /// every kind. A kind nobody runs is not woken (it shows as unhandled).
+    pub handled_within: Option<Duration>,
+}
+
+impl WakeDueParams {
+    /// Every due operation, fresh or stale, of every kind: the pick without a budget.
+    pub fn all(rewake_after: Duration, limit: u32) -> Self {
+        WakeDueParams {
+            rewake_after,
+            limit,
+            stale: true,
+            handled_within: None,
+        }
+    }
+}
+
+/// Re-wake up to `limit` stale operations of one kind: pending, eligible, held back by nothing,
+/// woken for their current eligibility longer than `rewake_after` ago and not claimed since.
+#[derive(Clone, Debug)]
+pub struct RewakeParams {
+    /// The kind.
+    pub kind: String,
+    /// How long a published wake-up is trusted.
+    pub rewake_after: Duration,
+    /// The most operations re-woken (the budget).
+    pub limit: u32,
+}
+
+/// What the scheduler needs to size its re-wakes, per kind.
+#[derive(Clone, Copy, Debug)]
+pub struct WakeFiguresParams {
+    /// How long a published wake-up is trusted.
+    pub rewake_after: Duration,
+    /// A kind counts as handled when a worker seen within this long runs it.
+    pub handled_within: Duration,
+}
+
+/// One kind's wake-ups in flight, as the store sees them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KindWakeFigures {
+    /// The kind.
+    pub kind: String,
+    /// Pending, eligible operations held back by nothing, whose wake-up for their current
+    /// eligibility was published and which nobody claimed since: the wake-ups that should be on
+    /// the broker.
+    pub signalled: u64,
+    /// Of those, the ones woken longer than `rewake_after` ago.
+    pub stale: u64,
+    /// Whether a worker seen lately runs the kind.
+    pub handled: bool,
+}
+
+/// The fewest re-wakes a kind is allowed per pass when its consumers' pace is not known yet.
+pub const REWAKE_FLOOR: u64 = 100;
+
+/// How many of a kind's stale operations to re-wake now: never more than are stale, never more
+/// than the broker seems to have lost (wake-ups that should be there, `signalled`, less those
+/// it holds, `depth`), and never more than the consumers can take before the next look (their
+/// pace over one re-wake interval, at least [`REWAKE_FLOOR`], less what already waits). When the
+/// broker cannot say its depth, only the stale count and the consumers' pace bound it. A kind no
+/// live worker handles gets nothing.
+pub fn rewake_budget(figures: &KindWakeFigures, depth: Option<u64>, pace: Option<u64>) -> u32 {
+    if !figures.handled {
+        return 0;
+    }
+    let room = pace.unwrap_or(0).max(REWAKE_FLOOR);
+    let budget = match depth {
+        Some(depth) => figures
+            .stale
+            .min(figures.signalled.saturating_sub(depth))
+            .min(room.saturating_sub(depth)),
+        None => figures.stale.min(room),
+    };
+    u32::try_from(budget).unwrap_or(u32::MAX)
+}
+
+/// Mark pending operations never woken, so that the scheduler wakes them on its next pass. Both
+/// filters apply; an empty one matches everything.
+#[derive(Clone, Debug, Default)]
+pub struct WakeResetParams {
+    /// The kinds whose pending operations are reset; empty: every kind.
+    pub kinds: Vec<String>,
+    /// The operations reset; empty: every pending operation of `kinds`.
+    pub ids: Vec<OperationId>,
 }
 
 /// List running operations whose lease has expired, longest expired first.
@@ -161,6 +251,23 @@ pub trait MaintenanceStore: Store {
     /// operation from one call each. Each comes with its kind, which routes its wake-up.
     async fn operation_wake_due(&self, params: WakeDueParams) -> Result<Vec<WakeUp>>;
 
+    /// Marks pending operations never woken (of `kinds`, among `ids`; an empty filter matches
+    /// all), so that the scheduler wakes them on its next pass rather than after the re-wake
+    /// interval: their wake-ups were purged from the broker, or never reached it. Returns how
+    /// many rows it reset.
+    async fn operation_wake_reset(&self, params: WakeResetParams) -> Result<u64>;
+
+    /// Marks up to `limit` stale operations of one kind woken now and returns them: the
+    /// scheduler's re-wake, within the budget [`rewake_budget`] decided.
+    async fn operation_rewake(&self, params: RewakeParams) -> Result<Vec<crate::WakeUp>>;
+
+    /// Per kind with wake-ups out: how many should be on the broker, how many of those are
+    /// stale, and whether anybody runs the kind.
+    async fn operation_wake_figures(
+        &self,
+        params: WakeFiguresParams,
+    ) -> Result<Vec<KindWakeFigures>>;
+
     /// Running operations whose lease has expired, for the rescuer to decide on.
     async fn operation_lease_expired_list(
         &self,
@@ -200,4 +307,69 @@ pub trait MaintenanceStore: Store {
 
     /// Gives a leadership up; false when the caller did not hold it.
     async fn leader_release(&self, params: LeaderReleaseParams) -> Result<bool>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(signalled: u64, stale: u64, handled: bool) -> KindWakeFigures {
+        KindWakeFigures {
+            kind: "k".into(),
+            signalled,
+            stale,
+            handled,
+        }
+    }
+
+    #[test]
+    fn a_saturated_kind_whose_wake_ups_all_wait_on_the_broker_gets_no_re_wakes() {
+        // 2,000 waiting, every wake-up still queued, consumers taking 60 per interval.
+        assert_eq!(
+            rewake_budget(&figures(2000, 2000, true), Some(2000), Some(60)),
+            0
+        );
+        // The broker holds more than its consumers take in an interval: adding more only queues.
+        assert_eq!(
+            rewake_budget(&figures(2000, 2000, true), Some(150), Some(60)),
+            0
+        );
+    }
+
+    #[test]
+    fn lost_wake_ups_are_re_woken_no_faster_than_the_consumers_take_them() {
+        // A purge or a restart without persistence lost them all: the broker holds none.
+        assert_eq!(
+            rewake_budget(&figures(5000, 5000, true), Some(0), Some(600)),
+            600
+        );
+        // Before the pace is known, the floor.
+        assert_eq!(
+            rewake_budget(&figures(5000, 5000, true), Some(0), None),
+            REWAKE_FLOOR as u32
+        );
+        // Only what seems lost: 300 should be there, 280 are.
+        assert_eq!(
+            rewake_budget(&figures(300, 300, true), Some(280), Some(1000)),
+            20
+        );
+        // Never more than are stale.
+        assert_eq!(
+            rewake_budget(&figures(300, 5, true), Some(0), Some(1000)),
+            5
+        );
+    }
+
+    #[test]
+    fn without_a_depth_only_the_pace_bounds_it_and_an_unhandled_kind_gets_nothing() {
+        assert_eq!(
+            rewake_budget(&figures(5000, 5000, true), None, Some(700)),
+            700
+        );
+        assert_eq!(rewake_budget(&figures(50, 50, true), None, None), 50);
+        assert_eq!(
+            rewake_budget(&figures(5000, 5000, false), Some(0), Some(700)),
+            0
+        );
+    }
 }

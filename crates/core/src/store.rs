@@ -143,6 +143,44 @@ pub struct HeartbeatParams {
     pub lease: Duration,
 }
 
+/// A claim a worker holds: the operation and the token that fences its writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HeldClaim {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+}
+
+impl From<&Claimed> for HeldClaim {
+    fn from(c: &Claimed) -> Self {
+        HeldClaim {
+            id: c.id,
+            claim_token: c.claim_token(),
+        }
+    }
+}
+
+/// Extend the leases of every claim a worker holds (running or waiting in its claim buffer) in
+/// one statement.
+#[derive(Clone, Debug)]
+pub struct HeartbeatManyParams {
+    /// The claims.
+    pub claims: Vec<HeldClaim>,
+    /// The lease from now.
+    pub lease: Duration,
+}
+
+/// Give back claims whose attempts never started (operations a worker claimed ahead and holds
+/// unstarted when it shuts down): each goes back to pending at once, eligible as before, with
+/// its attempt refunded, its lease cleared and marked never woken (so the scheduler wakes it on
+/// its next pass); no attempt row is written, since no attempt was made. Fenced by the token.
+#[derive(Clone, Debug)]
+pub struct ClaimGiveBackParams {
+    /// The unstarted claims.
+    pub claims: Vec<HeldClaim>,
+}
+
 /// End a claim with a transition decided by core; fenced by the token (and, for a vanished
 /// attempt, by the lease having expired: see [`Transition::fence`]).
 #[derive(Clone, Debug)]
@@ -334,6 +372,20 @@ pub trait WorkerStore: Store {
     /// Extends a running claim's lease. A stale token changes nothing and is
     /// [`Error::StaleClaim`].
     async fn operation_heartbeat(&self, params: HeartbeatParams) -> Result<DateTime<Utc>>;
+
+    /// Extends the leases of many running claims in one statement; returns the operations whose
+    /// lease was extended. A claim left out of the result is stale (its token no longer holds).
+    async fn operation_heartbeat_many(
+        &self,
+        params: HeartbeatManyParams,
+    ) -> Result<Vec<OperationId>>;
+
+    /// Gives back unstarted claims as [`ClaimGiveBackParams`] says; returns the operations given
+    /// back (a stale token changes nothing and is left out).
+    async fn operation_claim_give_back(
+        &self,
+        params: ClaimGiveBackParams,
+    ) -> Result<Vec<OperationId>>;
 
     /// Ends claims with their transitions, recording each attempt; a stale token changes nothing.
     /// Results are in input order.

@@ -8,11 +8,11 @@
 //! | --- | --- |
 //! | `read` | `migrate`, `now`, `operation_get`, `operation_list`, `operation_count` |
 //! | `enqueue` | `operation_insert_many`, `operation_mark_woken` |
-//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_heartbeat`, `operation_work_exists` |
+//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_give_back`, `operation_work_exists` |
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
-//! | `wake` | `operation_wake_due` |
+//! | `wake` | `operation_wake_due`, `operation_wake_reset`, `operation_rewake`, `operation_wake_figures` |
 //! | `rescue` | `operation_lease_expired_list`, `operation_end_past_deadline` |
 //! | `reconcile` | `operation_reconcile_due`, `operation_reconcile_resolve` |
 //! | `alerts` | `operation_alert_claim`, `operation_mark_alerted`, `operation_alert_defer` |
@@ -109,6 +109,18 @@ macro_rules! impl_store_traits {
             > {
                 crate::claim::operation_heartbeat(self, params).await
             }
+            async fn operation_heartbeat_many(
+                &self,
+                params: $crate::store::HeartbeatManyParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::claim::operation_heartbeat_many(self, params).await
+            }
+            async fn operation_claim_give_back(
+                &self,
+                params: $crate::store::ClaimGiveBackParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::claim::operation_claim_give_back(self, params).await
+            }
             async fn operation_complete_many(
                 &self,
                 params: Vec<$crate::store::CompleteParams>,
@@ -157,6 +169,24 @@ macro_rules! impl_store_traits {
                 params: $crate::maintenance::WakeDueParams,
             ) -> $crate::Result<Vec<$crate::WakeUp>> {
                 crate::wake::operation_wake_due(self, params).await
+            }
+            async fn operation_wake_reset(
+                &self,
+                params: $crate::maintenance::WakeResetParams,
+            ) -> $crate::Result<u64> {
+                crate::wake::operation_wake_reset(self, params).await
+            }
+            async fn operation_rewake(
+                &self,
+                params: $crate::maintenance::RewakeParams,
+            ) -> $crate::Result<Vec<$crate::WakeUp>> {
+                crate::wake::operation_rewake(self, params).await
+            }
+            async fn operation_wake_figures(
+                &self,
+                params: $crate::maintenance::WakeFiguresParams,
+            ) -> $crate::Result<Vec<$crate::maintenance::KindWakeFigures>> {
+                crate::wake::operation_wake_figures(self, params).await
             }
             async fn operation_lease_expired_list(
                 &self,

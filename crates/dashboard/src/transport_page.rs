@@ -141,7 +141,7 @@ pub(crate) async fn purge(
             p.notice.good #purged {
                 "Purged " (count(purged)) " wake-ups from " (name) "; " (count(waiting))
                 " operation" @if waiting == 1 { " is" } @else { "s are" }
-                " still pending in the store: no intent was lost."
+                " still pending in the store: no intent was lost. The scheduler wakes them again on its next pass."
             }
             p { a href="/transport" { "Back to the transport" } }
         }

@@ -1,10 +1,13 @@
 //! Purge: dropping the wake-ups waiting on the broker, of one kind or of every kind. The broker
-//! is only a doorbell: the operations stay in the store and the scheduler wakes the eligible ones
-//! again, so the result says how many are still pending there (checked before the purge, so that
+//! is only a doorbell: the operations stay in the store, and the purge marks the pending ones (of
+//! that kind) never woken, so the scheduler rebuilds the backlog on its next pass (within about a
+//! second, not after the re-wake interval). The result says how many are still pending there
+//! (checked before the purge, so that
 //! a store that cannot answer stops it), and the purge is audited.
 
+use oprec_core::maintenance::WakeResetParams;
 use oprec_core::operator::AuditEntry;
-use oprec_core::{OperatorStore, Status, Transport};
+use oprec_core::{MaintenanceStore, OperatorStore, Status, Transport};
 use serde_json::json;
 
 use crate::{Error, Result, Who};
@@ -16,6 +19,8 @@ pub struct Purged {
     pub purged: u64,
     /// Operations still pending in the store after it: no intent was lost.
     pub pending_in_store: u64,
+    /// Pending operations marked never woken, so that the scheduler wakes them on its next pass.
+    pub rewake: u64,
     /// The audit entry could not be written (the purge itself stands).
     pub audit_failure: Option<oprec_core::Error>,
 }
@@ -49,7 +54,7 @@ pub async fn know_store_kinds<S: OperatorStore + ?Sized>(
 
 /// Purges `transport` (named `name` in the audit log) of `kind`'s wake-ups, or of every kind's
 /// (every kind the broker lists and the store has operations of), audited as `who`.
-pub async fn purge<S: OperatorStore + ?Sized>(
+pub async fn purge<S: OperatorStore + MaintenanceStore + ?Sized>(
     store: &S,
     transport: &dyn Transport,
     name: &str,
@@ -62,6 +67,14 @@ pub async fn purge<S: OperatorStore + ?Sized>(
         know_store_kinds(store, transport).await?;
     }
     let purged = transport.purge(kind).await.map_err(Error::Transport)?;
+    // The wake-ups the pending operations were marked for are gone: mark them never woken, so
+    // the scheduler publishes them again on its next pass instead of after the re-wake interval.
+    let rewake = store
+        .operation_wake_reset(WakeResetParams {
+            kinds: kind.map(|k| vec![k.to_owned()]).unwrap_or_default(),
+            ids: Vec::new(),
+        })
+        .await?;
     let pending_in_store = pending(store, kind).await?;
     let audit_failure = store
         .audit_insert(AuditEntry {
@@ -73,13 +86,14 @@ pub async fn purge<S: OperatorStore + ?Sized>(
             },
             affected: purged,
             reason: None,
-            details: who.details(json!({"pending_in_store": pending_in_store})),
+            details: who.details(json!({"pending_in_store": pending_in_store, "rewake": rewake})),
         })
         .await
         .err();
     Ok(Purged {
         purged,
         pending_in_store,
+        rewake,
         audit_failure,
     })
 }

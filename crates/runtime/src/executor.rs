@@ -1,11 +1,13 @@
-//! Runs one claimed operation: the still-needed check, the handler under its timeout with a
-//! heartbeat every third of the lease, and the policy's decision, sent to the completer.
+//! Runs one claimed operation: the still-needed check, the handler under its timeout (abandoned
+//! if the worker's heartbeat finds the lease lost, see [`crate::held`]), and the policy's
+//! decision, sent to the completer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::store::{CompleteParams, HeartbeatParams};
-use oprec_core::{ClaimContext, Claimed, Clock, Error, Failure, Outcome, Transition, WorkerStore};
+use oprec_core::store::CompleteParams;
+use oprec_core::{ClaimContext, Claimed, Clock, Failure, Outcome, Transition, WorkerStore};
+use tokio_util::sync::CancellationToken;
 
 use crate::completer::CompletionSender;
 use crate::{Context, Registry, Stats};
@@ -16,11 +18,11 @@ pub(crate) struct Executor {
     pub clock: Arc<dyn Clock>,
     pub stats: Arc<Stats>,
     pub completions: CompletionSender,
-    pub lease: chrono::Duration,
 }
 
 impl Executor {
-    pub async fn execute(&self, op: Claimed) {
+    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over.
+    pub async fn execute(&self, op: Claimed, lost: CancellationToken) {
         let token = op.claim_token();
         let finish = |transition: Transition| {
             let _ = self.completions.send(CompleteParams {
@@ -46,13 +48,13 @@ impl Executor {
             .to_std()
             .unwrap_or(Duration::from_secs(30));
         let handler = kind.run(ctx, op.payload.clone());
-        let heartbeat = self.heartbeat(&op, token);
         let started = std::time::Instant::now();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, handler) => r,
-            lost = heartbeat => {
+            () = lost.cancelled() => {
                 // The lease was taken over: whatever we write now would be stale.
-                tracing::warn!(operation = %op.id, error = %lost, "lease lost; abandoning the attempt");
+                tracing::warn!(operation = %op.id,
+                    "stale claim: the lease was taken over; abandoning the attempt");
                 Stats::add(&self.stats.stale_claims, 1);
                 return;
             }
@@ -91,27 +93,5 @@ impl Executor {
             &mut rand::rng(),
         );
         finish(transition);
-    }
-
-    /// Extends the lease every third of its length; returns only when the claim is lost.
-    async fn heartbeat(&self, op: &Claimed, token: uuid::Uuid) -> Error {
-        let every = (self.lease / 3).to_std().unwrap_or(Duration::from_secs(10));
-        loop {
-            tokio::time::sleep(every).await;
-            match self
-                .store
-                .operation_heartbeat(HeartbeatParams {
-                    id: op.id,
-                    claim_token: token,
-                    lease: self.lease,
-                })
-                .await
-            {
-                Ok(_) => {}
-                Err(e @ Error::StaleClaim { .. }) => return e,
-                // The database is unreachable: keep working and keep trying; the lease decides.
-                Err(e) => tracing::warn!(operation = %op.id, error = %e, "heartbeat failed"),
-            }
-        }
     }
 }

@@ -12,11 +12,13 @@
 //! (oprec-ops).
 
 mod background;
+mod broker_health;
 mod client;
 mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod held;
 mod idle;
 mod kind;
 mod memory;
@@ -41,7 +43,7 @@ pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
-pub use scheduler::{SchedulerConfig, schedule_once};
+pub use scheduler::{SchedulePass, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 #[cfg(feature = "webhook")]
 pub use webhook::WebhookSink;

@@ -173,6 +173,11 @@ pub const COUNTERS: &[CounterDef] = &[
         |s| s.released,
     ),
     (
+        "oprec_given_back_claims_total",
+        "Claims never started, given back on shutdown with their attempts refunded.",
+        |s| s.given_back,
+    ),
+    (
         "oprec_obsolete_total",
         "Operations cancelled as no longer needed.",
         |s| s.obsolete,

@@ -20,6 +20,7 @@ pub struct Stats {
     pub(crate) vanished: AtomicU64,
     pub(crate) deadline_dead: AtomicU64,
     pub(crate) released: AtomicU64,
+    pub(crate) given_back: AtomicU64,
     pub(crate) obsolete: AtomicU64,
 }
 
@@ -52,6 +53,8 @@ pub struct StatsSnapshot {
     pub deadline_dead: u64,
     /// Attempts released unfinished on shutdown.
     pub released: u64,
+    /// Claims never started, given back on shutdown with their attempts refunded.
+    pub given_back: u64,
     /// Operations cancelled as no longer needed.
     pub obsolete: u64,
 }
@@ -78,6 +81,7 @@ impl Stats {
             vanished: g(&self.vanished),
             deadline_dead: g(&self.deadline_dead),
             released: g(&self.released),
+            given_back: g(&self.given_back),
             obsolete: g(&self.obsolete),
         }
     }

@@ -1,24 +1,33 @@
-//! The worker process: takes wake-ups (or polls the store when there is no broker), claims in
-//! batches, runs handlers with a concurrency limit, writes outcomes in batches, and drains on
-//! shutdown. It also runs the scheduler and the rescuer.
+//! The worker process: takes wake-ups (or polls the store when there is no broker, and while the
+//! broker does not answer), claims in batches sized by the throughput it achieves (the claim
+//! buffer, [`ClaimAhead`]), runs handlers with a concurrency limit, heartbeats every claim it
+//! holds in one statement, writes outcomes in batches, and drains on shutdown, giving back the
+//! claims it never started. Beside it run the loops of `background.rs` (presence, metrics, and on
+//! the fleet's leader the maintenance loops).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
-use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
-use oprec_core::{Claimed, Clock, FullStore, OperationId, SystemClock, Transition, Transport};
+use oprec_core::store::{
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, CompleteParams, HeldClaim,
+};
+use oprec_core::{
+    ClaimAhead, ClaimAheadRule, Claimed, Clock, FullStore, SystemClock, Transition, Transport,
+};
 use rand::Rng;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::background::{Background, BackgroundParams};
+use crate::broker_health::BrokerHealth;
 use crate::executor::Executor;
+use crate::held::{self, Held};
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
     StatsSnapshot, completer,
@@ -33,6 +42,11 @@ pub struct WorkerConfig {
     pub lease: chrono::Duration,
     /// The most operations claimed per store call.
     pub claim_batch: usize,
+    /// How much work, in time at the completion rate the worker achieves, it claims ahead of
+    /// its handlers into its claim buffer (see [`ClaimAhead`]).
+    pub claim_ahead: Duration,
+    /// The most claimed operations the claim buffer holds, whatever the rate.
+    pub claim_ahead_max: usize,
     /// How long one wait for wake-ups (or, poll-only, between empty polls) lasts.
     pub idle_wait: Duration,
     /// On shutdown, how long in-flight attempts may finish before they are released.
@@ -66,6 +80,8 @@ impl Default for WorkerConfig {
             concurrency: 32,
             lease: chrono::Duration::seconds(30),
             claim_batch: 1000,
+            claim_ahead: Duration::from_secs(1),
+            claim_ahead_max: 2000,
             idle_wait: Duration::from_millis(500),
             drain_timeout: Duration::from_secs(20),
             worker_id: format!(
@@ -96,6 +112,7 @@ pub struct Worker {
     stats: Arc<Stats>,
     /// Failed transport or store calls in a row, for the back-off.
     failures: AtomicU32,
+    broker: BrokerHealth,
 }
 
 impl std::fmt::Debug for Worker {
@@ -115,20 +132,23 @@ pub struct RunReport {
     pub stats: StatsSnapshot,
     /// In-flight attempts released unfinished at the drain timeout.
     pub released: u64,
+    /// Claims never started, given back on shutdown with their attempts refunded.
+    pub given_back: u64,
     /// The run stopped because there was no work left ([`Worker::run_until_idle`]), not because
     /// it was told to.
     pub idle: bool,
 }
 
-type InFlight = Arc<Mutex<HashMap<OperationId, uuid::Uuid>>>;
-
 /// Claims asked for at once. While one waits on the broker or the database, the next is already
 /// asking, so the store works on two claims and a completion together instead of taking turns.
 const CLAIMS_IN_FLIGHT: usize = 2;
 
-/// A claim in flight: what it claimed, and the permits it reserved for them.
-type ClaimFuture<'a> =
-    Pin<Box<dyn Future<Output = (Vec<Claimed>, OwnedSemaphorePermit)> + Send + 'a>>;
+/// A claim in flight: what it claimed, and how many it asked for.
+type ClaimFuture<'a> = Pin<Box<dyn Future<Output = (Vec<Claimed>, usize)> + Send + 'a>>;
+
+/// How many times giving back the buffered claims on shutdown is tried before they are left to
+/// the rescuer.
+const GIVE_BACK_TRIES: u32 = 3;
 
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
@@ -146,6 +166,7 @@ impl Worker {
             config,
             stats: Arc::new(Stats::default()),
             failures: AtomicU32::new(0),
+            broker: BrokerHealth::default(),
         }
     }
 
@@ -198,8 +219,9 @@ impl Worker {
         report
     }
 
-    /// Runs until `shutdown` is cancelled, then drains: stops taking work, lets in-flight attempts
-    /// finish up to the drain timeout, releases the rest, and writes every outcome.
+    /// Runs until `shutdown` is cancelled, then drains: stops taking work, gives back the claims
+    /// waiting in the buffer (attempts refunded), lets in-flight attempts finish up to the drain
+    /// timeout, releases the rest, and writes every outcome.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
         let (tx, rx) = mpsc::unbounded_channel::<CompleteParams>();
         let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
@@ -217,70 +239,102 @@ impl Worker {
             clock: self.clock.clone(),
             stats: self.stats.clone(),
             completions: tx.clone(),
-            lease: self.config.lease,
         });
+        let held = Held::default();
+        let stop_heartbeat = CancellationToken::new();
+        let heartbeat = tokio::spawn(held::heartbeat(
+            self.store.clone(),
+            held.clone(),
+            self.config.lease,
+            (self.config.lease / 3)
+                .to_std()
+                .unwrap_or(Duration::from_secs(10)),
+            stop_heartbeat.clone(),
+        ));
         let concurrency = self.config.concurrency.max(1);
-        let permits = Arc::new(Semaphore::new(concurrency));
-        let in_flight: InFlight = Arc::default();
+        let mut ahead = ClaimAhead::new(ClaimAheadRule {
+            concurrency,
+            horizon: self.config.claim_ahead,
+            max_buffered: self.config.claim_ahead_max,
+            max_per_claim: self.config.claim_batch.max(1),
+        });
+        let mut buffer: VecDeque<(Claimed, CancellationToken)> = VecDeque::new();
+        let mut asked = 0usize;
+        let mut done = 0u64;
+        let mut observed_at = Instant::now();
         let mut tasks = JoinSet::new();
         let kinds = self.registry.names();
-        // Each claim reserves its permits up front, so two in flight split the concurrency.
-        let per_claim = self
-            .config
-            .claim_batch
-            .min(concurrency.div_ceil(CLAIMS_IN_FLIGHT))
-            .max(1);
         let mut claims: FuturesUnordered<ClaimFuture<'_>> = FuturesUnordered::new();
         let (this, kinds_ref, stop) = (&self, &kinds, &shutdown);
 
         loop {
-            while tasks.try_join_next().is_some() {}
+            while tasks.try_join_next().is_some() {
+                done += 1;
+            }
+            let now = Instant::now();
+            ahead.observe(std::mem::take(&mut done), now - observed_at);
+            observed_at = now;
+            // Free handlers take from the buffer, skipping claims whose lease was lost.
+            while !shutdown.is_cancelled() && tasks.len() < concurrency {
+                let Some((op, lost)) = buffer.pop_front() else {
+                    break;
+                };
+                let claim = HeldClaim::from(&op);
+                if lost.is_cancelled() {
+                    held.remove(claim);
+                    Stats::add(&self.stats.stale_claims, 1);
+                    continue;
+                }
+                let (executor, held) = (executor.clone(), held.clone());
+                tasks.spawn(async move {
+                    executor.execute(op, lost).await;
+                    held.remove(claim);
+                });
+            }
             if shutdown.is_cancelled() && claims.is_empty() {
                 break;
             }
-            let free = permits.available_permits().min(per_claim);
-            if !shutdown.is_cancelled() && claims.len() < CLAIMS_IN_FLIGHT && free > 0 {
-                let Ok(reserved) = permits.clone().try_acquire_many_owned(free as u32) else {
+            if !shutdown.is_cancelled() && claims.len() < CLAIMS_IN_FLIGHT {
+                let want = ahead.to_claim(tasks.len(), buffer.len(), asked);
+                if want > 0 {
+                    asked += want;
+                    claims.push(Box::pin(async move {
+                        // Without a broker, or while it does not answer, claim from the store.
+                        let claimed = match &this.transport {
+                            Some(t) if this.broker.ask_broker() => {
+                                this.take_wakeups(t.as_ref(), want, kinds_ref, stop).await
+                            }
+                            _ => this.poll(want, kinds_ref, stop).await,
+                        };
+                        (claimed, want)
+                    }));
                     continue;
-                };
-                claims.push(Box::pin(async move {
-                    let claimed = match &this.transport {
-                        Some(t) => this.take_wakeups(t.as_ref(), free, kinds_ref, stop).await,
-                        None => this.poll(free, kinds_ref, stop).await,
-                    };
-                    (claimed, reserved)
-                }));
-                continue;
+                }
             }
-            let (claimed, mut reserved) = tokio::select! {
-                Some(done) = claims.next(), if !claims.is_empty() => done,
-                Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
-                () = shutdown.cancelled(), if !shutdown.is_cancelled() => continue,
+            tokio::select! {
+                Some((claimed, want)) = claims.next(), if !claims.is_empty() => {
+                    asked -= want;
+                    for op in claimed {
+                        let lost = held.insert(HeldClaim::from(&op));
+                        buffer.push_back((op, lost));
+                    }
+                }
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => done += 1,
+                () = shutdown.cancelled(), if !shutdown.is_cancelled() => {}
                 else => break,
-            };
-            for op in claimed {
-                let Some(permit) = reserved.split(1) else {
-                    // Cannot happen: a claim never returns more than it reserved permits for.
-                    break;
-                };
-                in_flight
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(op.id, op.claim_token());
-                let (executor, in_flight) = (executor.clone(), in_flight.clone());
-                tasks.spawn(async move {
-                    let id = op.id;
-                    executor.execute(op).await;
-                    in_flight
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&id);
-                    drop(permit);
-                });
             }
         }
 
-        // Drain.
+        // Drain: first give back what never started, then let the running attempts finish.
+        let unstarted: Vec<HeldClaim> = buffer
+            .drain(..)
+            .filter(|(_, lost)| !lost.is_cancelled())
+            .map(|(op, _)| HeldClaim::from(&op))
+            .collect();
+        for claim in &unstarted {
+            held.remove(*claim);
+        }
+        let given_back = self.give_back(unstarted).await;
         let drained = tokio::time::timeout(self.config.drain_timeout, async {
             while tasks.join_next().await.is_some() {}
         })
@@ -290,22 +344,19 @@ impl Worker {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
             let now = self.clock.now();
-            let left: Vec<_> = in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain()
-                .collect();
-            for (id, token) in left {
+            for claim in held.take_all() {
                 released += 1;
                 let _ = tx.send(CompleteParams {
-                    id,
-                    claim_token: token,
+                    id: claim.id,
+                    claim_token: claim.claim_token,
                     transition: Transition::release(now),
                 });
             }
             Stats::add(&self.stats.released, released);
             tracing::info!(released, "drain timeout: released unfinished attempts");
         }
+        stop_heartbeat.cancel();
+        let _ = heartbeat.await;
         drop(tx);
         drop(executor);
         let _ = completer.await;
@@ -313,8 +364,44 @@ impl Worker {
         RunReport {
             stats: self.stats.snapshot(),
             released,
+            given_back,
             idle: false,
         }
+    }
+
+    /// Gives back claims that never started, at once, with their attempts refunded; after a few
+    /// failed tries they are left to the rescuer, as a crash would leave them.
+    async fn give_back(&self, claims: Vec<HeldClaim>) -> u64 {
+        if claims.is_empty() {
+            return 0;
+        }
+        let mut wait = Duration::from_millis(100);
+        for attempt in 1..=GIVE_BACK_TRIES {
+            match self
+                .store
+                .operation_claim_give_back(ClaimGiveBackParams {
+                    claims: claims.clone(),
+                })
+                .await
+            {
+                Ok(given) => {
+                    let n = given.len() as u64;
+                    Stats::add(&self.stats.given_back, n);
+                    tracing::info!(given_back = n, "shutdown: gave back unstarted claims");
+                    return n;
+                }
+                Err(e) if attempt < GIVE_BACK_TRIES => {
+                    tracing::warn!(error = %e, "giving back unstarted claims failed; retrying");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, claims = claims.len(),
+                        "giving back unstarted claims failed; the rescuer takes them once their leases expire");
+                }
+            }
+        }
+        0
     }
 
     /// Receives up to `max` wake-ups of this worker's kinds (the others stay on the broker for the
@@ -333,12 +420,13 @@ impl Worker {
         let deliveries = match deliveries {
             Ok(d) => {
                 self.recovered();
+                self.broker.answered(t.name());
                 d
             }
             Err(e) => {
-                tracing::warn!(error = %e, transport = t.name(), "receiving wake-ups failed");
-                self.pause(shutdown).await;
-                return Vec::new();
+                // Every operation is in the store: poll it until the broker answers again.
+                self.broker.failed(&e, t.name());
+                return self.poll(max, kinds, shutdown).await;
             }
         };
         if deliveries.is_empty() {

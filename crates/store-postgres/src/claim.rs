@@ -6,10 +6,12 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, Claimant, HeartbeatParams, WorkExistsParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, HeartbeatManyParams,
+    HeartbeatParams, HeldClaim, WorkExistsParams,
 };
-use oprec_core::{Claimed, Error, Result};
+use oprec_core::{Claimed, Error, OperationId, Result};
 use sqlx::postgres::PgRow;
+use uuid::Uuid;
 
 use crate::row::{self, millis};
 use crate::{PgStore, backend_error, sql};
@@ -91,6 +93,53 @@ pub(crate) async fn operation_heartbeat(
         .await
         .map_err(backend_error)?;
     lease.ok_or(Error::StaleClaim { id: params.id })
+}
+
+/// Extends the leases of many claims in one statement; returns the ids extended.
+pub(crate) async fn operation_heartbeat_many(
+    store: &PgStore,
+    params: HeartbeatManyParams,
+) -> Result<Vec<OperationId>> {
+    if params.claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, tokens) = columns(&params.claims);
+    let extended: Vec<Uuid> = sqlx::query_scalar(sql::CLAIM_HEARTBEAT_MANY)
+        .bind(store.now_bind())
+        .bind(ids)
+        .bind(tokens)
+        .bind(millis(params.lease))
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(extended.into_iter().map(OperationId::from).collect())
+}
+
+/// Gives back unstarted claims; returns the ids given back.
+pub(crate) async fn operation_claim_give_back(
+    store: &PgStore,
+    params: ClaimGiveBackParams,
+) -> Result<Vec<OperationId>> {
+    if params.claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, tokens) = columns(&params.claims);
+    let given: Vec<Uuid> = sqlx::query_scalar(sql::CLAIM_GIVE_BACK)
+        .bind(store.now_bind())
+        .bind(ids)
+        .bind(tokens)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(given.into_iter().map(OperationId::from).collect())
+}
+
+/// The claims as two arrays, ids and tokens.
+fn columns(claims: &[HeldClaim]) -> (Vec<Uuid>, Vec<Uuid>) {
+    claims
+        .iter()
+        .map(|c| (*c.id.as_uuid(), c.claim_token))
+        .unzip()
 }
 
 /// Whether an operation of the kinds is running, or claimable now.

@@ -74,6 +74,12 @@ pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
 /// Extends a claim's lease.
 pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
 
+/// Extends the leases of every claim a worker holds.
+pub(crate) const CLAIM_HEARTBEAT_MANY: &str = include_str!("sql/claim_heartbeat_many.sql");
+
+/// Gives back unstarted claims.
+pub(crate) const CLAIM_GIVE_BACK: &str = include_str!("sql/claim_give_back.sql");
+
 /// Whether a worker of some kinds has work.
 pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_work_exists.sql"), "operations"));
@@ -86,6 +92,9 @@ pub(crate) const CONTROLS_LIST: &str = include_str!("sql/controls_list.sql");
 
 /// Removes a control.
 pub(crate) const CONTROLS_REMOVE: &str = include_str!("sql/controls_remove.sql");
+
+/// Marks pending operations of some kinds never woken (after a transport purge).
+pub(crate) const OPERATIONS_WAKE_RESET: &str = include_str!("sql/operations_wake_reset.sql");
 
 /// Sets or replaces a control.
 pub(crate) const CONTROLS_SET: &str = include_str!("sql/controls_set.sql");
@@ -199,6 +208,14 @@ pub(crate) const STEPS_SAVE: &str = include_str!("sql/steps_save.sql");
 /// Marks due operations woken and returns them.
 pub(crate) static WAKE_DUE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "operations"));
+
+/// Marks one kind's stale operations woken and returns them (the budgeted re-wake).
+pub(crate) static WAKE_REWAKE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_rewake.sql"), "operations"));
+
+/// Per kind: wake-ups out, stale ones, handled or not.
+pub(crate) static WAKE_FIGURES: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_figures.sql"), "operations"));
 
 /// Takes the scheduler's leadership for the transaction.
 pub(crate) const WAKE_LEADER: &str = include_str!("sql/wake_leader.sql");

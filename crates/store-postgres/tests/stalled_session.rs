@@ -67,12 +67,7 @@ async fn a_stalled_scheduler_session_is_ended_and_another_leads() {
     .expect("lock");
     assert!(leader);
 
-    let wake = || {
-        store.operation_wake_due(WakeDueParams {
-            rewake_after: chrono::Duration::seconds(30),
-            limit: 10,
-        })
-    };
+    let wake = || store.operation_wake_due(WakeDueParams::all(chrono::Duration::seconds(30), 10));
     assert_eq!(
         wake().await.expect("wake"),
         vec![],

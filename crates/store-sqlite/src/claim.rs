@@ -4,20 +4,21 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, Claimant, Claimed, HeartbeatParams, WorkExistsParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, Claimed,
+    HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
 };
-use oprec_core::{Error, Result};
+use oprec_core::{Error, OperationId, Result};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use crate::row::{self, distinct_texts, json_text, uuid_text};
+use crate::row::{self, distinct_texts, json_text, parse_id, uuid_text};
 use crate::{SqliteStore, backend_error, sql, time};
 
 /// One operation to claim and the token its claim gets, as `claim_by_ids.sql` reads it.
 #[derive(Serialize)]
 struct ClaimRow<'a> {
-    id: &'a str,
+    id: std::borrow::Cow<'a, str>,
     token: String,
 }
 
@@ -79,7 +80,7 @@ async fn claim(
     let input: Vec<ClaimRow> = ids
         .iter()
         .map(|id| ClaimRow {
-            id,
+            id: id.into(),
             token: uuid_text(&Uuid::now_v7()),
         })
         .collect();
@@ -116,6 +117,66 @@ pub(crate) async fn operation_heartbeat(
         Some(lease) => time::parse(&lease),
         None => Err(Error::StaleClaim { id: params.id }),
     }
+}
+
+/// See [`WorkerStore::operation_heartbeat_many`](oprec_core::WorkerStore::operation_heartbeat_many).
+pub(crate) async fn operation_heartbeat_many(
+    store: &SqliteStore,
+    params: HeartbeatManyParams,
+) -> Result<Vec<OperationId>> {
+    if params.claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lease_until = time::after(store.clock_now(), params.lease)?;
+    fenced(
+        store,
+        sql::CLAIM_HEARTBEAT_MANY,
+        lease_until,
+        &params.claims,
+    )
+    .await
+}
+
+/// See [`WorkerStore::operation_claim_give_back`](oprec_core::WorkerStore::operation_claim_give_back).
+pub(crate) async fn operation_claim_give_back(
+    store: &SqliteStore,
+    params: ClaimGiveBackParams,
+) -> Result<Vec<OperationId>> {
+    if params.claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    fenced(
+        store,
+        sql::CLAIM_GIVE_BACK,
+        store.clock_now(),
+        &params.claims,
+    )
+    .await
+}
+
+/// Runs `statement` with the time `at` and the claims as its JSON input, in this process's
+/// writing turn; returns the ids it changed.
+async fn fenced(
+    store: &SqliteStore,
+    statement: &'static str,
+    at: DateTime<Utc>,
+    claims: &[HeldClaim],
+) -> Result<Vec<OperationId>> {
+    let input: Vec<ClaimRow> = claims
+        .iter()
+        .map(|c| ClaimRow {
+            id: uuid_text(c.id.as_uuid()).into(),
+            token: uuid_text(&c.claim_token),
+        })
+        .collect();
+    let _turn = store.write_turn().await;
+    let ids: Vec<String> = sqlx::query_scalar(statement)
+        .bind(time::text(at)?)
+        .bind(json_text(&input)?)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    ids.iter().map(|id| parse_id(id)).collect()
 }
 
 /// See [`WorkerStore::operation_work_exists`](oprec_core::WorkerStore::operation_work_exists).

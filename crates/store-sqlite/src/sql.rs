@@ -63,6 +63,10 @@ statements! {
     ENQUEUE_MARK_WOKEN = "enqueue_mark_woken.sql";
     /// A lease extended.
     CLAIM_HEARTBEAT = "claim_heartbeat.sql";
+    /// The leases of every claim a worker holds extended.
+    CLAIM_HEARTBEAT_MANY = "claim_heartbeat_many.sql";
+    /// Unstarted claims given back.
+    CLAIM_GIVE_BACK = "claim_give_back.sql";
     /// Claims ended with their transitions (completions and rescues).
     COMPLETE_APPLY = "complete_apply.sql";
     /// The attempt rows of ended claims.
@@ -99,6 +103,8 @@ statements! {
     CONTROLS_SET = "controls_set.sql";
     /// A control removed.
     CONTROLS_REMOVE = "controls_remove.sql";
+    /// Pending operations of some kinds marked never woken (after a transport purge).
+    OPERATIONS_WAKE_RESET = "operations_wake_reset.sql";
     /// The controls in force.
     CONTROLS_LIST = "controls_list.sql";
     /// Picked operations re-driven in place.
@@ -167,6 +173,14 @@ pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
 pub(crate) static WAKE_DUE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/wake_due.sql"), "o", "?1"));
 
+/// One kind's stale operations marked woken (the budgeted re-wake).
+pub(crate) static WAKE_REWAKE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_rewake.sql"), "o", "?1"));
+
+/// Per kind: wake-ups out, stale ones, handled or not.
+pub(crate) static WAKE_FIGURES: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/wake_figures.sql"), "o", "?1"));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +204,8 @@ mod tests {
             &CLAIM_BY_IDS,
             &CLAIM_WORK_EXISTS,
             &WAKE_DUE,
+            &WAKE_REWAKE,
+            &WAKE_FIGURES,
         ] {
             assert!(
                 !s.contains(NOT_HELD_BACK) && s.contains("FROM controls c"),
@@ -213,6 +229,10 @@ mod tests {
             ),
             (
                 WAKE_DUE.as_str(),
+                "SEARCH o USING INDEX operations_pending_eligible",
+            ),
+            (
+                WAKE_REWAKE.as_str(),
                 "SEARCH o USING INDEX operations_pending_eligible",
             ),
             (

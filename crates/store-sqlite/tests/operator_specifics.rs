@@ -350,10 +350,7 @@ async fn paused_rows_use_up_no_limit_and_a_postponement_lapses_at_its_until() {
         .unwrap();
     let woken = h
         .store
-        .operation_wake_due(WakeDueParams {
-            rewake_after: Duration::zero(),
-            limit: 1,
-        })
+        .operation_wake_due(WakeDueParams::all(Duration::zero(), 1))
         .await
         .unwrap();
     let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();

@@ -179,6 +179,8 @@ macro_rules! store_conformance_tests {
             store_cases::claim_eligible_honours_kinds_limit_and_order,
             store_cases::claim_skips_operations_past_their_deadline,
             store_cases::heartbeat_extends_the_lease_and_is_fenced,
+            store_cases::heartbeat_many_extends_every_held_claim,
+            store_cases::give_back_refunds_the_attempt_and_leaves_no_history,
             store_cases::late_completion_with_an_old_token_changes_nothing,
             store_cases::complete_many_reports_each_result_in_order,
             store_cases::snooze_refunds_the_attempt,

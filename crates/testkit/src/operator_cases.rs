@@ -3,9 +3,9 @@
 
 use chrono::Duration;
 use oprec_core::maintenance::{
-    AlertClaimParams, AlertDeferParams, LeaderAcquireParams, LeaderReleaseParams,
+    AlertClaimParams, AlertDeferParams, KindWakeFigures, LeaderAcquireParams, LeaderReleaseParams,
     MAINTENANCE_LEADER, MarkAlertedParams, ReconcileDueParams, ReconcileResolveParams,
-    WakeDueParams,
+    RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams,
 };
 use oprec_core::operator::{
     ActivityParams, AuditEntry, AuditListParams, ControlAction, ControlRemoveParams, ControlScope,
@@ -104,10 +104,7 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
         .unwrap();
     let woken = h
         .store
-        .operation_wake_due(WakeDueParams {
-            rewake_after: Duration::zero(),
-            limit: 10,
-        })
+        .operation_wake_due(WakeDueParams::all(Duration::zero(), 10))
         .await
         .unwrap();
     let woken: Vec<_> = woken.into_iter().map(|w| w.id).collect();
@@ -195,10 +192,7 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
     async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
         let mut ids: Vec<OperationId> = h
             .store
-            .operation_wake_due(WakeDueParams {
-                rewake_after: Duration::seconds(3600),
-                limit: 10,
-            })
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(3600), 10))
             .await
             .unwrap()
             .into_iter()
@@ -245,6 +239,178 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
         expected,
         "woken at once when the pause is lifted"
     );
+}
+
+/// A wake reset (after a transport purge) makes the pending operations of the kinds it names due
+/// for a wake-up at once, and leaves other kinds and other statuses alone.
+pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
+    async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
+        let mut ids: Vec<OperationId> = h
+            .store
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(3600), 10))
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| w.id)
+            .collect();
+        ids.sort();
+        ids
+    }
+    let a = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    let done = enqueue(&h, "a", EnqueueOptions::default()).await;
+    finish(&h, done, Transition::succeeded(None)).await;
+    assert_eq!(wake(&h).await.len(), 2, "both pending woken once");
+    assert!(wake(&h).await.is_empty(), "and not again");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams {
+            kinds: vec!["a".into()],
+            ids: Vec::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(reset, 1, "only the pending operation of kind a");
+    assert_eq!(wake(&h).await, vec![a], "woken again at once");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams {
+            kinds: Vec::new(),
+            ids: vec![b, done],
+        })
+        .await
+        .unwrap();
+    assert_eq!(reset, 1, "only the pending one among the ids");
+    assert_eq!(wake(&h).await, vec![b], "and it alone is woken again");
+    let reset = h
+        .store
+        .operation_wake_reset(WakeResetParams::default())
+        .await
+        .unwrap();
+    assert_eq!(reset, 2, "every kind when none is named");
+    let mut both = vec![a, b];
+    both.sort();
+    assert_eq!(wake(&h).await, both);
+    assert_eq!(
+        h.get(done).await.operation.status,
+        Status::Succeeded,
+        "a finished operation is not touched"
+    );
+}
+
+/// The budgeted scheduler's store calls: the fresh pick leaves stale wake-ups and kinds nobody
+/// runs alone; the figures say per kind what should be on the broker and what is stale; a re-wake
+/// takes one kind's stale operations, oldest first, up to its budget.
+pub async fn budgeted_wake_ups_fresh_figures_and_rewake<S: FullStore>(h: Harness<S>) {
+    async fn fresh<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
+        let mut ids = h
+            .store
+            .operation_wake_due(WakeDueParams {
+                rewake_after: Duration::seconds(30),
+                limit: 100,
+                stale: false,
+                handled_within: Some(Duration::seconds(60)),
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| w.id)
+            .collect::<Vec<_>>();
+        ids.sort();
+        ids
+    }
+    async fn figures<S: FullStore>(h: &Harness<S>) -> Vec<KindWakeFigures> {
+        h.store
+            .operation_wake_figures(WakeFiguresParams {
+                rewake_after: Duration::seconds(30),
+                handled_within: Duration::seconds(60),
+            })
+            .await
+            .unwrap()
+    }
+    async fn rewake<S: FullStore>(h: &Harness<S>, kind: &str, limit: u32) -> Vec<OperationId> {
+        h.store
+            .operation_rewake(RewakeParams {
+                kind: kind.into(),
+                rewake_after: Duration::seconds(30),
+                limit,
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|w| w.id)
+            .collect()
+    }
+    let t0 = h.clock.now();
+    let beat = |id: &str, kinds: &[&str]| oprec_core::WorkerBeatParams {
+        id: id.to_owned(),
+        host: "host-1".to_owned(),
+        pid: 4242,
+        kinds: kinds.iter().map(|k| k.to_string()).collect(),
+        code_version: None,
+        started_at: t0,
+    };
+    h.store.worker_beat(beat("w1", &["a"])).await.unwrap();
+    let a1 = enqueue(&h, "a", EnqueueOptions::default()).await;
+    h.advance_secs(1);
+    let a2 = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    let mut both = vec![a1, a2];
+    both.sort();
+    assert_eq!(
+        fresh(&h).await,
+        both,
+        "kind b has no live worker: not woken"
+    );
+    assert!(fresh(&h).await.is_empty(), "woken once");
+    assert_eq!(
+        figures(&h).await,
+        vec![KindWakeFigures {
+            kind: "a".into(),
+            signalled: 2,
+            stale: 0,
+            handled: true,
+        }],
+        "b was never woken, so it has no wake-ups out"
+    );
+    // Past the re-wake interval: stale, yet the fresh pick leaves them to the budget.
+    h.advance_secs(31);
+    h.store.worker_beat(beat("w1", &["a"])).await.unwrap();
+    assert!(fresh(&h).await.is_empty(), "stale is not fresh");
+    let f = figures(&h).await;
+    assert_eq!((f[0].signalled, f[0].stale), (2, 2), "{f:?}");
+    assert_eq!(
+        rewake(&h, "a", 1).await,
+        vec![a1],
+        "oldest eligible first, one"
+    );
+    assert_eq!(
+        rewake(&h, "a", 5).await,
+        vec![a2],
+        "then the other stale one"
+    );
+    assert!(
+        rewake(&h, "a", 5).await.is_empty(),
+        "re-woken now: not stale"
+    );
+    assert!(
+        rewake(&h, "b", 5).await.is_empty(),
+        "never woken is not stale"
+    );
+    // Claimed: no longer a wake-up out.
+    h.store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![a1],
+            kinds: vec![],
+            claimant: h.claimant("w1"),
+        })
+        .await
+        .unwrap();
+    let f = figures(&h).await;
+    assert_eq!((f[0].signalled, f[0].stale), (1, 0), "{f:?}");
+    // A worker for b starts: b is woken by the fresh pick.
+    h.store.worker_beat(beat("w2", &["b"])).await.unwrap();
+    assert_eq!(fresh(&h).await, vec![b]);
 }
 
 /// A pause by failure class holds back operations whose last failure had that class.
@@ -963,6 +1129,8 @@ macro_rules! operator_conformance_tests {
             pauses_stop_only_what_they_name,
             pause_by_class_holds_back_that_class,
             lifting_a_control_wakes_what_it_held,
+            wake_reset_rebuilds_a_purged_backlog,
+            budgeted_wake_ups_fresh_figures_and_rewake,
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
             redrive_filters_select_exactly,

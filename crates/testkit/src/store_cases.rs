@@ -8,8 +8,9 @@ use oprec_core::operator::{
     CancelParams, ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
 };
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
-    ListParams, MarkWokenParams, OperationGetParams, StepsGetParams, WorkExistsParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, CompleteParams, CompleteResult,
+    HeartbeatManyParams, HeartbeatParams, HeldClaim, ListParams, MarkWokenParams,
+    OperationGetParams, StepsGetParams, WorkExistsParams,
 };
 use oprec_core::{
     AttemptOutcome, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
@@ -311,6 +312,122 @@ pub async fn heartbeat_extends_the_lease_and_is_fenced<S: FullStore>(h: Harness<
         .await;
     assert!(matches!(stale, Err(Error::StaleClaim { id }) if id == c.id));
     assert_eq!(h.get(c.id).await.operation.lease_until, Some(lease));
+}
+
+/// One heartbeat extends the lease of every claim still held; a claim that ended, or a wrong
+/// token, is left out and unchanged.
+pub async fn heartbeat_many_extends_every_held_claim<S: FullStore>(h: Harness<S>) {
+    for _ in 0..3 {
+        enqueue(&h, "k", EnqueueOptions::default()).await;
+    }
+    let claims = h.claim_all("w").await;
+    assert_eq!(claims.len(), 3);
+    let (a, b, c) = (&claims[0], &claims[1], &claims[2]);
+    h.store
+        .operation_complete(CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token(),
+            transition: Transition::succeeded(None),
+        })
+        .await
+        .unwrap();
+    h.advance_secs(20);
+    let wrong = HeldClaim {
+        id: b.id,
+        claim_token: uuid::Uuid::now_v7(),
+    };
+    let mut extended = h
+        .store
+        .operation_heartbeat_many(HeartbeatManyParams {
+            claims: vec![a.into(), wrong, c.into(), b.into()],
+            lease: Duration::seconds(30),
+        })
+        .await
+        .unwrap();
+    extended.sort();
+    let mut held = vec![a.id, b.id];
+    held.sort();
+    assert_eq!(extended, held);
+    let lease = h.clock.now() + Duration::seconds(30);
+    assert_eq!(h.get(a.id).await.operation.lease_until, Some(lease));
+    assert_eq!(h.get(b.id).await.operation.lease_until, Some(lease));
+    assert_eq!(h.get(c.id).await.operation.lease_until, None);
+    assert_eq!(h.get(c.id).await.operation.status, Status::Succeeded);
+    // Extended leases outlive the original ones: nothing for the rescuer.
+    h.advance_secs(15);
+    assert_eq!(h.rescue(3).await.vanished, 0);
+}
+
+/// An unstarted claim given back is pending again at once with its attempt refunded, its claim
+/// cleared, marked never woken, and no attempt row; a stale token gives nothing back.
+pub async fn give_back_refunds_the_attempt_and_leaves_no_history<S: FullStore>(h: Harness<S>) {
+    // `retried` has one real attempt behind it; `fresh` none.
+    let retried = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let first = h.claim_all("w").await.remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id: retried,
+            claim_token: first.claim_token(),
+            transition: Transition::retry(h.clock.now(), Failure::transient("503")),
+        })
+        .await
+        .unwrap();
+    let fresh = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .operation_mark_woken(MarkWokenParams {
+            ids: vec![fresh, retried],
+        })
+        .await
+        .unwrap();
+    let claims = h.claim_all("w").await;
+    assert_eq!(claims.len(), 2);
+    let stale = HeldClaim {
+        id: fresh,
+        claim_token: uuid::Uuid::now_v7(),
+    };
+    let mut held: Vec<HeldClaim> = claims.iter().map(HeldClaim::from).collect();
+    held.push(stale);
+    h.advance_secs(1);
+    let mut given = h
+        .store
+        .operation_claim_give_back(ClaimGiveBackParams {
+            claims: held.clone(),
+        })
+        .await
+        .unwrap();
+    given.sort();
+    let mut both = vec![fresh, retried];
+    both.sort();
+    assert_eq!(given, both);
+    for (id, attempt, history) in [(fresh, 0, 0), (retried, 1, 1)] {
+        let d = h.get(id).await;
+        assert_eq!(d.operation.status, Status::Pending);
+        assert_eq!(d.operation.attempt, attempt);
+        assert_eq!(d.operation.claim_token, None);
+        assert_eq!(d.operation.lease_until, None);
+        assert_eq!(d.operation.last_woken_at, None);
+        assert_eq!(d.operation.updated_at, h.clock.now());
+        assert_eq!(d.attempts.len(), history);
+    }
+    // The same claims again are stale: nothing more is refunded.
+    let again = h
+        .store
+        .operation_claim_give_back(ClaimGiveBackParams { claims: held })
+        .await
+        .unwrap();
+    assert!(again.is_empty());
+    assert_eq!(h.get(fresh).await.operation.attempt, 0);
+    // Claimable at once, counting the same attempts as before.
+    let mut next: Vec<(OperationId, u32)> = h
+        .claim_all("w2")
+        .await
+        .iter()
+        .map(|c| (c.id, c.attempt))
+        .collect();
+    next.sort();
+    let mut expected = vec![(fresh, 1), (retried, 2)];
+    expected.sort();
+    assert_eq!(next, expected);
 }
 
 /// A worker whose lease was taken over cannot overwrite the newer result.
@@ -1147,10 +1264,7 @@ pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h
     async fn due<S: FullStore>(h: &Harness<S>) -> oprec_core::Result<Vec<OperationId>> {
         let woken = h
             .store
-            .operation_wake_due(WakeDueParams {
-                rewake_after: Duration::seconds(30),
-                limit: 100,
-            })
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
             .await?;
         Ok(woken.into_iter().map(|w| w.id).collect())
     }
@@ -1218,10 +1332,7 @@ pub async fn wake_due_picks_each_due_operation_once_per_interval<S: FullStore>(h
     let other = enqueue(&h, "other.kind", EnqueueOptions::default()).await;
     let picked = h
         .store
-        .operation_wake_due(WakeDueParams {
-            rewake_after: Duration::seconds(30),
-            limit: 100,
-        })
+        .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
         .await
         .unwrap();
     assert_eq!(picked, vec![oprec_core::WakeUp::new(other, "other.kind")]);
@@ -1248,10 +1359,7 @@ pub async fn enqueued_as_woken_waits_for_the_rewake_interval<S: FullStore>(h: Ha
     assert_eq!(h.get(plain).await.operation.last_woken_at, None);
     let due = || async {
         h.store
-            .operation_wake_due(WakeDueParams {
-                rewake_after: Duration::seconds(30),
-                limit: 100,
-            })
+            .operation_wake_due(WakeDueParams::all(Duration::seconds(30), 100))
             .await
             .map(|woken| woken.into_iter().map(|w| w.id).collect::<Vec<_>>())
     };

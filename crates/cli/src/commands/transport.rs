@@ -78,6 +78,7 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
             "kind": kind,
             "purged": purged,
             "pending": pending,
+            "rewake": done.rewake,
         }));
     }
     let of = kind.map(|k| format!(" {k}")).unwrap_or_default();
@@ -87,7 +88,8 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
         ("operations", "are")
     };
     output::line!(
-        "purged {}{of} wake-ups; {}{of} {ops} {are} still pending in the store: no intent was lost",
+        "purged {}{of} wake-ups; {}{of} {ops} {are} still pending in the store: no intent was \
+         lost; the scheduler wakes them again on its next pass",
         count(purged),
         count(pending)
     )?;

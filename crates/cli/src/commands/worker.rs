@@ -181,12 +181,13 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     let s = report.stats;
     output::line!(
         "worker stopped ({why}): claimed {}, succeeded {}, failed {}, vanished {}, released {}, \
-         stale claims {}, wake-ups received {} (ignored {}, garbage {}), published {}",
+         given back {}, stale claims {}, wake-ups received {} (ignored {}, garbage {}), published {}",
         s.claimed,
         s.succeeded,
         s.failed,
         s.vanished,
         report.released,
+        report.given_back,
         s.stale_claims,
         s.wakeups_received,
         s.wakeups_ignored,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use oprec::operator::{OperationFilter, QuarantineParams};
-use oprec::store::{MarkWokenParams, OperationGetParams};
+use oprec::store::OperationGetParams;
 use oprec::{EnqueueOptions, FullStore, NewOperation, OperationId, RetryPolicy, Transport};
 use serde::Serialize;
 
@@ -83,7 +83,15 @@ impl Importer {
                     dependency: self.dependency.clone(),
                     ..EnqueueOptions::default()
                 };
-                NewOperation::new(&self.kind, j.payload(), &self.policy, options, now)
+                let mut op =
+                    NewOperation::new(&self.kind, j.payload(), &self.policy, options, now)?;
+                // Inserted already marked woken, as `Client::enqueue` does: the wake-up published
+                // after the commit is trusted for the re-wake interval, and no second statement
+                // locks the rows while the workers claim them.
+                if self.transport.is_some() && !j.is_malformed() {
+                    op.last_woken_at = Some(now);
+                }
+                Ok(op)
             })
             .collect::<oprec::Result<Vec<_>>>()?;
         let enqueued = self.store.operation_insert_many(ops).await?;
@@ -150,7 +158,8 @@ impl Importer {
         Ok(o.status == oprec::Status::Pending && o.attempt == 0 && o.last_error.is_none())
     }
 
-    /// Publishes wake-ups for the new operations; a failure is logged and left to the scheduler.
+    /// Publishes wake-ups for the new operations (inserted already marked woken); a failure is
+    /// logged and left to the scheduler, which wakes them again after the re-wake interval.
     async fn wake(&self, ids: Vec<OperationId>) {
         let Some(t) = &self.transport else { return };
         if ids.is_empty() {
@@ -160,18 +169,9 @@ impl Importer {
             .iter()
             .map(|id| oprec::WakeUp::new(*id, self.kind.as_str()))
             .collect();
-        match t.publish(&wakeups).await {
-            Ok(()) => {
-                if let Err(e) = self
-                    .store
-                    .operation_mark_woken(MarkWokenParams { ids })
-                    .await
-                {
-                    tracing::warn!(error = %e, "could not record wake-ups; the scheduler may wake them again");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, count = ids.len(),
-                "publishing wake-ups failed; the operations are committed and the scheduler will wake them"),
+        if let Err(e) = t.publish(&wakeups).await {
+            tracing::warn!(error = %e, count = ids.len(),
+                "publishing wake-ups failed; the operations are committed and the scheduler will wake them");
         }
     }
 }

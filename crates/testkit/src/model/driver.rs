@@ -345,10 +345,7 @@ impl<S: FullStore> Driver<S> {
             }
             Action::WakeDue { rewake_secs, limit } => {
                 let woken = store
-                    .operation_wake_due(WakeDueParams {
-                        rewake_after: Duration::seconds(rewake_secs),
-                        limit,
-                    })
+                    .operation_wake_due(WakeDueParams::all(Duration::seconds(rewake_secs), limit))
                     .await
                     .map_err(|e| format!("wake due: {e}"))?;
                 let mut picked = Vec::with_capacity(woken.len());
