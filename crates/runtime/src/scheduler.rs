@@ -76,7 +76,7 @@ pub struct SchedulePass {
     pub publish_failed: bool,
 }
 
-/// One pass of a scheduler without memory: see [`Scheduler::pass`].
+/// One pass of a scheduler without memory (the runtime's own keeps what it learns between passes).
 pub async fn schedule_once(
     store: &dyn MaintenanceStore,
     transport: &dyn Transport,
