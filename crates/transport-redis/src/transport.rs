@@ -306,23 +306,24 @@ impl RedisTransport {
         count: usize,
         wait: Duration,
     ) -> Result<Vec<Delivery>> {
-        let mut by_slot: Vec<(Option<Slot>, Vec<String>)> = Vec::new();
-        for kind in kinds {
-            let slot = self
-                .reads
-                .is_cluster()
-                .then(|| Slot::for_key(self.config.stream_key(kind)));
-            match by_slot.iter_mut().find(|(s, _)| *s == slot) {
-                Some((_, group)) => group.push(kind.clone()),
-                None => by_slot.push((slot, vec![kind.clone()])),
-            }
-        }
-        let reads = by_slot
+        let groups = slot_groups(
+            kinds,
+            |k| self.config.stream_key(k),
+            self.reads.is_cluster(),
+        );
+        let reads = groups
             .iter()
-            .map(|(_, group)| self.read_new_in_slot(group, count, wait));
+            .map(|group| self.read_new_in_slot(group, count, wait));
         let mut got = Vec::new();
         for read in futures::future::join_all(reads).await {
             got.extend(read?);
+        }
+        // COUNT applies per stream: several streams can give more than asked; the rest stay
+        // pending to this consumer and would be taken over only after `claim_idle` (as a
+        // crash's would). Hand them back at once instead.
+        if got.len() > count {
+            let extra = got.split_off(count);
+            self.release(extra).await;
         }
         Ok(got)
     }
@@ -362,15 +363,7 @@ impl RedisTransport {
                 }
             })
             .await?;
-        let mut got = reply::read_reply(reply, |key| self.config.kind_of_key(key));
-        // COUNT applies per stream: several streams can give more than asked; the rest stay
-        // pending to this consumer and are taken over after `claim_idle` (as a crash's would).
-        // Asking no more than `count` of each keeps that rare; acknowledge what is handed out.
-        if got.len() > count {
-            let extra = got.split_off(count);
-            self.release(extra).await;
-        }
-        Ok(got)
+        Ok(reply::read_reply(reply, |key| self.config.kind_of_key(key)))
     }
 
     /// Puts deliveries read beyond what the caller asked for back as new entries (and drops the
@@ -635,6 +628,25 @@ impl fmt::Debug for RedisTransport {
     }
 }
 
+/// The kinds grouped so that one `XREADGROUP` can read each group: all in one on a single Redis;
+/// on a cluster, one group per slot of their stream keys (the keys of one prefix share a hash tag,
+/// so that is one group, unless keys were ever spread over slots on purpose).
+fn slot_groups(
+    kinds: &[String],
+    stream_key: impl Fn(&str) -> String,
+    cluster: bool,
+) -> Vec<Vec<String>> {
+    let mut groups: Vec<(Option<Slot>, Vec<String>)> = Vec::new();
+    for kind in kinds {
+        let slot = cluster.then(|| Slot::for_key(stream_key(kind)));
+        match groups.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, group)) => group.push(kind.clone()),
+            None => groups.push((slot, vec![kind.clone()])),
+        }
+    }
+    groups.into_iter().map(|(_, group)| group).collect()
+}
+
 /// `XINFO` on a key that does not exist.
 fn is_no_such_key(e: &RedisError) -> bool {
     e.detail().is_some_and(|d| d.contains("no such key"))
@@ -643,4 +655,38 @@ fn is_no_such_key(e: &RedisError) -> bool {
 /// Whole milliseconds, as Redis takes them.
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(names: &[&str]) -> Vec<String> {
+        names.iter().map(|k| (*k).to_owned()).collect()
+    }
+
+    #[test]
+    fn one_read_for_every_kind_of_a_prefix_and_one_per_slot_otherwise() {
+        let all = kinds(&["a", "b", "c", "d"]);
+        let config = RedisTransportConfig::with_prefix("p");
+        let ours = |k: &str| config.stream_key(k);
+        assert_eq!(slot_groups(&all, ours, true), vec![all.clone()]);
+        assert_eq!(slot_groups(&all, ours, false), vec![all.clone()]);
+        // Keys tagged per kind land in several slots: one read per slot, every kind once.
+        let spread = |k: &str| format!("{{{k}}}:stream");
+        let groups = slot_groups(&all, spread, true);
+        assert!(groups.len() > 1, "{groups:?}");
+        let mut flat: Vec<String> = groups.concat();
+        flat.sort();
+        assert_eq!(flat, all);
+        for group in &groups {
+            let slots: std::collections::HashSet<String> = group
+                .iter()
+                .map(|k| format!("{:?}", Slot::for_key(spread(k))))
+                .collect();
+            assert_eq!(slots.len(), 1, "{group:?}");
+        }
+        // On a single Redis the slot does not matter.
+        assert_eq!(slot_groups(&all, spread, false), vec![all]);
+    }
 }
