@@ -83,7 +83,7 @@ fn purge_drops_wakeups_and_keeps_every_operation() {
     assert_eq!(
         purged.trim(),
         "purged 20 demo.slow wake-ups; 20 demo.slow operations are still pending in the store: \
-         no intent was lost"
+         no intent was lost; the scheduler wakes them again on its next pass"
     );
     assert_eq!(t(&["transport", "depth", "--json"]).json()["depth"], 300);
     let purged = t(&["transport", "purge", "--yes"]).ok().to_owned();
