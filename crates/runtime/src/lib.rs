@@ -17,6 +17,7 @@ mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod group_commit;
 mod held;
 mod idle;
 mod kind;
