@@ -313,9 +313,10 @@ impl BenchReport {
         let e = &self.enqueue_batched;
         row(
             format!(
-                "enqueue, batches of {} ({} producers)",
+                "enqueue, batches of {} ({} producer{})",
                 thousands(e.batch as f64),
-                e.producers
+                e.producers,
+                if e.producers == 1 { "" } else { "s" }
             ),
             e.ops_per_sec,
             false,
