@@ -1,9 +1,11 @@
 //! Group commit for single-operation enqueues: many callers enqueueing one operation each at the
 //! same time (a web service, one enqueue per request) share one insert and one commit.
 //!
-//! Each caller queues its operation and waits for its turn to write; whoever gets the turn takes
-//! every operation queued so far (up to [`MAX_GROUP`]), inserts them in one store call, publishes
-//! their wake-ups in one batch, and hands every caller its own result. A caller returns only once
+//! Each caller queues its operation and waits for a turn to write; whoever gets a turn takes every
+//! operation queued so far (up to [`MAX_GROUP`]), inserts them in one store call, publishes their
+//! wake-ups in one batch, and hands every caller its own result. [`WRITERS`] groups may be in
+//! flight at once, so that a caller who arrives while a group commits does not wait for that
+//! commit before its own starts (the database flushes concurrent commits together). A caller returns only once
 //! its row is committed. Idempotency keys keep their meaning: a key repeated within a group
 //! resolves as [`IdempotentBatch`](oprec_core::IdempotentBatch) says, as if the calls had come one
 //! after the other. Should the shared insert fail, each operation of the group is inserted alone,
@@ -14,12 +16,15 @@ use std::sync::Mutex;
 
 use oprec_core::store::Enqueued;
 use oprec_core::{Error, NewOperation, OperationId, Result};
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::Client;
 
 /// The most operations one shared insert carries.
 const MAX_GROUP: usize = 1000;
+
+/// Groups written at once.
+const WRITERS: usize = 2;
 
 /// An operation waiting for its group's commit, and where its result goes.
 struct Waiting {
@@ -28,11 +33,19 @@ struct Waiting {
     done: oneshot::Sender<Result<Enqueued>>,
 }
 
-/// The queue of waiting operations and the turn to write them.
-#[derive(Default)]
+/// The queue of waiting operations and the turns to write them.
 pub(crate) struct GroupCommit {
     queue: Mutex<Vec<Waiting>>,
-    turn: tokio::sync::Mutex<()>,
+    turns: Semaphore,
+}
+
+impl Default for GroupCommit {
+    fn default() -> Self {
+        GroupCommit {
+            queue: Mutex::default(),
+            turns: Semaphore::new(WRITERS),
+        }
+    }
 }
 
 impl GroupCommit {
@@ -50,7 +63,9 @@ impl GroupCommit {
             .unwrap_or_else(|e| e.into_inner())
             .push(Waiting { op, due, done });
         loop {
-            let turn = self.turn.lock().await;
+            let Ok(turn) = self.turns.acquire().await else {
+                return Err(Error::backend(true, "the enqueue queue was closed"));
+            };
             match result.try_recv() {
                 Ok(r) => return r,
                 Err(oneshot::error::TryRecvError::Closed) => {
@@ -66,6 +81,16 @@ impl GroupCommit {
                 let n = queue.len().min(MAX_GROUP);
                 queue.drain(..n).collect()
             };
+            if group.is_empty() {
+                // Another writer took this caller's operation: wait for its result.
+                drop(turn);
+                return result.await.unwrap_or_else(|_| {
+                    Err(Error::backend(
+                        true,
+                        "the enqueue's group was dropped before it committed",
+                    ))
+                });
+            }
             // Written by a task of its own, so that a caller who gives up waiting does not
             // abandon the others' operations half-way.
             let write = tokio::spawn(write(client.clone(), group));
