@@ -34,7 +34,7 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     let out_file = dir.path().join("bench.json");
     let out = common::bin()
         .args(["--database-url", &plain, "bench", "--json"])
-        .args(["--ops", "300", "--concurrency", "50", "--producers", "2"])
+        .args(["--ops", "300", "--concurrency", "8,50", "--producers", "2"])
         .args(["--latency-rate", "100", "--latency-secs", "1"])
         .args(["--finished-rows", "20000", "--ceiling-secs", "1"])
         .args(["--transports", &transports])
@@ -68,7 +68,14 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         .iter()
         .map(|d| d["transport"].as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["poll", "redis", "amqp"]);
+    assert_eq!(labels, ["poll", "redis", "amqp", "poll", "redis", "amqp"]);
+    let handlers: Vec<u64> = drains
+        .iter()
+        .map(|d| d["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(handlers, [8, 8, 8, 50, 50, 50]);
+    assert_eq!(r["claim_ceiling"]["work"], "claim_complete");
+    assert!(r["claim_ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     for d in drains {
         assert_eq!(d["attempts"], 300, "one attempt per operation: {d}");
         assert!(d["ops_per_sec"].as_f64().unwrap() > 0.0, "{d}");

@@ -18,6 +18,7 @@ mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod group_commit;
 mod held;
 mod idle;
 mod kind;
