@@ -444,6 +444,57 @@ pub async fn concurrent_single_enqueues_each_get_their_own_result(rig: Rig) {
     assert_eq!(Counters::get(&counters.noop), created);
 }
 
+/// An operation of a kind that no stream or queue can carry (a control character in its name,
+/// as an import under any name could bring) is left out of the scheduler's publish and named in
+/// the log; the other wake-ups of the pass go, and their operations run.
+pub async fn an_unroutable_kind_does_not_stall_the_scheduler(rig: Rig) {
+    let Some(t) = rig.transport.clone() else {
+        return; // Poll-only publishes nothing.
+    };
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let odd = Arc::new(
+        oprec_runtime::Registry::new().register(oprec_runtime::Kind::new(
+            "odd\nkind",
+            oprec_core::RetryPolicy::builder()
+                .timeout(chrono::Duration::seconds(1))
+                .max_attempts(1)
+                .local_only()
+                .build()
+                .unwrap(),
+            |_ctx, _p: serde_json::Value| async { Ok(()) },
+        )),
+    );
+    // Enqueued unwoken, so the scheduler picks both.
+    let unroutable = rig
+        .client_without_transport(&odd)
+        .enqueue("odd\nkind", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap()
+        .id;
+    rig.client_without_transport(&reg)
+        .enqueue("t.noop", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap();
+    let stats = oprec_runtime::Stats::default();
+    let config = oprec_runtime::SchedulerConfig {
+        budgeted: false,
+        ..oprec_runtime::SchedulerConfig::default()
+    };
+    let pass = oprec_runtime::schedule_once(rig.store.as_ref(), t.as_ref(), &config, &stats)
+        .await
+        .expect("a scheduler pass");
+    assert_eq!(pass.published, 1, "{pass:?}");
+    assert!(!pass.publish_failed, "{pass:?}");
+    assert_eq!(t.depth(Some("t.noop")).await.expect("depth"), 1);
+    let running = Running::start(rig.worker(&reg, |c| c.run_maintenance = false));
+    rig.wait_for(Status::Succeeded, 1, 30).await;
+    running.stop().await;
+    assert_eq!(Counters::get(&counters.noop), 1);
+    let o = rig.get(unroutable).await.operation;
+    assert_eq!((o.status, o.attempt), (Status::Pending, 0));
+}
+
 /// Expands into one test per scenario for a rig built by `$setup().await`.
 #[macro_export]
 macro_rules! e2e_scenarios {
@@ -460,6 +511,7 @@ macro_rules! e2e_scenarios {
             unknown_kinds_are_not_claimed,
             shutdown_drains_and_releases,
             concurrent_single_enqueues_each_get_their_own_result,
+            an_unroutable_kind_does_not_stall_the_scheduler,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

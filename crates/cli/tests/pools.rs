@@ -114,6 +114,19 @@ fn two_pools_take_only_their_own_kinds(kind: RigKind) {
     let attempts: i64 = claims.iter().map(|(_, n)| n).sum();
     assert_eq!(attempts, 2 * PER_KIND, "one attempt each: {claims:?}");
 
+    // A new process lists every kind's depth: Redis from its set of kinds, RabbitMQ (which
+    // cannot list queues) from the kinds the store has operations of.
+    let depth = rig.oprec_json(&["transport", "depth", "--json"]);
+    assert_eq!(depth["depth"], 0, "{depth}");
+    assert_eq!(
+        depth["kinds"],
+        serde_json::json!([
+            {"kind": "demo.noop", "depth": 0},
+            {"kind": "demo.slow", "depth": 0},
+        ]),
+        "{depth}"
+    );
+
     let mut summaries = Vec::new();
     for w in &mut workers {
         w.sigterm();

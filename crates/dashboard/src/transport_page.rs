@@ -1,4 +1,4 @@
-//! The transport: how many wake-ups wait on the broker, and the purge. Purging drops wake-ups
+//! The transport: how many wake-ups wait on the broker, per kind, and the purge. Purging drops wake-ups
 //! only; the operations stay in the store, and the confirmation says how many are pending there.
 
 use std::collections::HashMap;
@@ -58,10 +58,18 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
     if let Err(e) = purge::know_store_kinds(state.store.as_ref(), t.as_ref()).await {
         tracing::warn!(error = %e, "listing the store's kinds for the transport depth");
     }
-    let depth = t.depth(None).await;
-    if let Err(e) = &depth {
+    let per_kind = t.depths().await;
+    if let Err(e) = &per_kind {
         tracing::warn!(error = %e, "transport depth");
     }
+    let mut per_kind = per_kind.ok();
+    if let Some(kinds) = per_kind.as_mut() {
+        kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
+    }
+    let depth: Result<u64, ()> = per_kind
+        .as_ref()
+        .map(|kinds| kinds.iter().map(|k| k.depth).sum())
+        .ok_or(());
     let body = html! {
         (head)
         section.panel {
@@ -72,6 +80,13 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
                     "The broker did not answer: its depth is unknown. The operations are safe in \
                      the store."
                 },
+            }
+            @if let Some(kinds) = per_kind.as_ref().filter(|k| !k.is_empty()) {
+                table.kv #depth-by-kind {
+                    @for k in kinds {
+                        tr { td.mono { (k.kind) } td { (count(k.depth)) " waiting" } }
+                    }
+                }
             }
             p #pending {
                 (count(waiting)) " operation" @if waiting == 1 { " is" } @else { "s are" }

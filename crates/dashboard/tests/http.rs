@@ -593,6 +593,7 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
         "{}",
         page.body
     );
+    assert!(page.body.contains(r#"id="depth-by-kind""#), "{}", page.body);
     assert!(
         page.body.contains(&format!(
             "{pending} operations will remain pending in the store"

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use oprec_core::maintenance::{
     RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams, rewake_budget,
 };
+use oprec_core::transport::check_kind;
 use oprec_core::{MaintenanceStore, OperationId, Transport, WORKER_LIVE_SECS, WakeUp};
 use rand::Rng;
 use tokio_util::sync::CancellationToken;
@@ -75,7 +76,7 @@ pub struct SchedulePass {
     pub publish_failed: bool,
 }
 
-/// One pass of a scheduler without memory: see [`Scheduler::pass`].
+/// One pass of a scheduler without memory (the runtime's own keeps what it learns between passes).
 pub async fn schedule_once(
     store: &dyn MaintenanceStore,
     transport: &dyn Transport,
@@ -141,7 +142,8 @@ impl Scheduler {
             })
             .await?;
         let mut pass = publish_spread(store, transport, config, stats, &due).await;
-        for w in due.iter().take(pass.published as usize) {
+        let routable = due.iter().filter(|w| check_kind(&w.kind).is_ok());
+        for w in routable.take(pass.published as usize) {
             *self.published_since.entry(w.kind.clone()).or_default() += 1;
         }
         let look_due = self
@@ -176,6 +178,9 @@ impl Scheduler {
         let now = Instant::now();
         let mut flows = HashMap::with_capacity(figures.len());
         for f in &figures {
+            if check_kind(&f.kind).is_err() {
+                continue; // No stream or queue can carry it (see `publish_spread`).
+            }
             let depth = transport.depth(Some(&f.kind)).await.ok();
             // Fresh wake-ups published since the last look went onto the broker after it was
             // measured then: they count as arrivals, as the re-wakes published at that look.
@@ -233,6 +238,10 @@ impl Scheduler {
 
 /// Publishes `due` in chunks spread over the interval with jitter, each wake-up to its kind's
 /// stream or queue; on a failed publish, unmarks the chunk and the rest and stops.
+///
+/// A kind that cannot name a stream or queue (imported under any name) would fail every batch it
+/// is in, every pass, and stall the fleet's wake-ups: its operations are left out and named in
+/// the log instead, and the rest go.
 async fn publish_spread(
     store: &dyn MaintenanceStore,
     transport: &dyn Transport,
@@ -240,6 +249,21 @@ async fn publish_spread(
     stats: &Stats,
     due: &[WakeUp],
 ) -> SchedulePass {
+    let (routable, unroutable): (Vec<WakeUp>, Vec<WakeUp>) = due
+        .iter()
+        .cloned()
+        .partition(|w| check_kind(&w.kind).is_ok());
+    if let Some(first) = unroutable.first() {
+        Stats::add(&stats.publish_errors, 1);
+        let why = check_kind(&first.kind)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        tracing::warn!(count = unroutable.len(), error = %why,
+            "operations of a kind no transport can route were not woken; rename the kind, or \
+             run a worker for it without a broker (it polls the store)");
+    }
+    let due = routable.as_slice();
     let chunk = config.chunk.max(1);
     let chunks: Vec<_> = due.chunks(chunk).collect();
     let pause = config.interval / (chunks.len().max(1) as u32);

@@ -580,6 +580,87 @@ fn redis_ping(port: u16) -> bool {
     matches!(conn.read(&mut buf), Ok(n) if buf[..n].starts_with(b"+PONG"))
 }
 
+/// A Redis Cluster of the test's own: three `redis-server` masters on free loopback ports (each
+/// with its cluster bus on another free port), no replicas, the slots spread by
+/// `redis-cli --cluster create`. Killed, with their folders removed, when dropped.
+#[derive(Debug)]
+pub struct PrivateRedisCluster {
+    nodes: Vec<PrivateRedis>,
+}
+
+impl PrivateRedisCluster {
+    /// Starts three nodes, joins them into a cluster and waits until every node reports
+    /// `cluster_state:ok`.
+    pub fn start() -> PrivateRedisCluster {
+        let nodes: Vec<PrivateRedis> = (0..3)
+            .map(|_| {
+                PrivateRedis::builder()
+                    .arg("--cluster-enabled")
+                    .arg("yes")
+                    .arg("--cluster-config-file")
+                    .arg("nodes.conf")
+                    .arg("--cluster-port")
+                    .arg(&free_port().to_string())
+                    .arg("--cluster-node-timeout")
+                    .arg("5000")
+                    .start()
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("redis-cli not found on PATH (it comes with redis-server)");
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&created.stdout),
+            String::from_utf8_lossy(&created.stderr)
+        );
+        let cluster = PrivateRedisCluster { nodes };
+        let deadline = Instant::now() + START_LIMIT;
+        while !cluster.nodes.iter().all(|n| cluster_ok(n.port())) {
+            assert!(
+                Instant::now() < deadline,
+                "the cluster did not reach cluster_state:ok within {START_LIMIT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        cluster
+    }
+
+    /// `redis+cluster://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    /// The plain `redis://` URL of each node.
+    pub fn node_urls(&self) -> Vec<String> {
+        self.nodes.iter().map(PrivateRedis::url).collect()
+    }
+}
+
+/// Does the cluster node on 127.0.0.1:`port` report `cluster_state:ok`?
+fn cluster_ok(port: u16) -> bool {
+    Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "cluster", "info"])
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("cluster_state:ok"))
+}
+
 // ------------------------------------------------------------------------------------------------
 // RabbitMQ
 

@@ -335,3 +335,50 @@ async fn a_rediss_url_fails_the_handshake_without_panicking() {
     assert!(result.is_err(), "no TLS server there");
     hang_up.abort();
 }
+
+/// One `XREADGROUP` of several streams takes up to COUNT of each; what it read beyond the
+/// receive's `max` goes back to the streams at once, rather than waiting pending to this consumer
+/// for `claim_idle` (30 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receive_of_several_kinds_hands_back_what_it_read_beyond_max() {
+    let prefix = fresh_prefix();
+    let _raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
+    let kinds = vec!["k.a".to_owned(), "k.b".to_owned()];
+    assert!(
+        t.receive(&kinds, 10, Duration::ZERO)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ids: Vec<OperationId> = (0..6).map(|_| OperationId::new()).collect();
+    let mut batch = oprec_testkit::transport_cases::wakeups(&ids[..3], "k.a");
+    batch.extend(oprec_testkit::transport_cases::wakeups(&ids[3..], "k.b"));
+    t.publish(&batch).await.expect("publish");
+
+    let first = t
+        .receive(&kinds, 4, Duration::from_secs(1))
+        .await
+        .expect("receive");
+    assert_eq!(first.len(), 4, "{first:?}");
+    t.ack(first.iter().map(|d| d.ack.clone()).collect())
+        .await
+        .expect("ack");
+    let started = Instant::now();
+    let rest = t
+        .receive(&kinds, 10, Duration::from_secs(1))
+        .await
+        .expect("receive");
+    assert_eq!(rest.len(), 2, "handed back at once: {rest:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let all: HashSet<OperationId> = first
+        .iter()
+        .chain(&rest)
+        .map(|d| d.frame.clone().unwrap())
+        .collect();
+    assert_eq!(all, ids.iter().copied().collect());
+    t.ack(rest.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
+}

@@ -80,6 +80,11 @@ pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()>
             Some(demo_kinds::DEPENDENCY.to_owned()),
         )
     } else if args.any_kind && !args.kind.trim().is_empty() {
+        // The kind names the stream or queue its wake-ups travel on.
+        oprec::transport::check_kind(&args.kind).map_err(|e| match e {
+            oprec::Error::InvalidInput(why) => bad(format!("--kind: {why}")),
+            other => other.into(),
+        })?;
         (any_kind_policy()?, None)
     } else {
         return Err(bad(format!(

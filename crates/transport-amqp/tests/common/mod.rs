@@ -101,7 +101,20 @@ pub async fn injector(prefix: &str) -> Injector {
 /// also holds the guard (the harness drops its transport first, then the injector and guard). The
 /// queues of the suite's kinds are declared first, so injected messages are routed.
 pub async fn setup() -> TransportHarness<AmqpTransport> {
-    let config = fresh_config();
+    setup_with(fresh_config()).await
+}
+
+/// The harness on quorum queues (`?queue_type=quorum`), as a RabbitMQ cluster wants them.
+pub async fn setup_quorum() -> TransportHarness<AmqpTransport> {
+    setup_with(AmqpTransportConfig {
+        queue_type: Some("quorum".to_owned()),
+        ..fresh_config()
+    })
+    .await
+}
+
+/// The harness with `config`.
+pub async fn setup_with(config: AmqpTransportConfig) -> TransportHarness<AmqpTransport> {
     let guard = QueueGuard::new(&config);
     let inject = injector(&config.prefix).await;
     let transport = transport(config).await;
