@@ -214,9 +214,9 @@ mod tests {
         let amqp = TransportSpec::parse("amqp://guest:guest@h/%2f?heartbeat=10").unwrap();
         let url = amqp.fresh(500).url;
         assert!(url.starts_with("amqp://guest:guest@h/%2f?heartbeat=10&queue=oprec.bench."));
-        assert!(url.ends_with("&queue_expires=120&prefetch=500"), "{url}");
+        assert!(url.ends_with("&queue_expires=120&prefetch=2000"), "{url}");
         let own = TransportSpec::parse("amqp://h/%2f?prefetch=64").unwrap();
-        assert!(!own.fresh(500).url.contains("prefetch=500"));
+        assert!(!own.fresh(500).url.contains("prefetch=2000"));
         assert!(
             TransportSpec::parse("amqp://h")
                 .unwrap()
