@@ -394,6 +394,56 @@ pub async fn shutdown_drains_and_releases(rig: Rig) {
     }
 }
 
+/// 200 callers enqueue one operation each at the same time (group commit shares their inserts):
+/// each gets its own result; ten repeating one idempotency key all get the one operation, created
+/// once; a payload no store can keep (a NUL character) is refused to its caller alone. Every
+/// created operation is stored, and runs.
+pub async fn concurrent_single_enqueues_each_get_their_own_result(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let client = rig.client(&reg);
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let client = client.clone();
+        calls.spawn(async move {
+            let (payload, key) = match i {
+                0..10 => (json!({"i": i}), Some("shared".to_owned())),
+                10 => (json!({"s": "nul \u{0} here"}), None),
+                _ => (json!({"i": i}), None),
+            };
+            let options = EnqueueOptions {
+                idempotency_key: key,
+                ..EnqueueOptions::default()
+            };
+            (i, client.enqueue("t.noop", payload, options).await)
+        });
+    }
+    let mut shared = Vec::new();
+    let mut created = 0;
+    while let Some(joined) = calls.join_next().await {
+        let (i, result) = joined.unwrap();
+        match (i, result) {
+            (0..10, Ok(e)) => shared.push(e),
+            (10, Err(e)) => assert!(matches!(e, Error::InvalidInput(_)), "{e}"),
+            (_, Ok(e)) => {
+                assert!(e.created);
+                created += 1;
+            }
+            (i, Err(e)) => panic!("call {i} failed: {e}"),
+        }
+    }
+    assert_eq!(shared.len(), 10);
+    assert!(shared.iter().all(|e| e.id == shared[0].id));
+    assert_eq!(shared.iter().filter(|e| e.created).count(), 1);
+    created += 1;
+    assert_eq!(created, 190);
+    assert_eq!(rig.count(Status::Pending).await, created);
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Succeeded, created, 60).await;
+    running.stop().await;
+    assert_eq!(Counters::get(&counters.noop), created);
+}
+
 /// An operation of a kind that no stream or queue can carry (a control character in its name,
 /// as an import under any name could bring) is left out of the scheduler's publish and named in
 /// the log; the other wake-ups of the pass go, and their operations run.
@@ -460,6 +510,7 @@ macro_rules! e2e_scenarios {
             obsolete_operations_are_cancelled_unrun,
             unknown_kinds_are_not_claimed,
             shutdown_drains_and_releases,
+            concurrent_single_enqueues_each_get_their_own_result,
             an_unroutable_kind_does_not_stall_the_scheduler,
         );
     };

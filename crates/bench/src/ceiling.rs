@@ -1,7 +1,8 @@
-//! The ceiling: the same PostgreSQL doing a job queue's bare work with no oprec in the way — a
-//! plain table, a batched insert of 100, a claim of 100 with `FOR UPDATE SKIP LOCKED`, a
-//! completion of 100, each its own transaction, from several connections at once. No history, no
-//! leases, no wake-ups: what the database itself can do on this machine.
+//! The ceilings: the same PostgreSQL doing a job queue's bare work with no oprec in the way — a
+//! plain table, a claim of 100 with `FOR UPDATE SKIP LOCKED` and a completion of 100, each its own
+//! transaction, from several connections at once; for the life cycle a batched insert of 100
+//! before each claim, for claim + complete a table filled beforehand (the work of a drain). No
+//! history, no leases, no wake-ups: what the database itself can do on this machine.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +20,27 @@ const BATCH: i64 = 100;
 /// The connection counts tried; the best run is the ceiling.
 const CONNECTIONS: &[usize] = &[2, 4, 8];
 
-/// One run of the bare life cycle.
+/// The bare work a ceiling measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CeilingWork {
+    /// Insert 100, claim 100, complete 100, round and round.
+    LifeCycle,
+    /// Claim 100 and complete 100 from a table filled beforehand, until it is empty or the time
+    /// is up: the ceiling of a drain.
+    ClaimComplete,
+}
+
+impl CeilingWork {
+    fn describe(self) -> &'static str {
+        match self {
+            CeilingWork::LifeCycle => "bare insert → claim (SKIP LOCKED) → complete",
+            CeilingWork::ClaimComplete => "bare claim (SKIP LOCKED) → complete from a full table",
+        }
+    }
+}
+
+/// One run of the bare work.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CeilingRun {
     /// Connections working at once.
@@ -35,6 +56,8 @@ pub struct CeilingRun {
 /// The best of the runs.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Ceiling {
+    /// What was measured.
+    pub work: CeilingWork,
     /// Completed operations per second in the best run.
     pub ops_per_sec: f64,
     /// Rows per statement.
@@ -43,10 +66,12 @@ pub struct Ceiling {
     pub runs: Vec<CeilingRun>,
 }
 
-/// One connection's loop: insert, claim, complete, until `stop`.
+/// One connection's loop: (insert,) claim, complete, until `stop` or, from a full table, until
+/// nothing is left to claim.
 async fn cycle(
     pool: PgPool,
     table: String,
+    work: CeilingWork,
     stop: Arc<AtomicBool>,
     done: Arc<AtomicU64>,
 ) -> Result<()> {
@@ -65,14 +90,20 @@ async fn cycle(
         format!("UPDATE {table} SET state = 'done', finished_at = now() WHERE id = ANY($1)");
     let payloads = vec![serde_json::json!({}); BATCH as usize];
     while !stop.load(Ordering::Relaxed) {
-        sqlx::query(AssertSqlSafe(insert.as_str()))
-            .bind(&payloads)
-            .execute(&mut *conn)
-            .await?;
+        if work == CeilingWork::LifeCycle {
+            sqlx::query(AssertSqlSafe(insert.as_str()))
+                .bind(&payloads)
+                .execute(&mut *conn)
+                .await?;
+        }
         let ids: Vec<i64> = sqlx::query_scalar(AssertSqlSafe(claim.as_str()))
             .bind(BATCH)
             .fetch_all(&mut *conn)
             .await?;
+        if ids.is_empty() && work == CeilingWork::ClaimComplete {
+            stop.store(true, Ordering::Relaxed);
+            break;
+        }
         sqlx::query(AssertSqlSafe(complete.as_str()))
             .bind(&ids)
             .execute(&mut *conn)
@@ -85,10 +116,15 @@ async fn cycle(
 async fn run_once(
     db: &Database,
     pool: &PgPool,
+    work: CeilingWork,
     connections: usize,
     secs: u64,
+    fill: u64,
 ) -> Result<CeilingRun> {
-    let table = format!("bare_jobs_{connections}");
+    let table = match work {
+        CeilingWork::LifeCycle => format!("bare_jobs_{connections}"),
+        CeilingWork::ClaimComplete => format!("bare_full_{connections}"),
+    };
     pool.execute(AssertSqlSafe(format!(
         "CREATE TABLE {table} (
             id          bigserial   PRIMARY KEY,
@@ -101,6 +137,14 @@ async fn run_once(
         CREATE INDEX {table}_pending ON {table} (id) WHERE state = 'pending';"
     )))
     .await?;
+    if work == CeilingWork::ClaimComplete {
+        pool.execute(AssertSqlSafe(format!(
+            "INSERT INTO {table} (payload) SELECT '{{}}'::jsonb FROM generate_series(1, {fill})"
+        )))
+        .await?;
+        pool.execute(AssertSqlSafe(format!("VACUUM ANALYZE {table}")))
+            .await?;
+    }
     db.checkpoint().await;
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicU64::new(0));
@@ -110,19 +154,23 @@ async fn run_once(
             tokio::spawn(cycle(
                 pool.clone(),
                 table.clone(),
+                work,
                 stop.clone(),
                 done.clone(),
             ))
         })
         .collect();
-    tokio::time::sleep(Duration::from_secs(secs)).await;
-    let ops = done.load(Ordering::Relaxed);
-    let seconds = started.elapsed().as_secs_f64();
+    let deadline = started + Duration::from_secs(secs);
+    while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     stop.store(true, Ordering::Relaxed);
     for w in workers {
         w.await
             .map_err(|e| crate::Error::Check(format!("a ceiling task failed: {e}")))??;
     }
+    let ops = done.load(Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
     Ok(CeilingRun {
         connections,
         ops,
@@ -131,18 +179,24 @@ async fn run_once(
     })
 }
 
+/// The best of the runs at 2, 4 and 8 connections; a claim + complete run starts from a table of
+/// `fill` pending rows (at least 200,000).
 pub(crate) async fn measure(
     db: &Database,
+    work: CeilingWork,
     secs: u64,
+    fill: u64,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Ceiling> {
+    let fill = fill.max(200_000);
     let max = *CONNECTIONS.iter().max().unwrap_or(&4) as u32;
     let runs = with_schema(db, max, false, async |s| {
         let mut runs = Vec::new();
         for &connections in CONNECTIONS {
-            let run = run_once(db, &s.pool, connections, secs).await?;
+            let run = run_once(db, &s.pool, work, connections, secs, fill).await?;
             progress(&format!(
-                "ceiling: bare insert → claim (SKIP LOCKED) → complete, batches of {BATCH}, {connections} connections: {:.0} ops/s",
+                "ceiling: {}, batches of {BATCH}, {connections} connections: {:.0} ops/s",
+                work.describe(),
                 run.ops_per_sec
             ));
             runs.push(run);
@@ -152,6 +206,7 @@ pub(crate) async fn measure(
     .await?;
     let best = runs.iter().map(|r| r.ops_per_sec).fold(0.0, f64::max);
     Ok(Ceiling {
+        work,
         ops_per_sec: best,
         batch: BATCH,
         runs,

@@ -71,13 +71,14 @@ async fn outcome(s: &Schema) -> Result<Outcome> {
 pub(crate) async fn measure(
     db: &Database,
     config: &BenchConfig,
+    concurrency: usize,
     spec: &TransportSpec,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Drain> {
     let ops = config.ops;
     let label = spec.label();
     let drain = with_schema(db, 4, true, async |s| {
-        let phase = spec.fresh(config.concurrency);
+        let phase = spec.fresh(concurrency);
         let result = async {
             let client = noop::client(Arc::new(s.store.clone()), phase.connect()?)?;
             let enqueue_seconds = fill(&client, ops, BATCH_PRODUCERS).await?;
@@ -87,7 +88,7 @@ pub(crate) async fn measure(
             ));
             db.checkpoint().await;
             let before = db.commits().await?;
-            let worker = WorkerProcess::spawn(&config.worker, &s.url, &phase.url, config.concurrency, true)?;
+            let worker = WorkerProcess::spawn(&config.worker, &s.url, &phase.url, concurrency, true)?;
             let exited = worker
                 .wait(Duration::from_secs(120 + ops / 100))
                 .await?;
@@ -112,7 +113,7 @@ pub(crate) async fn measure(
             Ok(Drain {
                 transport: label.to_owned(),
                 ops,
-                concurrency: config.concurrency,
+                concurrency,
                 enqueue_seconds,
                 seconds: o.seconds,
                 ops_per_sec: ops as f64 / o.seconds,

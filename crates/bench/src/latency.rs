@@ -44,13 +44,14 @@ pub(crate) async fn measure(
 ) -> Result<Latency> {
     let label = spec.label();
     let rate = config.latency_rate;
+    let concurrency = config.concurrencies.first().copied().unwrap_or(32);
     let latency = with_schema(db, 8, true, async |s| {
-        let phase = spec.fresh(config.concurrency);
+        let phase = spec.fresh(concurrency);
         let result = async {
             let client = noop::client(Arc::new(s.store.clone()), phase.connect()?)?;
             db.checkpoint().await;
             let mut worker =
-                WorkerProcess::spawn(&config.worker, &s.url, &phase.url, config.concurrency, false)?;
+                WorkerProcess::spawn(&config.worker, &s.url, &phase.url, concurrency, false)?;
             worker.ready(Duration::from_secs(30)).await?;
             let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / f64::from(rate)));
             tick.set_missed_tick_behavior(MissedTickBehavior::Delay);

@@ -5,8 +5,8 @@
 //! - enqueue: batched through [`Client::enqueue_many`](oprec::Client::enqueue_many), and one
 //!   operation per transaction from several producers;
 //! - drain: pre-enqueued `demo.noop` operations worked to completion by a real worker *process*
-//!   (`oprec worker --demo --exit-when-idle`), per transport, with throughput, transactions
-//!   committed per operation and the worker's peak memory;
+//!   (`oprec worker --demo --exit-when-idle`), per worker concurrency and transport, with
+//!   throughput, transactions committed per operation and the worker's peak memory;
 //! - latency: enqueue → claim at a light steady rate, per transport;
 //! - claim cost: the eligible claim with many finished rows in the table against a small table.
 //!
@@ -31,7 +31,7 @@ mod worker_process;
 
 use std::path::PathBuf;
 
-pub use ceiling::{Ceiling, CeilingRun};
+pub use ceiling::{Ceiling, CeilingRun, CeilingWork};
 pub use claim_cost::ClaimCost;
 pub use drain::Drain;
 pub use enqueue::EnqueueRate;
@@ -61,8 +61,9 @@ pub struct BenchConfig {
     pub database_url: String,
     /// Operations per enqueue and drain phase.
     pub ops: u64,
-    /// The worker's concurrency (`--concurrency`) in the drain and latency phases.
-    pub concurrency: usize,
+    /// The worker's concurrencies (`--concurrency`): one drain phase per concurrency and
+    /// transport; the latency phases run at the first.
+    pub concurrencies: Vec<usize>,
     /// The transports to drain and measure latency with: `poll`, `redis://...`, `amqp://...`.
     pub transports: Vec<String>,
     /// Producers for the single-operation enqueues (one operation per transaction each).
@@ -91,7 +92,7 @@ impl std::fmt::Debug for BenchConfig {
         f.debug_struct("BenchConfig")
             .field("database_url", &oprec::redact_url(&self.database_url))
             .field("ops", &self.ops)
-            .field("concurrency", &self.concurrency)
+            .field("concurrencies", &self.concurrencies)
             .field("transports", &transports)
             .field("producers", &self.producers)
             .field("single_ops", &self.single_ops)
@@ -110,7 +111,7 @@ impl BenchConfig {
         BenchConfig {
             database_url: database_url.into(),
             ops: 100_000,
-            concurrency: 1000,
+            concurrencies: vec![32, 1000],
             transports: vec!["poll".into()],
             producers: 8,
             single_ops: 0,
@@ -133,7 +134,7 @@ impl BenchConfig {
         if self.ops == 0 {
             return bad("--ops must be at least 1");
         }
-        if self.concurrency == 0 || self.producers == 0 {
+        if self.concurrencies.is_empty() || self.concurrencies.contains(&0) || self.producers == 0 {
             return bad("--concurrency and --producers must be at least 1");
         }
         if self.latency_rate == 0 || self.latency_secs == 0 {
@@ -173,7 +174,22 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
              a phase may pay for the pages the one before it left dirty",
         );
     }
-    let ceiling = ceiling::measure(&db, config.ceiling_secs, progress).await?;
+    let ceiling = ceiling::measure(
+        &db,
+        CeilingWork::LifeCycle,
+        config.ceiling_secs,
+        config.ops,
+        progress,
+    )
+    .await?;
+    let claim_ceiling = ceiling::measure(
+        &db,
+        CeilingWork::ClaimComplete,
+        config.ceiling_secs,
+        config.ops,
+        progress,
+    )
+    .await?;
     let enqueue_batched = enqueue::batched(&db, config.ops, progress).await?;
     let single_ops = if config.single_ops == 0 {
         (config.ops / 10).max(100)
@@ -182,8 +198,10 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     };
     let enqueue_single = enqueue::single(&db, single_ops, config.producers, progress).await?;
     let mut drains = Vec::new();
-    for t in &transports {
-        drains.push(drain::measure(&db, config, t, progress).await?);
+    for &concurrency in &config.concurrencies {
+        for t in &transports {
+            drains.push(drain::measure(&db, config, concurrency, t, progress).await?);
+        }
     }
     let mut latencies = Vec::new();
     for t in &transports {
@@ -199,6 +217,7 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         machine,
         config,
         ceiling,
+        claim_ceiling,
         enqueue_batched,
         enqueue_single,
         drains,

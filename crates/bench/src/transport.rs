@@ -1,8 +1,8 @@
 //! The transports a benchmark drains with, each phase on its own Redis stream or RabbitMQ queue
 //! (named through the facade's `?stream=` / `?queue=` URL parameters) so no run sees another's
-//! wake-ups, deleted when the phase ends. On RabbitMQ the prefetch is set to the worker's concurrency, as an operator running
-//! that many handlers would (unless the URL names a `prefetch=` of its own): the default of 128
-//! would cap every claim at 128 wake-ups.
+//! wake-ups, deleted when the phase ends. On RabbitMQ the prefetch is set to what the worker's
+//! claims take at once, at least 2,000 (unless the URL names a `prefetch=` of its own): the
+//! default of 128 would cap every claim at 128 wake-ups.
 
 use std::sync::Arc;
 
@@ -91,7 +91,7 @@ impl TransportSpec {
                 let prefetch = if self.url.contains("prefetch=") {
                     String::new()
                 } else {
-                    format!("&prefetch={}", concurrency.clamp(1, usize::from(u16::MAX)))
+                    format!("&prefetch={}", prefetch(concurrency))
                 };
                 let queue = format!("oprec.bench.{tag}");
                 (
@@ -185,6 +185,13 @@ fn driver_url(url: &str) -> String {
     out
 }
 
+/// The AMQP prefetch for a worker of `concurrency` handlers: its handlers and its claim buffer
+/// are fed by claims of up to 1,000 wake-ups, two in flight, so at least 2,000 (the default of
+/// 128 would cap every claim at 128 wake-ups).
+fn prefetch(concurrency: usize) -> usize {
+    concurrency.max(2000).min(usize::from(u16::MAX))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,9 +214,9 @@ mod tests {
         let amqp = TransportSpec::parse("amqp://guest:guest@h/%2f?heartbeat=10").unwrap();
         let url = amqp.fresh(500).url;
         assert!(url.starts_with("amqp://guest:guest@h/%2f?heartbeat=10&queue=oprec.bench."));
-        assert!(url.ends_with("&queue_expires=120&prefetch=500"), "{url}");
+        assert!(url.ends_with("&queue_expires=120&prefetch=2000"), "{url}");
         let own = TransportSpec::parse("amqp://h/%2f?prefetch=64").unwrap();
-        assert!(!own.fresh(500).url.contains("prefetch=500"));
+        assert!(!own.fresh(500).url.contains("prefetch=2000"));
         assert!(
             TransportSpec::parse("amqp://h")
                 .unwrap()

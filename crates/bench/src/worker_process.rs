@@ -60,7 +60,13 @@ impl WorkerProcess {
     ) -> Result<Self> {
         let mut child = Command::new(&command.program)
             .args(&command.args)
-            .args(["worker", "--demo", "--concurrency"])
+            .args([
+                "worker",
+                "--demo",
+                "--kinds",
+                crate::noop::KIND,
+                "--concurrency",
+            ])
             .arg(concurrency.to_string())
             .args(exit_when_idle.then_some("--exit-when-idle"))
             // In the environment, not on the command line, which any user can read in `ps`.

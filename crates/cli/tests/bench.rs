@@ -23,7 +23,10 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         ),
     ]
     .join(",");
-    let schemas_before = bench_schemas(&database);
+    // A database of the test's own, so that benches run by others on the same server (their
+    // schemas come and go) cannot change what this test counts.
+    let own = OwnDatabase::create(&database);
+    let database = own.url.clone();
     // Unencrypted on purpose, and the report must say so (`sslmode` unset would be `prefer`).
     let sep = if database.contains('?') { '&' } else { '?' };
     let plain = format!("{database}{sep}sslmode=disable");
@@ -31,7 +34,7 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     let out_file = dir.path().join("bench.json");
     let out = common::bin()
         .args(["--database-url", &plain, "bench", "--json"])
-        .args(["--ops", "300", "--concurrency", "50", "--producers", "2"])
+        .args(["--ops", "300", "--concurrency", "8,50", "--producers", "2"])
         .args(["--latency-rate", "100", "--latency-secs", "1"])
         .args(["--finished-rows", "20000", "--ceiling-secs", "1"])
         .args(["--transports", &transports])
@@ -65,7 +68,14 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         .iter()
         .map(|d| d["transport"].as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["poll", "redis", "amqp"]);
+    assert_eq!(labels, ["poll", "redis", "amqp", "poll", "redis", "amqp"]);
+    let handlers: Vec<u64> = drains
+        .iter()
+        .map(|d| d["concurrency"].as_u64().unwrap())
+        .collect();
+    assert_eq!(handlers, [8, 8, 8, 50, 50, 50]);
+    assert_eq!(r["claim_ceiling"]["work"], "claim_complete");
+    assert!(r["claim_ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     for d in drains {
         assert_eq!(d["attempts"], 300, "one attempt per operation: {d}");
         assert!(d["ops_per_sec"].as_f64().unwrap() > 0.0, "{d}");
@@ -82,20 +92,68 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     assert_eq!(r["claim_cost"]["finished_rows"], 20000);
     assert!(r["claim_cost"]["ratio"].as_f64().unwrap() > 0.0);
     assert!(!r["verdicts"].as_array().unwrap().is_empty());
-    if let (Some(before), Some(after)) = (schemas_before, bench_schemas(&database)) {
-        assert_eq!(after, before, "every phase's schema is dropped afterwards");
+    assert_eq!(
+        psql(
+            &database,
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'oprec\\_bench\\_%'"
+        ),
+        "0",
+        "every phase's schema is dropped afterwards"
+    );
+}
+
+/// Runs one statement with `psql` (part of PostgreSQL's client, which the tests need); its output.
+fn psql(database: &str, sql: &str) -> String {
+    let out = std::process::Command::new("psql")
+        .args([database, "-v", "ON_ERROR_STOP=1", "-tAc", sql])
+        .output()
+        .unwrap_or_else(|e| panic!("psql is required (PostgreSQL's client): {e}"));
+    assert!(
+        out.status.success(),
+        "psql {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A database made for one test on the server of `server_url`, dropped when the test ends.
+struct OwnDatabase {
+    server_url: String,
+    name: String,
+    url: String,
+}
+
+impl OwnDatabase {
+    fn create(server_url: &str) -> Self {
+        let name = format!("oprec_bench_test_{}", uuid::Uuid::now_v7().simple());
+        psql(server_url, &format!("CREATE DATABASE {name}"));
+        let (head, query) = match server_url.split_once('?') {
+            Some((h, q)) => (h, Some(q)),
+            None => (server_url, None),
+        };
+        let base = head.rsplit_once('/').map_or(head, |(b, _)| b);
+        let url = match query {
+            Some(q) => format!("{base}/{name}?{q}"),
+            None => format!("{base}/{name}"),
+        };
+        OwnDatabase {
+            server_url: server_url.to_owned(),
+            name,
+            url,
+        }
     }
 }
 
-/// How many `oprec_bench_*` schemas exist (`None` without `psql`).
-fn bench_schemas(database: &str) -> Option<u64> {
-    let out = std::process::Command::new("psql")
-        .args([database, "-tAc"])
-        .arg("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'oprec\\_bench\\_%'")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("psql")
+            .args([self.server_url.as_str(), "-tAc"])
+            .arg(format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .output();
+    }
 }
 
 #[test]

@@ -32,6 +32,19 @@ fn leader(rig: &Rig) -> (usize, Option<String>) {
     (workers.len(), leaders.into_iter().next())
 }
 
+/// The worker that leads once `before` does not, 30 s at most.
+fn leader_other_than(rig: &Rig, before: &str) -> String {
+    poll(
+        Duration::from_secs(30),
+        Duration::from_millis(100),
+        || match leader(rig) {
+            (_, Some(l)) if l != before => Some(l),
+            _ => None,
+        },
+    )
+    .unwrap_or_else(|| panic!("no worker but {before} led within 30 s"))
+}
+
 #[test]
 fn one_worker_leads_maintenance_and_another_takes_over_after_a_sigkill() {
     let rig = Rig::new(RigKind::PostgresRedis, "leader takeover");
@@ -57,15 +70,7 @@ fn one_worker_leads_maintenance_and_another_takes_over_after_a_sigkill() {
         .get_mut(&name)
         .expect("the leader is ours")
         .sigkill();
-    let next = poll(
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || match leader(&rig) {
-            (_, Some(l)) if l != first => Some(l),
-            _ => None,
-        },
-    )
-    .expect("another worker leads within 30 s of the leader's death");
+    let next = leader_other_than(&rig, &first);
     let took = killed_at.elapsed();
     // The lease is 6 s and the others ask every 2 s: the takeover comes within about 8 s (the
     // bound leaves room for a loaded machine).
@@ -81,15 +86,7 @@ fn one_worker_leads_maintenance_and_another_takes_over_after_a_sigkill() {
     w.sigterm();
     w.wait_for_exit(Duration::from_secs(30))
         .expect("the leader drains and stops");
-    let third = poll(
-        Duration::from_secs(30),
-        Duration::from_millis(100),
-        || match leader(&rig) {
-            (_, Some(l)) if l != next => Some(l),
-            _ => None,
-        },
-    )
-    .expect("the last worker leads after the clean stop");
+    let third = leader_other_than(&rig, &next);
     let took = stopped_at.elapsed();
     assert!(took < Duration::from_secs(20), "the handover took {took:?}");
     rig.report(&format!(

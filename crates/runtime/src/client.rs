@@ -6,6 +6,7 @@
 //! worker that takes the wake-up finds the row locked by that write and skips it. Should the
 //! publish fail, the scheduler publishes the wake-up again once the re-wake interval has passed.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use oprec_core::store::Enqueued;
@@ -16,6 +17,7 @@ use oprec_core::{
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::group_commit::GroupCommit;
 use crate::{Registry, Stats};
 
 /// Enqueues operations of registered kinds.
@@ -27,6 +29,8 @@ pub struct Client {
     clock: Arc<dyn Clock>,
     stats: Arc<Stats>,
     max_payload_bytes: usize,
+    /// Single enqueues from concurrent callers, shared by every clone of this client.
+    group: Arc<GroupCommit>,
 }
 
 impl std::fmt::Debug for Client {
@@ -52,6 +56,7 @@ impl Client {
             clock: Arc::new(SystemClock),
             stats: Arc::new(Stats::default()),
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            group: Arc::default(),
         }
     }
 
@@ -69,7 +74,10 @@ impl Client {
         self
     }
 
-    /// Enqueues one operation of `kind`.
+    /// Enqueues one operation of `kind`; returns once its row is committed. Concurrent calls
+    /// (on this client or its clones) share one insert and one commit (group commit), each
+    /// getting its own result: its id, a repeated idempotency key's existing operation, or its
+    /// own error.
     pub async fn enqueue(
         &self,
         kind: &str,
@@ -78,9 +86,12 @@ impl Client {
     ) -> Result<Enqueued> {
         let payload = serde_json::to_value(payload)
             .map_err(|e| Error::InvalidInput(format!("payload is not JSON: {e}")))?;
-        let mut v = self.enqueue_many(kind, vec![payload], options).await?;
-        v.pop()
-            .ok_or_else(|| Error::InvalidInput("nothing enqueued".into()))
+        let (mut ops, due) = self.prepare(kind, vec![payload], options)?;
+        let op = ops
+            .pop()
+            .ok_or_else(|| Error::InvalidInput("nothing enqueued".into()))?;
+        let due = due.contains(&op.id);
+        self.group.enqueue(self, op, due).await
     }
 
     /// Enqueues one operation per payload, in one transaction, then publishes their wake-ups as
@@ -92,6 +103,30 @@ impl Client {
         payloads: Vec<Value>,
         options: EnqueueOptions,
     ) -> Result<Vec<Enqueued>> {
+        let (ops, due) = self.prepare(kind, payloads, options)?;
+        let enqueued = self.store.operation_insert_many(ops).await?;
+        let fresh: Vec<WakeUp> = enqueued
+            .iter()
+            .filter(|e| e.created && due.contains(&e.id))
+            .map(|e| WakeUp::new(e.id, kind))
+            .collect();
+        self.wake(fresh).await;
+        Ok(enqueued)
+    }
+
+    /// The store this client enqueues into.
+    pub(crate) fn store(&self) -> &Arc<dyn EnqueueStore> {
+        &self.store
+    }
+
+    /// The operations for `payloads`, checked, inserted already marked woken when a transport
+    /// will publish their wake-ups, and which of them are due at once.
+    fn prepare(
+        &self,
+        kind: &str,
+        payloads: Vec<Value>,
+        options: EnqueueOptions,
+    ) -> Result<(Vec<NewOperation>, HashSet<OperationId>)> {
         let k = self.registry.get(kind).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "unknown kind {kind:?}; known kinds: {}",
@@ -123,19 +158,12 @@ impl Client {
                 op.last_woken_at = Some(now);
             }
         }
-        let due: std::collections::HashSet<OperationId> = ops
+        let due: HashSet<OperationId> = ops
             .iter()
             .filter(|o| o.next_eligible_at <= now)
             .map(|o| o.id)
             .collect();
-        let enqueued = self.store.operation_insert_many(ops).await?;
-        let fresh: Vec<WakeUp> = enqueued
-            .iter()
-            .filter(|e| e.created && due.contains(&e.id))
-            .map(|e| WakeUp::new(e.id, kind))
-            .collect();
-        self.wake(fresh).await;
-        Ok(enqueued)
+        Ok((ops, due))
     }
 
     /// Publishes the wake-ups of operations inserted already marked woken; failures are logged

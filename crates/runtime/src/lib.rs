@@ -18,6 +18,7 @@ mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod group_commit;
 mod held;
 mod idle;
 mod kind;
@@ -43,7 +44,7 @@ pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
-pub use scheduler::{SchedulePass, SchedulerConfig, schedule_once};
+pub use scheduler::{SchedulePass, Scheduler, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 #[cfg(feature = "webhook")]
 pub use webhook::WebhookSink;

@@ -26,6 +26,9 @@ pub(crate) async fn operation_insert_many(
     let unique: Vec<&NewOperation> = plan.unique().iter().map(|&i| &ops[i]).collect();
     let inserted = match unique.as_slice() {
         [one] => vec![insert_one(store, one).await?],
+        many if many.iter().all(|op| op.idempotency_key.is_none()) => {
+            insert_keyless(store, many).await?
+        }
         many => insert_many(store, many).await?,
     };
     plan.resolve(&inserted)
@@ -114,6 +117,47 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
         });
     }
     Ok(results)
+}
+
+/// Several operations without idempotency keys in one statement: nothing can conflict, so every
+/// one is created.
+async fn insert_keyless(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
+    let ids: Vec<Uuid> = ops.iter().map(|op| *op.id.as_uuid()).collect();
+    let kinds: Vec<&str> = ops.iter().map(|op| op.kind.as_str()).collect();
+    let payloads: Vec<&Value> = ops.iter().map(|op| &op.payload).collect();
+    let modes: Vec<&str> = ops.iter().map(|op| op.payload_mode.as_str()).collect();
+    let bounds: Vec<Option<i32>> = ops.iter().map(|op| max_attempts(op)).collect();
+    let eligible: Vec<DateTime<Utc>> = ops.iter().map(|op| op.next_eligible_at).collect();
+    let deadlines: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.give_up_at).collect();
+    let dependencies: Vec<Option<&str>> = ops.iter().map(|op| op.dependency.as_deref()).collect();
+    let params: Vec<&Value> = ops.iter().map(|op| &op.enqueue_params).collect();
+    let created: Vec<DateTime<Utc>> = ops.iter().map(|op| op.created_at).collect();
+    let woken: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.last_woken_at).collect();
+    let done = sqlx::query(sql::ENQUEUE_INSERT_KEYLESS)
+        .bind(ids)
+        .bind(kinds)
+        .bind(payloads)
+        .bind(modes)
+        .bind(bounds)
+        .bind(eligible)
+        .bind(deadlines)
+        .bind(dependencies)
+        .bind(params)
+        .bind(created)
+        .bind(woken)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    if done.rows_affected() != ops.len() as u64 {
+        return Err(Error::backend(false, "enqueue lost track of a row"));
+    }
+    Ok(ops
+        .iter()
+        .map(|op| Enqueued {
+            id: op.id,
+            created: true,
+        })
+        .collect())
 }
 
 /// The stored operation that holds `op`'s idempotency key.

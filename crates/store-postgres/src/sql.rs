@@ -123,6 +123,9 @@ pub(crate) const ENQUEUE_EXISTING_ID: &str = include_str!("sql/enqueue_existing_
 /// Enqueues a batch in one statement.
 pub(crate) const ENQUEUE_INSERT_MANY: &str = include_str!("sql/enqueue_insert_many.sql");
 
+/// A batch of enqueues without idempotency keys.
+pub(crate) const ENQUEUE_INSERT_KEYLESS: &str = include_str!("sql/enqueue_insert_keyless.sql");
+
 /// Enqueues one operation (a cached plan).
 pub(crate) const ENQUEUE_INSERT_ONE: &str = include_str!("sql/enqueue_insert_one.sql");
 

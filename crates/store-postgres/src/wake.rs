@@ -40,10 +40,7 @@ pub(crate) async fn operation_wake_due(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(due
-        .into_iter()
-        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
-        .collect())
+    Ok(wake_ups(due))
 }
 
 /// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
@@ -73,10 +70,7 @@ pub(crate) async fn operation_rewake(store: &PgStore, params: RewakeParams) -> R
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(due
-        .into_iter()
-        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
-        .collect())
+    Ok(wake_ups(due))
 }
 
 /// See [`MaintenanceStore::operation_wake_figures`](oprec_core::MaintenanceStore::operation_wake_figures).
@@ -100,4 +94,11 @@ pub(crate) async fn operation_wake_figures(
             handled,
         })
         .collect())
+}
+
+/// The rows a pick returned (id, kind), as wake-ups to publish.
+fn wake_ups(rows: Vec<(Uuid, String)>) -> Vec<WakeUp> {
+    rows.into_iter()
+        .map(|(id, kind)| WakeUp::new(OperationId::from_uuid(id), kind))
+        .collect()
 }

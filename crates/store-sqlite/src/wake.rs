@@ -32,9 +32,7 @@ pub(crate) async fn operation_wake_due(
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    due.into_iter()
-        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
-        .collect()
+    wake_ups(due)
 }
 
 /// See [`MaintenanceStore::operation_wake_reset`](oprec_core::MaintenanceStore::operation_wake_reset).
@@ -70,9 +68,7 @@ pub(crate) async fn operation_rewake(
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    due.into_iter()
-        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
-        .collect()
+    wake_ups(due)
 }
 
 /// See [`MaintenanceStore::operation_wake_figures`](oprec_core::MaintenanceStore::operation_wake_figures).
@@ -97,4 +93,11 @@ pub(crate) async fn operation_wake_figures(
             handled,
         })
         .collect())
+}
+
+/// The rows a pick returned (id, kind), as wake-ups to publish.
+fn wake_ups(rows: Vec<(String, String)>) -> Result<Vec<WakeUp>> {
+    rows.into_iter()
+        .map(|(id, kind)| Ok(WakeUp::new(parse_id(&id)?, kind)))
+        .collect()
 }

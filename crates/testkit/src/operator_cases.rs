@@ -185,26 +185,28 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
     );
 }
 
+/// The scheduler's pick without a budget (re-wake interval one hour), as sorted ids.
+async fn wake_all<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
+    let mut ids: Vec<OperationId> = h
+        .store
+        .operation_wake_due(WakeDueParams::all(Duration::seconds(3600), 10))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.id)
+        .collect();
+    ids.sort();
+    ids
+}
+
 /// Setting and lifting a control marks the pending operations it names as never woken (and no
 /// others): wake-ups sent before it are dropped while it holds, so the scheduler must wake the
 /// operations again the moment it is lifted, not a re-wake interval later.
 pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
-    async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
-        let mut ids: Vec<OperationId> = h
-            .store
-            .operation_wake_due(WakeDueParams::all(Duration::seconds(3600), 10))
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|w| w.id)
-            .collect();
-        ids.sort();
-        ids
-    }
     let a = enqueue(&h, "a", EnqueueOptions::default()).await;
     let b = enqueue(&h, "b", EnqueueOptions::default()).await;
-    assert_eq!(wake(&h).await.len(), 2, "both woken once");
-    assert!(wake(&h).await.is_empty(), "and not again");
+    assert_eq!(wake_all(&h).await.len(), 2, "both woken once");
+    assert!(wake_all(&h).await.is_empty(), "and not again");
     h.store
         .control_set(control(ControlScope::Kind, "a", None))
         .await
@@ -218,7 +220,7 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
         h.get(b).await.operation.last_woken_at.is_some(),
         "another kind keeps its own"
     );
-    assert!(wake(&h).await.is_empty(), "held back: not woken");
+    assert!(wake_all(&h).await.is_empty(), "held back: not woken");
     // An enqueue during the pause publishes a wake-up the workers drop.
     let c = enqueue(&h, "a", EnqueueOptions::default()).await;
     h.store
@@ -235,7 +237,7 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
     let mut expected = vec![a, c];
     expected.sort();
     assert_eq!(
-        wake(&h).await,
+        wake_all(&h).await,
         expected,
         "woken at once when the pause is lifted"
     );
@@ -244,24 +246,12 @@ pub async fn lifting_a_control_wakes_what_it_held<S: FullStore>(h: Harness<S>) {
 /// A wake reset (after a transport purge) makes the pending operations of the kinds it names due
 /// for a wake-up at once, and leaves other kinds and other statuses alone.
 pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
-    async fn wake<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
-        let mut ids: Vec<OperationId> = h
-            .store
-            .operation_wake_due(WakeDueParams::all(Duration::seconds(3600), 10))
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|w| w.id)
-            .collect();
-        ids.sort();
-        ids
-    }
     let a = enqueue(&h, "a", EnqueueOptions::default()).await;
     let b = enqueue(&h, "b", EnqueueOptions::default()).await;
     let done = enqueue(&h, "a", EnqueueOptions::default()).await;
     finish(&h, done, Transition::succeeded(None)).await;
-    assert_eq!(wake(&h).await.len(), 2, "both pending woken once");
-    assert!(wake(&h).await.is_empty(), "and not again");
+    assert_eq!(wake_all(&h).await.len(), 2, "both pending woken once");
+    assert!(wake_all(&h).await.is_empty(), "and not again");
     let reset = h
         .store
         .operation_wake_reset(WakeResetParams {
@@ -271,7 +261,7 @@ pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
         .await
         .unwrap();
     assert_eq!(reset, 1, "only the pending operation of kind a");
-    assert_eq!(wake(&h).await, vec![a], "woken again at once");
+    assert_eq!(wake_all(&h).await, vec![a], "woken again at once");
     let reset = h
         .store
         .operation_wake_reset(WakeResetParams {
@@ -281,7 +271,7 @@ pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
         .await
         .unwrap();
     assert_eq!(reset, 1, "only the pending one among the ids");
-    assert_eq!(wake(&h).await, vec![b], "and it alone is woken again");
+    assert_eq!(wake_all(&h).await, vec![b], "and it alone is woken again");
     let reset = h
         .store
         .operation_wake_reset(WakeResetParams::default())
@@ -290,7 +280,7 @@ pub async fn wake_reset_rebuilds_a_purged_backlog<S: FullStore>(h: Harness<S>) {
     assert_eq!(reset, 2, "every kind when none is named");
     let mut both = vec![a, b];
     both.sort();
-    assert_eq!(wake(&h).await, both);
+    assert_eq!(wake_all(&h).await, both);
     assert_eq!(
         h.get(done).await.operation.status,
         Status::Succeeded,

@@ -15,20 +15,28 @@ use crate::output;
 #[derive(Debug, Args)]
 #[command(
     long_about = "Benchmark oprec against PostgreSQL's own ceiling on this machine: \
-batched and single enqueues, the drain of N operations by a worker process per transport, \
+batched and single enqueues, the drain of N operations by a worker process per concurrency and \
+transport, \
 enqueue → claim latency at a light steady rate, transactions committed per operation, the \
 worker's peak memory, and the claim's cost with many finished rows. Every phase runs in a fresh \
 schema `oprec_bench_<uuid>` of --database-url (which must be PostgreSQL), dropped afterwards; \
 brokers get a fresh stream or queue. Every throughput is also given as a fraction of the \
-ceiling: the same database doing the bare insert → claim → complete work with no oprec."
+ceiling: the same database doing the bare insert → claim → complete work with no oprec; each \
+drain also as a fraction of the bare claim → complete of a full table."
 )]
 pub(crate) struct BenchArgs {
     /// Operations per enqueue and drain phase.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub ops: u64,
-    /// The worker's concurrency in the drain and latency phases.
-    #[arg(long, value_name = "C", default_value_t = 1000)]
-    pub concurrency: usize,
+    /// The worker's concurrencies, comma-separated: one drain phase per concurrency and transport;
+    /// the latency phases run at the first.
+    #[arg(
+        long,
+        value_name = "C,...",
+        value_delimiter = ',',
+        default_value = "32,1000"
+    )]
+    pub concurrency: Vec<usize>,
     /// The transports to drain with and measure latency on, comma-separated: `poll`,
     /// `redis://HOST`, `amqp://HOST`.
     #[arg(
@@ -76,7 +84,7 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
     };
     let config = BenchConfig {
         ops: args.ops,
-        concurrency: args.concurrency,
+        concurrencies: args.concurrency.clone(),
         transports: args
             .transports
             .iter()
