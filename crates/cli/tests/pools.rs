@@ -164,3 +164,22 @@ fn a_kind_no_registry_has_is_refused() {
         "{err}"
     );
 }
+
+/// A kind that cannot name a stream or queue is bad input for depth and purge: one line, exit 2,
+/// before anything reaches the broker (nothing listens on port 1 here).
+#[test]
+fn a_kind_that_cannot_name_a_queue_is_bad_input() {
+    let o = common::Oprec::new();
+    let broker = "redis://127.0.0.1:1/0";
+    for args in [
+        &["transport", "depth", "--kind", "two\nlines"][..],
+        &["transport", "depth", "--kind", ""][..],
+        &["transport", "purge", "--yes", "--kind", "two\nlines"][..],
+    ] {
+        o.run(&[&["--transport", broker][..], args].concat())
+            .bad_input("--kind: ");
+    }
+    let long = "k".repeat(300);
+    o.run(&["--transport", broker, "transport", "depth", "--kind", &long])
+        .bad_input("a transport routes kinds of at most 200");
+}
