@@ -319,13 +319,16 @@ impl Worker {
         }
 
         // Drain: first give back what never started, then let the running attempts finish.
-        let unstarted: Vec<HeldClaim> = buffer
-            .drain(..)
-            .filter(|(_, lost)| !lost.is_cancelled())
-            .map(|(op, _)| HeldClaim::from(&op))
-            .collect();
-        for claim in &unstarted {
-            held.remove(*claim);
+        // A buffered claim whose lease was lost is let go, not given back: it is not ours.
+        let mut unstarted: Vec<HeldClaim> = Vec::with_capacity(buffer.len());
+        for (op, lost) in buffer.drain(..) {
+            let claim = HeldClaim::from(&op);
+            held.remove(claim);
+            if lost.is_cancelled() {
+                Stats::add(&self.stats.stale_claims, 1);
+            } else {
+                unstarted.push(claim);
+            }
         }
         let given_back = self.give_back(unstarted).await;
         let drained = tokio::time::timeout(self.config.drain_timeout, async {
