@@ -432,6 +432,29 @@ pub async fn shutdown_gives_back_buffered_claims(rig: Rig) {
     assert_eq!(histories, 2, "given-back claims leave no attempt row");
 }
 
+/// A handler that panics ends its attempt like a crash, while the worker goes on: the worker
+/// stops extending that claim's lease, the rescuer records the attempt vanished once the lease
+/// expires, and the retry succeeds.
+pub async fn a_panicking_handler_is_rescued_and_retried(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters);
+    let id = rig
+        .client(&reg)
+        .enqueue("t.panics", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap()
+        .id;
+    let running = Running::start(rig.worker(&reg, |c| c.lease = chrono::Duration::seconds(1)));
+    rig.wait_for(Status::Succeeded, 1, 60).await;
+    running.stop().await;
+    let d = rig.get(id).await;
+    let outcomes: Vec<AttemptOutcome> = d.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [AttemptOutcome::Vanished, AttemptOutcome::Succeeded]
+    );
+}
+
 /// 200 callers enqueue one operation each at the same time (group commit shares their inserts):
 /// each gets its own result; ten repeating one idempotency key all get the one operation, created
 /// once; a payload no store can keep (a NUL character) is refused to its caller alone. Every
@@ -499,6 +522,7 @@ macro_rules! e2e_scenarios {
             shutdown_drains_and_releases,
             concurrent_single_enqueues_each_get_their_own_result,
             shutdown_gives_back_buffered_claims,
+            a_panicking_handler_is_rescued_and_retried,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

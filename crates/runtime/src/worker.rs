@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::background::{Background, BackgroundParams};
 use crate::executor::Executor;
-use crate::held::{self, Held};
+use crate::held::{self, Held, LetGoOnPanic};
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
     StatsSnapshot, completer,
@@ -283,6 +283,10 @@ impl Worker {
                 }
                 let (executor, held) = (executor.clone(), held.clone());
                 tasks.spawn(async move {
+                    let _panic = LetGoOnPanic {
+                        held: held.clone(),
+                        claim,
+                    };
                     executor.execute(op, lost).await;
                     held.remove(claim);
                 });
