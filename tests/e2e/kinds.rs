@@ -132,6 +132,15 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             }
         },
     );
+    // Panics on its first attempt, succeeds on the next: a handler bug that kills the attempt.
+    let panics = Kind::new(
+        "t.panics",
+        policy(&[0, 1, 1, 1]),
+        |ctx, _p: serde_json::Value| async move {
+            assert!(ctx.attempt() > 1, "a handler bug on the first attempt");
+            Ok(())
+        },
+    );
     let needed = Kind::new("t.needed", policy(&[0]), |_ctx, _p: Needed| async {
         Ok(())
     })
@@ -143,6 +152,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .register(shipment)
             .register(steps)
             .register(slow)
+            .register(panics)
             .register(needed),
     )
 }

@@ -394,6 +394,76 @@ pub async fn shutdown_drains_and_releases(rig: Rig) {
     }
 }
 
+/// Shutdown with claims waiting in the buffer: two handlers, ten long operations; the worker
+/// holds four claims (two running, two buffered: one concurrency ahead before it knows a rate)
+/// and, seeing no completion, claims no more. On stop the two buffered ones are given back
+/// (pending, attempt refunded, no attempt row) and the two running ones released at the drain
+/// timeout.
+pub async fn shutdown_gives_back_buffered_claims(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    rig.client(&reg)
+        .enqueue_many(
+            "t.slow",
+            (0..10).map(|_| json!({"ms": 60_000})).collect(),
+            EnqueueOptions::default(),
+        )
+        .await
+        .unwrap();
+    let running = Running::start(rig.worker(&reg, |c| {
+        c.concurrency = 2;
+        c.drain_timeout = Duration::from_millis(500);
+    }));
+    rig.wait_for(Status::Running, 4, 30).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        rig.count(Status::Running).await,
+        4,
+        "claimed past one concurrency ahead"
+    );
+    let report = running.stop().await;
+    assert_eq!((report.given_back, report.released), (2, 2));
+    assert_eq!(rig.count(Status::Running).await, 0);
+    let all = rig.all().await;
+    assert_eq!(all.len(), 10);
+    assert!(all.iter().all(|o| o.status == Status::Pending));
+    assert_eq!(all.iter().map(|o| u64::from(o.attempt)).sum::<u64>(), 2);
+    let mut histories = 0;
+    for o in &all {
+        let d = rig.get(o.id).await;
+        histories += d.attempts.len();
+        assert!(
+            d.attempts
+                .iter()
+                .all(|a| a.outcome == AttemptOutcome::Released)
+        );
+    }
+    assert_eq!(histories, 2, "given-back claims leave no attempt row");
+}
+
+/// A handler that panics ends its attempt like a crash, while the worker goes on: the worker
+/// stops extending that claim's lease, the rescuer records the attempt vanished once the lease
+/// expires, and the retry succeeds.
+pub async fn a_panicking_handler_is_rescued_and_retried(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters);
+    let id = rig
+        .client(&reg)
+        .enqueue("t.panics", json!({}), EnqueueOptions::default())
+        .await
+        .unwrap()
+        .id;
+    let running = Running::start(rig.worker(&reg, |c| c.lease = chrono::Duration::seconds(1)));
+    rig.wait_for(Status::Succeeded, 1, 60).await;
+    running.stop().await;
+    let d = rig.get(id).await;
+    let outcomes: Vec<AttemptOutcome> = d.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [AttemptOutcome::Vanished, AttemptOutcome::Succeeded]
+    );
+}
+
 /// 200 callers enqueue one operation each at the same time (group commit shares their inserts):
 /// each gets its own result; ten repeating one idempotency key all get the one operation, created
 /// once; a payload no store can keep (a NUL character) is refused to its caller alone. Every
@@ -512,6 +582,8 @@ macro_rules! e2e_scenarios {
             shutdown_drains_and_releases,
             concurrent_single_enqueues_each_get_their_own_result,
             an_unroutable_kind_does_not_stall_the_scheduler,
+            shutdown_gives_back_buffered_claims,
+            a_panicking_handler_is_rescued_and_retried,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

@@ -82,6 +82,24 @@ impl Held {
     }
 }
 
+/// Lets a running attempt's claim go if its handler panics, so that its lease is no longer
+/// extended and the rescuer takes the operation back, as it would after a crash. An attempt
+/// aborted at the drain timeout keeps its claim held: the worker releases it.
+pub(crate) struct LetGoOnPanic {
+    /// Where the claim is held.
+    pub held: Held,
+    /// The claim.
+    pub claim: HeldClaim,
+}
+
+impl Drop for LetGoOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.held.remove(self.claim);
+        }
+    }
+}
+
 /// Extends every held claim's lease each `every` until `stop`. A store error is logged and
 /// retried at the next beat: the lease decides.
 pub(crate) async fn heartbeat(

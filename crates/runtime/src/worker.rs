@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
 use crate::executor::Executor;
-use crate::held::{self, Held};
+use crate::held::{self, Held, LetGoOnPanic};
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
     StatsSnapshot, completer,
@@ -287,6 +287,10 @@ impl Worker {
                 }
                 let (executor, held) = (executor.clone(), held.clone());
                 tasks.spawn(async move {
+                    let _panic = LetGoOnPanic {
+                        held: held.clone(),
+                        claim,
+                    };
                     executor.execute(op, lost).await;
                     held.remove(claim);
                 });
@@ -326,13 +330,16 @@ impl Worker {
         }
 
         // Drain: first give back what never started, then let the running attempts finish.
-        let unstarted: Vec<HeldClaim> = buffer
-            .drain(..)
-            .filter(|(_, lost)| !lost.is_cancelled())
-            .map(|(op, _)| HeldClaim::from(&op))
-            .collect();
-        for claim in &unstarted {
-            held.remove(*claim);
+        // A buffered claim whose lease was lost is let go, not given back: it is not ours.
+        let mut unstarted: Vec<HeldClaim> = Vec::with_capacity(buffer.len());
+        for (op, lost) in buffer.drain(..) {
+            let claim = HeldClaim::from(&op);
+            held.remove(claim);
+            if lost.is_cancelled() {
+                Stats::add(&self.stats.stale_claims, 1);
+            } else {
+                unstarted.push(claim);
+            }
         }
         let given_back = self.give_back(unstarted).await;
         let drained = tokio::time::timeout(self.config.drain_timeout, async {
