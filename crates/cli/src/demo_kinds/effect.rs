@@ -89,11 +89,12 @@ impl EffectTable {
             ConcreteStore::Sqlite(s) => sqlx::query(CREATE).execute(s.pool()).await?,
             ConcreteStore::Postgres(s) => {
                 // Two workers starting together may both try to create it: one wins, and the
-                // other's error ("already exists" / a duplicate catalog row) means the same.
+                // other's error means the same: the relation (42P07) or its row type (42710)
+                // "already exists", or a duplicate catalog row (23505).
                 if let Err(e) = sqlx::query(CREATE).execute(s.pool()).await {
-                    let exists = e
-                        .as_database_error()
-                        .is_some_and(|d| matches!(d.code().as_deref(), Some("23505" | "42P07")));
+                    let exists = e.as_database_error().is_some_and(|d| {
+                        matches!(d.code().as_deref(), Some("23505" | "42P07" | "42710"))
+                    });
                     if !exists {
                         return Err(e.into());
                     }
