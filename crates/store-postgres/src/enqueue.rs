@@ -70,8 +70,12 @@ async fn insert_one(store: &PgStore, op: &NewOperation) -> Result<Enqueued> {
     }
 }
 
-/// Several operations (no key twice) in one statement, an array per column.
-async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
+/// A batch statement (`sql`: enqueue_insert_many.sql or enqueue_insert_keyless.sql) with one
+/// array per column bound, $1 to $12, in the order both statements read them.
+fn batch<'q>(
+    sql: &'static str,
+    ops: &'q [&NewOperation],
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
     let ids: Vec<Uuid> = ops.iter().map(|op| *op.id.as_uuid()).collect();
     let kinds: Vec<&str> = ops.iter().map(|op| op.kind.as_str()).collect();
     let keys: Vec<Option<&str>> = ops.iter().map(|op| op.idempotency_key.as_deref()).collect();
@@ -84,7 +88,7 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
     let params: Vec<&Value> = ops.iter().map(|op| &op.enqueue_params).collect();
     let created: Vec<DateTime<Utc>> = ops.iter().map(|op| op.created_at).collect();
     let woken: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.last_woken_at).collect();
-    let rows = sqlx::query(sql::ENQUEUE_INSERT_MANY)
+    sqlx::query(sql)
         .bind(ids)
         .bind(kinds)
         .bind(keys)
@@ -97,6 +101,11 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
         .bind(params)
         .bind(created)
         .bind(woken)
+}
+
+/// Several operations (no key twice) in one statement, an array per column.
+async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
+    let rows = batch(sql::ENQUEUE_INSERT_MANY, ops)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
@@ -122,29 +131,7 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
 /// Several operations without idempotency keys in one statement: nothing can conflict, so every
 /// one is created.
 async fn insert_keyless(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
-    let ids: Vec<Uuid> = ops.iter().map(|op| *op.id.as_uuid()).collect();
-    let kinds: Vec<&str> = ops.iter().map(|op| op.kind.as_str()).collect();
-    let payloads: Vec<&Value> = ops.iter().map(|op| &op.payload).collect();
-    let modes: Vec<&str> = ops.iter().map(|op| op.payload_mode.as_str()).collect();
-    let bounds: Vec<Option<i32>> = ops.iter().map(|op| max_attempts(op)).collect();
-    let eligible: Vec<DateTime<Utc>> = ops.iter().map(|op| op.next_eligible_at).collect();
-    let deadlines: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.give_up_at).collect();
-    let dependencies: Vec<Option<&str>> = ops.iter().map(|op| op.dependency.as_deref()).collect();
-    let params: Vec<&Value> = ops.iter().map(|op| &op.enqueue_params).collect();
-    let created: Vec<DateTime<Utc>> = ops.iter().map(|op| op.created_at).collect();
-    let woken: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.last_woken_at).collect();
-    let done = sqlx::query(sql::ENQUEUE_INSERT_KEYLESS)
-        .bind(ids)
-        .bind(kinds)
-        .bind(payloads)
-        .bind(modes)
-        .bind(bounds)
-        .bind(eligible)
-        .bind(deadlines)
-        .bind(dependencies)
-        .bind(params)
-        .bind(created)
-        .bind(woken)
+    let done = batch(sql::ENQUEUE_INSERT_KEYLESS, ops)
         .execute(&store.pool)
         .await
         .map_err(backend_error)?;

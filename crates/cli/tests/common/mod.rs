@@ -206,13 +206,24 @@ impl Drop for AmqpQueueGuard {
     }
 }
 
-/// Deletes a RabbitMQ queue, consumers or not, on a thread and runtime of its own (this may run
-/// on a runtime's thread, where blocking on another runtime is refused). Best effort and bounded
-/// (5 s): a broker that is gone by then costs that long, never a hang or a second panic.
+/// Deletes a RabbitMQ queue, consumers or not (see [`amqp_delete`]).
 pub fn delete_amqp_queue(url: &str, queue: &str) {
-    use lapin::options::QueueDeleteOptions;
+    amqp_delete(url, AmqpThing::Queue(queue.to_owned()));
+}
+
+/// What [`amqp_delete`] deletes.
+enum AmqpThing {
+    Queue(String),
+    Exchange(String),
+}
+
+/// Deletes a RabbitMQ queue or exchange on a thread and runtime of its own (this may run on a
+/// runtime's thread, where blocking on another runtime is refused). Best effort and bounded
+/// (5 s): a broker that is gone by then costs that long, never a hang or a second panic.
+fn amqp_delete(url: &str, thing: AmqpThing) {
+    use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
     use lapin::{Connection, ConnectionProperties};
-    let (url, queue) = (url.to_owned(), queue.to_owned());
+    let url = url.to_owned();
     let _ = std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -226,9 +237,17 @@ pub fn delete_amqp_queue(url: &str, queue: &str) {
                     .await
                     .ok()?;
                 let channel = conn.create_channel().await.ok()?;
-                let _ = channel
-                    .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
-                    .await;
+                let _ = match &thing {
+                    AmqpThing::Queue(q) => channel
+                        .queue_delete(q.as_str().into(), QueueDeleteOptions::default())
+                        .await
+                        .map(|_| ()),
+                    AmqpThing::Exchange(e) => {
+                        channel
+                            .exchange_delete(e.as_str().into(), ExchangeDeleteOptions::default())
+                            .await
+                    }
+                };
                 let _ = conn.close(200, "OK".into()).await;
                 Some(())
             })
@@ -273,32 +292,7 @@ pub fn delete_amqp_prefix(url: &str, prefix: &str) {
     delete_amqp_exchange(url, prefix);
 }
 
-/// Deletes a RabbitMQ exchange, on a thread and runtime of its own, bounded to 5 s.
+/// Deletes a RabbitMQ exchange (see [`amqp_delete`]).
 pub fn delete_amqp_exchange(url: &str, exchange: &str) {
-    use lapin::options::ExchangeDeleteOptions;
-    use lapin::{Connection, ConnectionProperties};
-    let (url, exchange) = (url.to_owned(), exchange.to_owned());
-    let _ = std::thread::spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        rt.block_on(async {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-                let conn = Connection::connect(&url, ConnectionProperties::default())
-                    .await
-                    .ok()?;
-                let channel = conn.create_channel().await.ok()?;
-                let _ = channel
-                    .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
-                    .await;
-                let _ = conn.close(200, "OK".into()).await;
-                Some(())
-            })
-            .await;
-        });
-    })
-    .join();
+    amqp_delete(url, AmqpThing::Exchange(exchange.to_owned()));
 }
