@@ -326,12 +326,11 @@ pub async fn obsolete_operations_are_cancelled_unrun(rig: Rig) {
     assert_eq!(rig.get(kept).await.operation.status, Status::Succeeded);
 }
 
-/// An operation of a kind this worker does not know is never claimed.
-pub async fn unknown_kinds_are_not_claimed(rig: Rig) {
-    let reg = registry(Arc::default());
-    let other = Arc::new(
+/// A registry of one kind `name` (one attempt, a no-op handler): another process's kinds.
+fn one_kind_registry(name: &str) -> Arc<oprec_runtime::Registry> {
+    Arc::new(
         oprec_runtime::Registry::new().register(oprec_runtime::Kind::new(
-            "someone.else",
+            name,
             oprec_core::RetryPolicy::builder()
                 .timeout(chrono::Duration::seconds(1))
                 .max_attempts(1)
@@ -340,7 +339,13 @@ pub async fn unknown_kinds_are_not_claimed(rig: Rig) {
                 .unwrap(),
             |_ctx, _p: serde_json::Value| async { Ok(()) },
         )),
-    );
+    )
+}
+
+/// An operation of a kind this worker does not know is never claimed.
+pub async fn unknown_kinds_are_not_claimed(rig: Rig) {
+    let reg = registry(Arc::default());
+    let other = one_kind_registry("someone.else");
     let foreign = rig
         .client(&other)
         .enqueue("someone.else", json!({}), EnqueueOptions::default())
@@ -523,18 +528,7 @@ pub async fn an_unroutable_kind_does_not_stall_the_scheduler(rig: Rig) {
     };
     let counters = Arc::new(Counters::default());
     let reg = registry(counters.clone());
-    let odd = Arc::new(
-        oprec_runtime::Registry::new().register(oprec_runtime::Kind::new(
-            "odd\nkind",
-            oprec_core::RetryPolicy::builder()
-                .timeout(chrono::Duration::seconds(1))
-                .max_attempts(1)
-                .local_only()
-                .build()
-                .unwrap(),
-            |_ctx, _p: serde_json::Value| async { Ok(()) },
-        )),
-    );
+    let odd = one_kind_registry("odd\nkind");
     // Enqueued unwoken, so the scheduler picks both.
     let unroutable = rig
         .client_without_transport(&odd)

@@ -15,7 +15,7 @@ use oprec_core::operator::{
 use oprec_core::store::{ClaimByIdsParams, CompleteParams, WorkerRemoveParams};
 use oprec_core::{
     AgeBucket, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
-    OperationError, OperationId, PayloadMode, Status, TerminalReason, Transition,
+    OperationError, OperationId, PayloadMode, Status, TerminalReason, Transition, WorkerBeatParams,
 };
 use serde_json::json;
 
@@ -185,6 +185,18 @@ pub async fn pauses_stop_only_what_they_name<S: FullStore>(h: Harness<S>) {
     );
 }
 
+/// A heartbeat of worker `id` on host-1 (pid 4242, code version v7), running `kinds`.
+fn beat(id: &str, kinds: &[&str], started_at: chrono::DateTime<chrono::Utc>) -> WorkerBeatParams {
+    WorkerBeatParams {
+        id: id.to_owned(),
+        host: "host-1".to_owned(),
+        pid: 4242,
+        kinds: kinds.iter().map(|k| k.to_string()).collect(),
+        code_version: Some("v7".to_owned()),
+        started_at,
+    }
+}
+
 /// The scheduler's pick without a budget (re-wake interval one hour), as sorted ids.
 async fn wake_all<S: FullStore>(h: &Harness<S>) -> Vec<OperationId> {
     let mut ids: Vec<OperationId> = h
@@ -332,14 +344,7 @@ pub async fn budgeted_wake_ups_fresh_figures_and_rewake<S: FullStore>(h: Harness
             .collect()
     }
     let t0 = h.clock.now();
-    let beat = |id: &str, kinds: &[&str]| oprec_core::WorkerBeatParams {
-        id: id.to_owned(),
-        host: "host-1".to_owned(),
-        pid: 4242,
-        kinds: kinds.iter().map(|k| k.to_string()).collect(),
-        code_version: None,
-        started_at: t0,
-    };
+    let beat = |id: &str, kinds: &[&str]| beat(id, kinds, t0);
     h.store.worker_beat(beat("w1", &["a"])).await.unwrap();
     let a1 = enqueue(&h, "a", EnqueueOptions::default()).await;
     h.advance_secs(1);
@@ -1190,17 +1195,10 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: FullStore>(h: Har
 /// Workers register, beat and leave; pending operations of a kind no live worker handles are
 /// reported as unhandled (count, eligible, oldest), and only those.
 pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<S>) {
-    use oprec_core::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams};
+    use oprec_core::{UnhandledKind, WORKER_LIVE_SECS};
     let live = Duration::seconds(WORKER_LIVE_SECS);
     let t0 = h.clock.now();
-    let beat = |id: &str, kinds: &[&str]| WorkerBeatParams {
-        id: id.to_owned(),
-        host: "host-1".to_owned(),
-        pid: 4242,
-        kinds: kinds.iter().map(|k| k.to_string()).collect(),
-        code_version: Some("v7".to_owned()),
-        started_at: t0,
-    };
+    let beat = |id: &str, kinds: &[&str]| beat(id, kinds, t0);
     let kinds_of = |u: &[UnhandledKind]| -> Vec<(String, u64, u64)> {
         u.iter()
             .map(|k| (k.kind.clone(), k.pending, k.eligible))
