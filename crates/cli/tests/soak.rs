@@ -5,7 +5,7 @@
 //! Every operation ends succeeded exactly once, with exactly one effect row under its effect key;
 //! the attempt history has one row per attempt, every attempt but the last `vanished`, and the
 //! vanished attempts of each killed worker are exactly the claims it held when it died (counted
-//! half a second after the kill, before the lease of 3 s can expire).
+//! once its database sessions have ended, before the lease of 3 s can expire).
 
 #![cfg(unix)]
 
@@ -124,9 +124,16 @@ fn ten_thousand_effects_under_random_kills() {
         let i = (dice.next() % 2) as usize;
         let (slot, name, w) = &mut workers[i];
         assert_eq!(w.sigkill().signal(), Some(SIGKILL), "{name}");
-        // A claim the worker committed as it died may reach the table a moment later; its lease
-        // (3 s, renewed every second) cannot expire for two seconds yet.
-        std::thread::sleep(Duration::from_millis(500));
+        // A claim or a completion the worker sent as it died may still commit: its sessions end
+        // only once their last statement has. Count once they are gone; the lease (3 s, renewed
+        // every second) cannot expire for two seconds yet.
+        let gone = poll(Duration::from_millis(2000), Duration::from_millis(20), || {
+            let sessions = rig.scalar(&format!(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+            ));
+            (sessions == 0).then_some(())
+        });
+        assert!(gone.is_some(), "{name}'s sessions outlived it by 2 s");
         let held = rig.scalar(&format!(
             "SELECT count(*) FROM operations WHERE status = 'running' AND worker_id LIKE '{name}-%'"
         ));

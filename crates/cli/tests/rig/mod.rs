@@ -265,6 +265,9 @@ impl Rig {
             .env("OPREC_TRANSPORT_URL", &self.transport)
             // The worker id is "$HOSTNAME-$PID": lets the test tell its workers' claims apart.
             .env("HOSTNAME", name)
+            // Its PostgreSQL sessions carry the name too (sqlx reads `PGAPPNAME`), so a test can
+            // wait until a killed process's sessions have ended.
+            .env("PGAPPNAME", name)
             .args(args)
             .stdin(Stdio::null())
             .stdout(File::create(&out).expect("log file"))
