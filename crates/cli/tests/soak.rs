@@ -127,12 +127,16 @@ fn ten_thousand_effects_under_random_kills() {
         // A claim or a completion the worker sent as it died may still commit: its sessions end
         // only once their last statement has. Count once they are gone; the lease (3 s, renewed
         // every second) cannot expire for two seconds yet.
-        let gone = poll(Duration::from_millis(2000), Duration::from_millis(20), || {
-            let sessions = rig.scalar(&format!(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
-            ));
-            (sessions == 0).then_some(())
-        });
+        let gone = poll(
+            Duration::from_millis(2000),
+            Duration::from_millis(20),
+            || {
+                let sessions = rig.scalar(&format!(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+                ));
+                (sessions == 0).then_some(())
+            },
+        );
         assert!(gone.is_some(), "{name}'s sessions outlived it by 2 s");
         let held = rig.scalar(&format!(
             "SELECT count(*) FROM operations WHERE status = 'running' AND worker_id LIKE '{name}-%'"
