@@ -44,6 +44,44 @@ fn enqueue_many(o: &Oprec, kind: &str, payload: &str, n: u32) {
     .ok();
 }
 
+/// Two `redrive --as-new --yes` at once over the same dead operations: each dead operation gets
+/// exactly one copy (the database refuses a second), and the two runs' counts add up to it.
+#[test]
+fn two_redrives_as_new_at_once_copy_each_dead_operation_once() {
+    let (db, o) = Pg::fresh();
+    enqueue_many(
+        &o,
+        "demo.flaky",
+        r#"{"fail_times": 99, "class": "transient"}"#,
+        2_000,
+    );
+    work(&o, &["--demo-max-attempts", "1", "--concurrency", "64"]);
+    assert_eq!(
+        db.int("SELECT count(*) FROM operations WHERE status = 'dead'"),
+        2_000
+    );
+    let args = ["redrive", "--as-new", "--yes", "--batch", "50", "--json"];
+    let runs: Vec<Value> = std::thread::scope(|s| {
+        let a = s.spawn(|| o.run(&args).json());
+        let b = s.spawn(|| o.run(&args).json());
+        vec![a.join().unwrap(), b.join().unwrap()]
+    });
+    let made: u64 = runs.iter().map(|r| r["redriven"].as_u64().unwrap()).sum();
+    assert_eq!(made, 2_000, "{runs:?}");
+    assert_eq!(
+        db.int("SELECT count(*) FROM operations WHERE redrive_of IS NOT NULL"),
+        2_000
+    );
+    assert_eq!(
+        db.int(
+            "SELECT count(*) FROM (SELECT redrive_of FROM operations \
+             WHERE redrive_of IS NOT NULL GROUP BY 1 HAVING count(*) > 1) twice"
+        ),
+        0,
+        "no parent copied twice"
+    );
+}
+
 #[test]
 fn five_thousand_dead_redriven_at_500_per_second_after_a_dry_run() {
     let (db, o) = Pg::fresh();

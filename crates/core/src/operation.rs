@@ -67,6 +67,11 @@ pub struct Operation {
     pub enqueue_params: Value,
     /// The operation this one re-drives, if any.
     pub redrive_of: Option<OperationId>,
+    /// The first operation of this one's re-drive lineage (`None` if it was never re-driven as
+    /// new): the effect key of every copy is taken from it, so a copy of a copy keeps the
+    /// original's key.
+    #[serde(default)]
+    pub redrive_root: Option<OperationId>,
     /// How many times this operation was re-driven.
     pub redrive_count: u32,
     /// Attempts in a row that vanished (lease expired, no outcome): the crash-loop counter.
@@ -79,6 +84,20 @@ pub struct Operation {
     pub updated_at: DateTime<Utc>,
     /// When the operation reached a terminal status.
     pub terminal_at: Option<DateTime<Utc>>,
+}
+
+impl Operation {
+    /// The operation whose id names the effect: the first of the re-drive lineage, so every copy
+    /// down a lineage hands the remote side the same effect key as the original did.
+    pub fn effect_root(&self) -> OperationId {
+        self.redrive_root.or(self.redrive_of).unwrap_or(self.id)
+    }
+
+    /// The idempotency key handlers hand the remote side: the same on every attempt and on every
+    /// re-driven copy.
+    pub fn effect_key(&self) -> String {
+        format!("oprec-{}", self.effect_root())
+    }
 }
 
 /// One claim of an operation, as kept in `operation_attempts`.

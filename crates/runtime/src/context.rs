@@ -54,7 +54,7 @@ impl Context {
                 deadline: op.give_up_at,
                 // Stable across attempts and across in-place re-drives; an operation re-driven as
                 // new keeps its ancestor's key, so the remote side can still deduplicate.
-                effect_key: format!("oprec-{}", op.redrive_of.unwrap_or(op.id)),
+                effect_key: op.effect_key(),
                 claim_token,
                 store,
                 steps: Mutex::new(None),

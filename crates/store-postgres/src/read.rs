@@ -5,15 +5,49 @@ use chrono::{DateTime, Utc};
 use oprec_core::store::{CountRow, ListParams, OperationGetParams};
 use oprec_core::{Error, Operation, OperationDetail, Result};
 
+use sqlx::migrate::Migrator;
+use sqlx::{Connection, PgConnection};
+
 use crate::row::{self, Columns};
 use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
-/// Creates or upgrades the schema with the embedded migrations.
+/// The advisory lock that lets one `migrate` at a time into a database. Not sqlx's own key on
+/// purpose: see [`migrate`].
+const MIGRATION_LOCK: i64 = 0x6f70_7265_635f_6d67; // "oprec_mg"
+
+/// Creates or upgrades the schema with the embedded migrations, one migrator at a time per
+/// database.
+///
+/// The lock is taken by trying, not by waiting, and it is oprec's own rather than sqlx's: a
+/// migration that builds an index concurrently waits for every transaction in the database that
+/// is older than it, and a migrator blocked inside `pg_advisory_lock` is one, waiting in turn for
+/// the lock: a deadlock PostgreSQL cannot see. A migrator that tries, sleeps and tries again
+/// holds no statement open for long, and a `sqlx migrate run` (or an older oprec) blocking on
+/// sqlx's key is not waiting for this one.
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
-    MIGRATOR
-        .run(&store.pool)
+    // A session of its own, outside the pool (which may hold a single connection): it only holds
+    // the lock, outside any transaction, and ending it releases the lock whatever happened.
+    let mut lock = PgConnection::connect_with(&store.pool.connect_options())
         .await
-        .map_err(|e| Error::backend(false, e))
+        .map_err(backend_error)?;
+    while !sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .fetch_one(&mut lock)
+        .await
+        .map_err(backend_error)?
+    {
+        sqlx::query("SELECT pg_sleep(0.05)")
+            .execute(&mut lock)
+            .await
+            .map_err(backend_error)?;
+    }
+    let mut migrator = Migrator::with_migrations(MIGRATOR.migrations.to_vec());
+    migrator.set_locking(false);
+    let ran = migrator.run(&store.pool).await;
+    // Closing the session releases its lock.
+    let closed = lock.close().await;
+    ran.map_err(|e| Error::backend(false, e))?;
+    closed.map_err(backend_error)
 }
 
 /// The store's clock, or with the system clock the database's, so that every host judges

@@ -24,9 +24,10 @@ fn push_redrivable(q: &mut QueryBuilder<Postgres>, f: &OperationFilter, include_
     if include_cancelled {
         terminal.push(Status::Cancelled.as_str());
     }
-    q.push(" o.status = ANY(")
-        .push_bind(terminal)
-        .push(") AND NOT EXISTS (SELECT 1 FROM operations c WHERE c.redrive_of = o.id)");
+    q.push(" o.status = ANY(").push_bind(terminal).push(
+        ") AND NOT EXISTS (SELECT 1 FROM operations c \
+             WHERE c.redrive_of = o.id AND NOT c.redrive_duplicate)",
+    );
     filter::push_conditions(q, f);
 }
 
@@ -100,11 +101,24 @@ pub(crate) async fn redrive_preview(
 }
 
 /// Re-drives one batch, oldest terminal first, the i-th eligible at `start_at + i * spacing`;
-/// returns them in that order.
+/// returns them in that order. A batch whose every pick another re-drive copied meanwhile (it
+/// read them before that one committed) is picked again, since those are now seen as done.
 pub(crate) async fn operation_redrive(
     store: &PgStore,
     params: RedriveParams,
 ) -> Result<Vec<Redriven>> {
+    let mut tries = 0;
+    loop {
+        let (picked, out) = redrive_batch(store, &params).await?;
+        tries += 1;
+        if picked == 0 || !out.is_empty() || tries == 3 {
+            return Ok(out);
+        }
+    }
+}
+
+/// One pick and re-drive: how many were picked, and the re-driven.
+async fn redrive_batch(store: &PgStore, params: &RedriveParams) -> Result<(usize, Vec<Redriven>)> {
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
     let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
     push_redrivable(&mut q, &params.filter, params.include_cancelled);
@@ -151,5 +165,5 @@ pub(crate) async fn operation_redrive(
         })
         .collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.next_eligible_at);
-    Ok(out)
+    Ok((ids.len(), out))
 }

@@ -120,6 +120,9 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
         redrive_of: c
             .get::<Option<Uuid>>("redrive_of")?
             .map(OperationId::from_uuid),
+        redrive_root: c
+            .get::<Option<Uuid>>("redrive_root")?
+            .map(OperationId::from_uuid),
         redrive_count: c.count("redrive_count")?,
         vanished_streak: c.count("vanished_streak")?,
         last_woken_at: c.get("last_woken_at")?,

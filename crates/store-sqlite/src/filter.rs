@@ -24,7 +24,7 @@ const OPERATION_COLUMNS: &str = "o.id, o.kind, o.idempotency_key, o.payload, o.p
      o.status, o.attempt, o.max_attempts, o.next_eligible_at, o.give_up_at, o.lease_until, \
      o.claim_token, o.claimed_at, o.worker_id, o.last_failure_class, o.last_error, o.remote_id, \
      o.dependency, o.terminal_reason, o.code_version, o.enqueue_params, o.redrive_of, \
-     o.redrive_count, o.vanished_streak, o.last_woken_at, o.created_at, o.updated_at, \
+     o.redrive_root, o.redrive_count, o.vanished_streak, o.last_woken_at, o.created_at, o.updated_at, \
      o.terminal_at";
 
 /// The statuses of operations not yet ended.
@@ -86,7 +86,7 @@ fn push_error_contains(q: &mut QueryBuilder<Sqlite>, text: &str) {
 
 /// Appends the condition (with no leading `AND`) that `o` is a terminal match of `f` not already
 /// re-driven as new. `NOT IN` over the children rather than a correlated `NOT EXISTS`: SQLite
-/// reads the children once instead of once per row (`redrive_of` has no index).
+/// reads the children once (from `operations_redrive_of_once`) instead of once per row.
 fn push_redrivable(
     q: &mut QueryBuilder<Sqlite>,
     f: &OperationFilter,
@@ -98,7 +98,8 @@ fn push_redrivable(
         " o.status = 'dead'"
     })
     .push(
-        " AND o.id NOT IN (SELECT c.redrive_of FROM operations c WHERE c.redrive_of IS NOT NULL)",
+        " AND o.id NOT IN (SELECT c.redrive_of FROM operations c \
+         WHERE c.redrive_of IS NOT NULL AND c.redrive_duplicate = 0)",
     );
     push_filter(q, f)
 }

@@ -122,6 +122,7 @@ pub(crate) fn operation(row: &SqliteRow) -> Result<Operation> {
         code_version: c.opt_text("code_version")?,
         enqueue_params: c.json("enqueue_params")?,
         redrive_of: c.opt_parsed("redrive_of")?.map(OperationId::from_uuid),
+        redrive_root: c.opt_parsed("redrive_root")?.map(OperationId::from_uuid),
         redrive_count: c.u32("redrive_count")?,
         vanished_streak: c.u32("vanished_streak")?,
         last_woken_at: c.opt_time("last_woken_at")?,

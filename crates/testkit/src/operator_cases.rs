@@ -594,6 +594,88 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: FullStore>(h: Harne
     );
 }
 
+/// Two as-new re-drives of the same dead operations running at once make one copy per parent:
+/// the database refuses a second one, whichever run reads a parent first.
+pub async fn concurrent_redrives_as_new_copy_each_parent_once<S: FullStore>(h: Harness<S>) {
+    let ids = dead_ops(&h, "k", 60, FailureClass::Transient, "503").await;
+    let params = RedriveParams {
+        filter: OperationFilter::default(),
+        include_cancelled: false,
+        mode: RedriveMode::AsNew { deadline: None },
+        limit: 7,
+        start_at: h.clock.now(),
+        spacing: Duration::zero(),
+    };
+    // Joined in one task: each run awaits the database between its statements, so the two
+    // interleave on two connections.
+    let run = |params: RedriveParams| {
+        let store = &h.store;
+        async move {
+            let mut made = Vec::new();
+            loop {
+                let batch = store.operation_redrive(params.clone()).await.unwrap();
+                if batch.is_empty() {
+                    return made;
+                }
+                made.extend(batch);
+            }
+        }
+    };
+    let (a, b) = tokio::join!(run(params.clone()), run(params.clone()));
+    let mut parents: Vec<OperationId> = a.iter().chain(&b).map(|r| r.from).collect();
+    parents.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(
+        parents,
+        expected,
+        "each parent copied exactly once ({} + {} copies)",
+        a.len(),
+        b.len()
+    );
+    for r in a.iter().chain(&b) {
+        assert_eq!(h.get(r.to).await.operation.redrive_of, Some(r.from));
+    }
+    assert!(
+        h.store.operation_redrive(params).await.unwrap().is_empty(),
+        "nothing left to copy"
+    );
+}
+
+/// A copy of a copy keeps the lineage's first operation as its root, so its effect key is the
+/// original's, not its parent's.
+pub async fn redrive_as_new_of_a_copy_keeps_the_original_effect_key<S: FullStore>(h: Harness<S>) {
+    let original = dead_ops(&h, "k", 1, FailureClass::Permanent, "bad field").await[0];
+    let params = |id| RedriveParams {
+        filter: OperationFilter {
+            ids: vec![id],
+            ..Default::default()
+        },
+        include_cancelled: false,
+        mode: RedriveMode::AsNew { deadline: None },
+        limit: 10,
+        start_at: h.clock.now(),
+        spacing: Duration::zero(),
+    };
+    let first = h.store.operation_redrive(params(original)).await.unwrap();
+    let copy = first[0].to;
+    let o = h.get(copy).await.operation;
+    assert_eq!(
+        (o.redrive_of, o.redrive_root),
+        (Some(original), Some(original))
+    );
+    finish(&h, copy, dead(FailureClass::Permanent, "bad field again")).await;
+    let second = h.store.operation_redrive(params(copy)).await.unwrap();
+    let grandchild = h.get(second[0].to).await.operation;
+    assert_eq!(grandchild.redrive_of, Some(copy), "linked to its parent");
+    assert_eq!(
+        grandchild.effect_root(),
+        original,
+        "the effect key stays the original's"
+    );
+    assert_eq!(h.get(original).await.operation.effect_root(), original);
+}
+
 /// Filters by class, reason and literal error text select exactly their operations.
 pub async fn redrive_filters_select_exactly<S: FullStore>(h: Harness<S>) {
     let transient = dead_ops(
@@ -1128,6 +1210,8 @@ macro_rules! operator_conformance_tests {
             budgeted_wake_ups_fresh_figures_and_rewake,
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
+            concurrent_redrives_as_new_copy_each_parent_once,
+            redrive_as_new_of_a_copy_keeps_the_original_effect_key,
             redrive_filters_select_exactly,
             count_matching_counts_by_status,
             quarantine_and_release,

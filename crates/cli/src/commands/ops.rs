@@ -93,6 +93,7 @@ fn render_detail(d: &OperationDetail) -> String {
     }
     opt("code version", o.code_version.clone());
     opt("redrive of", o.redrive_of.map(|r| r.to_string()));
+    opt("effect key", Some(o.effect_key()));
     opt("payload", Some(cut(&o.payload.to_string(), 200)));
 
     let width = fields.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
