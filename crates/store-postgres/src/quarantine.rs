@@ -1,7 +1,7 @@
 //! Setting pending operations aside and letting them go again
 //! ([`OperatorStore`](oprec_core::OperatorStore)): a quarantine writes core's
 //! [`Ending::quarantined`] (held, saying who and why); a release makes held operations pending
-//! and eligible at once. Both take a batch of an operator's filter's matches, skipping rows
+//! and eligible at once, or when they were due anyway if that is later. Both take a batch of an operator's filter's matches, skipping rows
 //! another transaction holds.
 
 use oprec_core::operator::{OperationFilter, QuarantineParams, ReleaseParams};
@@ -57,11 +57,13 @@ pub(crate) async fn operation_quarantine(store: &PgStore, params: QuarantinePara
     Ok(done.rows_affected())
 }
 
-/// Returns held matches to pending, eligible now (and due for a wake-up); returns how many.
+/// Returns held matches to pending, eligible now or at the later time they were already waiting
+/// for (an enqueue's delay, a ladder's rung), and due for a wake-up; returns how many.
 pub(crate) async fn operation_release(store: &PgStore, params: ReleaseParams) -> Result<u64> {
     let mut q = pick(store, Status::Held, &params.filter, params.limit);
     q.push(
-        "UPDATE operations o SET status = 'pending', next_eligible_at = now.t, \
+        "UPDATE operations o SET status = 'pending', \
+         next_eligible_at = greatest(o.next_eligible_at, now.t), \
          last_woken_at = NULL, updated_at = now.t FROM picked, now WHERE o.id = picked.pid",
     );
     let done = q

@@ -259,8 +259,12 @@ pub(crate) fn quarantine(
 /// Returns up to `limit` held matches of `f`, in id order, to pending, eligible at `now` and
 /// due for a wake-up at once.
 pub(crate) fn release(f: &OperationFilter, now: &str, limit: u32) -> Result<QueryBuilder<Sqlite>> {
-    let mut q = QueryBuilder::new("UPDATE operations SET status = 'pending', next_eligible_at = ");
+    // Times are stored in one fixed-width format, so max() of the texts is the later time.
+    let mut q = QueryBuilder::new(
+        "UPDATE operations SET status = 'pending', next_eligible_at = max(next_eligible_at, ",
+    );
     q.push_bind(now.to_owned())
+        .push(")")
         .push(", last_woken_at = NULL, updated_at = ")
         .push_bind(now.to_owned())
         .push(" WHERE id IN (SELECT o.id FROM operations o WHERE o.status = 'held'");

@@ -843,6 +843,49 @@ pub async fn quarantine_and_release<S: FullStore>(h: Harness<S>) {
             .collect::<Vec<_>>(),
         vec![bad]
     );
+
+    // A release keeps an enqueue's delay: quarantined before it was due, released, it is still
+    // not eligible before its time.
+    let delayed = enqueue(
+        &h,
+        "bad",
+        EnqueueOptions {
+            delay: Some(Duration::minutes(10)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let due = h.get(delayed).await.operation.next_eligible_at;
+    let filter = OperationFilter {
+        ids: vec![delayed],
+        ..Default::default()
+    };
+    h.store
+        .operation_quarantine(QuarantineParams {
+            filter: filter.clone(),
+            reason: "look first".into(),
+            actor: "alice".into(),
+            limit: 100,
+        })
+        .await
+        .unwrap();
+    h.clock.advance(Duration::minutes(1));
+    h.store
+        .operation_release(ReleaseParams { filter, limit: 100 })
+        .await
+        .unwrap();
+    let o = h.get(delayed).await.operation;
+    assert_eq!((o.status, o.next_eligible_at), (Status::Pending, due));
+    assert!(h.claim_all("w").await.is_empty(), "not before its delay");
+    h.clock.advance(Duration::minutes(9));
+    assert_eq!(
+        h.claim_all("w")
+            .await
+            .iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>(),
+        vec![delayed]
+    );
 }
 
 /// Reconciling operations are handed to one reconciler at a time and resolved three ways.

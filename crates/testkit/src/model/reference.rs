@@ -458,7 +458,8 @@ impl Model {
                 let n = o.status == Status::Held;
                 if n {
                     o.status = Status::Pending;
-                    o.next_eligible_at = now;
+                    // Eligible now, or later if it was waiting for a later time already.
+                    o.next_eligible_at = o.next_eligible_at.max(now);
                     o.last_woken_at = None;
                 }
                 Expect::Count(n.into())
