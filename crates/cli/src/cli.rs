@@ -55,6 +55,16 @@ pub(crate) struct Global {
     /// `amqp://HOST`, or `memory://`, which only connects producers and workers inside one process
     /// (as `oprec demo` does).
     #[arg(
+        long_help = "Where wake-ups go: `poll` (no broker: workers claim from the store), \
+`redis://HOST[:PORT][/DB]` (also `rediss://` for TLS, `redis+cluster://H1,H2`), \
+`amqp://USER:PASS@HOST[:PORT]/VHOST` (also `amqps://`), or `memory://`, which only connects \
+producers and workers inside one process (as `oprec demo` does).\n\n\
+Parameters (anything else is refused, so a typo never falls back to a shared default):\n  \
+redis: prefix= (key prefix of the per-kind streams; older name stream=), group= (consumer \
+group), and the driver's protocol=, db=, user=, pass=\n  \
+amqp: prefix= (queue name prefix; older name queue=), queue_type=quorum, queue_expires= \
+(seconds), prefetch=, and the driver's heartbeat=, frame_max=, channel_max=, \
+connection_timeout=, auth_mechanism=",
         long,
         global = true,
         env = "OPREC_TRANSPORT_URL",

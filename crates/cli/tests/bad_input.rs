@@ -105,6 +105,31 @@ fn purge_needs_yes_and_a_broker() {
         .bad_input("inside one process");
 }
 
+/// A mistyped transport parameter is refused before anything connects, naming the likely one
+/// meant; it never falls back to the shared default stream (a purge would empty someone else's).
+#[test]
+fn a_mistyped_transport_parameter_is_refused() {
+    let o = Oprec::migrated();
+    let run = o.run(&[
+        "--transport",
+        "redis://:hunter2secret@127.0.0.1:9/0?strem=billing",
+        "transport",
+        "purge",
+        "--yes",
+    ]);
+    run.bad_input("unknown parameter strem= (did you mean stream=?)");
+    assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+    o.run(&[
+        "--transport",
+        "amqp://guest:guest@127.0.0.1:9/%2f?prefix=billing&queue_tpye=quorum",
+        "transport",
+        "depth",
+    ])
+    .bad_input("unknown parameter queue_tpye= (did you mean queue_type=?)");
+    let help = o.run(&["--help"]).ok().to_owned();
+    assert!(help.contains("anything else is refused"), "{help}");
+}
+
 #[test]
 fn worker_without_kinds() {
     let o = Oprec::migrated();

@@ -159,8 +159,11 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 /// commits while the broker is down.
 ///
 /// A few query parameters choose where the wake-ups go, so that several deployments (or tests)
-/// can share one broker; they are removed before the URL reaches the driver, and every other
-/// parameter is passed on untouched:
+/// can share one broker; they are removed before the URL reaches the driver. The driver's own
+/// parameters (`protocol`, `db`, `user`, `pass` for Redis; `heartbeat`, `frame_max`,
+/// `channel_max`, `connection_timeout`, `auth_mechanism` for AMQP) are passed on untouched, and
+/// any other parameter is refused, naming the likeliest one meant: a typo such as `strem=` would
+/// otherwise fall back to the shared default silently.
 ///
 /// | parameter | URL | meaning (default) |
 /// | --- | --- | --- |
@@ -175,8 +178,8 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 /// `redis+cluster://10.0.0.1:7000,10.0.0.2:7000?prefix=billing` or
 /// `amqp://guest:guest@127.0.0.1:5672/%2f?prefix=billing.wakeups&queue_type=quorum`. Values are
 /// percent-decoded. Every process sharing a broker must name the prefix (and the queue type)
-/// alike. A parameter meant for the other broker, an empty value or a repeated parameter is
-/// refused as invalid input.
+/// alike. A parameter meant for the other broker, an unknown parameter, an empty value or a
+/// repeated parameter is refused as invalid input.
 pub fn connect_transport(url: &str) -> Result<Option<Arc<dyn Transport>>> {
     match scheme(url) {
         "poll" | "none" | "" => Ok(None),

@@ -20,10 +20,26 @@ const OURS: &[(&str, &str)] = &[
     ("prefetch", "amqp"),
 ];
 
-/// Splits `url` into the URL for the driver (without oprec's parameters; every other parameter
-/// and the fragment kept as written) and the values of the parameters `kind` (`"redis"` or
-/// `"amqp"`) takes, percent-decoded. A parameter for the other kind, an empty value or a repeated
-/// parameter is invalid input; messages show the URL redacted.
+/// The parameters the brokers' drivers read from the URL (redis-rs and amq-protocol-uri), with
+/// the URL kind that takes them. Anything else is a typo: the drivers would ignore it silently, so
+/// `?strem=orders` would quietly mean the shared default stream, and a purge with it would empty
+/// someone else's.
+const DRIVERS: &[(&str, &str)] = &[
+    ("protocol", "redis"),
+    ("db", "redis"),
+    ("user", "redis"),
+    ("pass", "redis"),
+    ("frame_max", "amqp"),
+    ("channel_max", "amqp"),
+    ("heartbeat", "amqp"),
+    ("connection_timeout", "amqp"),
+    ("auth_mechanism", "amqp"),
+];
+
+/// Splits `url` into the URL for the driver (without oprec's parameters; the driver's own and
+/// the fragment kept as written) and the values of the parameters `kind` (`"redis"` or `"amqp"`)
+/// takes, percent-decoded. A parameter neither oprec nor the driver reads, one for the other
+/// kind, an empty value or a repeated parameter is invalid input; messages show the URL redacted.
 pub(crate) fn take(url: &str, kind: &str) -> Result<(String, BTreeMap<String, String>)> {
     let invalid = |what: String| Error::InvalidInput(format!("{what} in {}", redact_url(url)));
     let (head, fragment) = match url.split_once('#') {
@@ -42,6 +58,9 @@ pub(crate) fn take(url: &str, kind: &str) -> Result<(String, BTreeMap<String, St
             .filter(|(name, _)| *name == key)
             .min_by_key(|(_, k)| *k != kind)
         else {
+            if !DRIVERS.iter().any(|(name, k)| *name == key && *k == kind) {
+                return Err(invalid(unknown(key, kind)));
+            }
             kept.push(pair);
             continue;
         };
@@ -75,6 +94,38 @@ pub(crate) fn take(url: &str, kind: &str) -> Result<(String, BTreeMap<String, St
         driver.push_str(f);
     }
     Ok((driver, taken))
+}
+
+/// Why `key` is refused on a `kind` URL: the parameters it takes, and the likeliest one meant.
+fn unknown(key: &str, kind: &str) -> String {
+    let names = |table: &[(&'static str, &'static str)]| -> Vec<&'static str> {
+        table
+            .iter()
+            .filter(|(_, k)| *k == kind)
+            .map(|(n, _)| *n)
+            .collect()
+    };
+    let (ours, driver) = (names(OURS), names(DRIVERS));
+    let list = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| format!("{n}="))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let meant = ours
+        .iter()
+        .chain(&driver)
+        .map(|n| (strsim::jaro_winkler(key, n), *n))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, n)| format!(" (did you mean {n}=?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown parameter {key}={meant}: a {kind}:// URL takes {} (oprec's) and {} (the driver's)",
+        list(&ours),
+        list(&driver)
+    )
 }
 
 /// Decodes `%XX` escapes; `None` for a broken escape or bytes that are not UTF-8.
@@ -158,6 +209,22 @@ mod tests {
                 "redis://:s3cret@h?stream=%zz",
                 "redis",
                 "not valid percent-encoded",
+            ),
+            (
+                "redis://:s3cret@h?strem=orders",
+                "redis",
+                "unknown parameter strem= (did you mean stream=?): a redis:// URL takes prefix=, \
+                 stream=, group= (oprec's) and protocol=, db=, user=, pass= (the driver's)",
+            ),
+            (
+                "amqp://u:s3cret@h?heartbeat=10&prefech=5",
+                "amqp",
+                "unknown parameter prefech= (did you mean prefetch=?)",
+            ),
+            (
+                "redis://:s3cret@h?zzz=1",
+                "redis",
+                "unknown parameter zzz=: a redis:// URL takes",
             ),
         ] {
             let e = take(url, kind).unwrap_err();
