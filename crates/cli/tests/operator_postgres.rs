@@ -60,7 +60,9 @@ fn two_redrives_as_new_at_once_copy_each_dead_operation_once() {
         db.int("SELECT count(*) FROM operations WHERE status = 'dead'"),
         2_000
     );
-    let args = ["redrive", "--as-new", "--yes", "--batch", "50", "--json"];
+    let args = [
+        "redrive", "--as-new", "--yes", "--all", "--batch", "50", "--json",
+    ];
     let runs: Vec<Value> = std::thread::scope(|s| {
         let a = s.spawn(|| o.run(&args).json());
         let b = s.spawn(|| o.run(&args).json());
@@ -155,6 +157,7 @@ fn five_thousand_dead_redriven_at_500_per_second_after_a_dry_run() {
         .run(&[
             "redrive",
             "--yes",
+            "--all",
             "--rate",
             "500/s",
             "--actor",
@@ -248,7 +251,10 @@ fn five_thousand_dead_redriven_at_500_per_second_after_a_dry_run() {
     );
     eprintln!("successful attempts were claimed over {claimed_over:.3} s from the first eligible");
     // Nothing is left to re-drive, and a second run re-drives nothing.
-    assert_eq!(o.run(&["redrive", "--yes", "--json"]).json()["redriven"], 0);
+    assert_eq!(
+        o.run(&["redrive", "--yes", "--all", "--json"]).json()["redriven"],
+        0
+    );
 }
 
 #[test]

@@ -74,6 +74,8 @@ fn malformed_input_is_quarantined_then_released() {
         .run(&["release", "--id", &bad[0], "--yes", "--json"])
         .json();
     assert_eq!(one["moved"], 1);
+    o.run(&["release", "--yes"])
+        .bad_input("release with no filter would touch every held operation");
     let dry = o.run(&["release", "--kind", "demo.slow", "--json"]).json();
     assert_eq!(
         (dry["matched"].as_u64(), dry["changed"].as_bool()),

@@ -75,7 +75,13 @@ fn without_yes_nothing_changes_and_with_it_the_dead_come_back_in_place() {
         "a dry run is no action"
     );
 
-    let done = o.run(&["redrive", "--yes", "--json"]).json();
+    // Applying with no filter needs the word for "all of them", and changes nothing without it.
+    o.run(&["redrive", "--yes"]).bad_input(
+        "redrive with no filter would touch every dead operation: narrow it (--kind, --class, \
+         --error-contains, --dependency or --id) or add --all to mean all of them",
+    );
+    assert_eq!(count(&o, "dead"), 4);
+    let done = o.run(&["redrive", "--yes", "--all", "--json"]).json();
     assert_eq!(done["redriven"], 4);
     assert_eq!(done["not_terminal"], 1);
     let ops = all(&o);
@@ -87,7 +93,10 @@ fn without_yes_nothing_changes_and_with_it_the_dead_come_back_in_place() {
     }
     let untouched = ops.iter().find(|op| op["id"] == pending.as_str()).unwrap();
     assert_eq!(untouched["redrive_count"], 0, "a pending one is refused");
-    assert_eq!(o.run(&["redrive", "--yes", "--json"]).json()["redriven"], 0);
+    assert_eq!(
+        o.run(&["redrive", "--yes", "--all", "--json"]).json()["redriven"],
+        0
+    );
     let audit = o.run(&["audit", "--json"]).json();
     assert_eq!(audit.as_array().unwrap().len(), 1, "{audit}");
     assert_eq!(audit[0]["affected"], 4);
@@ -104,6 +113,7 @@ fn as_new_links_copies_and_leaves_the_dead_as_they_were() {
             "--extend-deadline",
             "2h",
             "--yes",
+            "--all",
             "--json",
         ])
         .json();
@@ -119,7 +129,8 @@ fn as_new_links_copies_and_leaves_the_dead_as_they_were() {
         assert_eq!(deadline.num_minutes(), 120, "{n}");
     }
     assert_eq!(
-        o.run(&["redrive", "--as-new", "--yes", "--json"]).json()["redriven"],
+        o.run(&["redrive", "--as-new", "--yes", "--all", "--json"])
+            .json()["redriven"],
         0,
         "a dead operation already re-driven as new is not taken again"
     );
@@ -129,8 +140,10 @@ fn as_new_links_copies_and_leaves_the_dead_as_they_were() {
 fn rate_and_spread_stagger_the_eligible_times() {
     let o = Oprec::migrated();
     dead(&o, 11);
-    o.run(&["redrive", "--spread", "10s", "--limit", "6", "--yes"])
-        .ok();
+    o.run(&[
+        "redrive", "--spread", "10s", "--limit", "6", "--yes", "--all",
+    ])
+    .ok();
     let mut times: Vec<_> = all(&o)
         .iter()
         .filter(|op| op["status"] == "pending")
@@ -154,7 +167,7 @@ fn rate_and_spread_stagger_the_eligible_times() {
         .map(|op| op["id"].clone())
         .collect();
     let text = o
-        .run(&["redrive", "--rate", "120/m", "--yes"])
+        .run(&["redrive", "--rate", "120/m", "--yes", "--all"])
         .ok()
         .to_owned();
     assert!(
@@ -180,7 +193,7 @@ fn an_interrupted_redrive_run_again_redrives_the_rest_and_nothing_twice() {
     dead(&o, 1_600);
     // The first run stops after 700 (two batches and part of a third), as if interrupted.
     assert_eq!(
-        o.run(&["redrive", "--yes", "--limit", "700", "--json"])
+        o.run(&["redrive", "--yes", "--all", "--limit", "700", "--json"])
             .json()["redriven"],
         700
     );
@@ -188,7 +201,9 @@ fn an_interrupted_redrive_run_again_redrives_the_rest_and_nothing_twice() {
     // that the interrupt most likely lands between two of them (it may also land before the
     // first, or after the last; every case must end the same).
     let child = o
-        .command(&["redrive", "--yes", "--batch", "3", "--rate", "1000/s"])
+        .command(&[
+            "redrive", "--yes", "--all", "--batch", "3", "--rate", "1000/s",
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -219,7 +234,7 @@ fn an_interrupted_redrive_run_again_redrives_the_rest_and_nothing_twice() {
     }
 
     // Run again: the rest, once.
-    let rest = o.run(&["redrive", "--yes", "--json"]).json();
+    let rest = o.run(&["redrive", "--yes", "--all", "--json"]).json();
     assert_eq!(rest["redriven"].as_u64().unwrap() as usize, 1_600 - between);
     let ops = all(&o);
     assert_eq!(ops.len(), 1_600);

@@ -130,6 +130,31 @@ pub fn narrows(f: &OperationFilter) -> bool {
     f != &OperationFilter::default()
 }
 
+/// Refuses to `action` every `what` operation on an empty filter unless `all` says so: an
+/// operator who forgot the filter (or mistyped a variable that held it) would otherwise act on
+/// the whole table. A dry run needs no such word; only the change does.
+pub fn scope(
+    f: &OperationFilter,
+    all: bool,
+    action: &str,
+    what: &str,
+    spelling: Spelling,
+) -> Result<(), InputError> {
+    if all || narrows(f) {
+        return Ok(());
+    }
+    Err(InputError(format!(
+        "{action} with no filter would touch every {what} operation: narrow it ({}, {}, {}, {} \
+         or {}) or add {} to mean all of them",
+        spelling.label("kind"),
+        spelling.label("class"),
+        spelling.label("error-contains"),
+        spelling.label("dependency"),
+        spelling.label("id"),
+        spelling.label("all")
+    )))
+}
+
 /// A limit on how many operations an action touches: at least 1 when given.
 pub fn limit(label: &str, given: Option<u64>) -> Result<Option<u64>, InputError> {
     match given {

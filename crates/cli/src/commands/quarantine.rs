@@ -5,6 +5,7 @@
 
 use clap::Args;
 use oprec::ops::CancellationToken;
+use oprec::ops::Spelling;
 use oprec::ops::moves::{Move, MoveRequest};
 use serde_json::json;
 
@@ -42,6 +43,10 @@ pub(crate) struct ReleaseArgs {
     /// Really release (without it, only count the held operations that match).
     #[arg(long)]
     pub yes: bool,
+    /// With --yes and no filter: release every held operation (refused without it, so that a
+    /// forgotten filter does not release everything).
+    #[arg(long)]
+    pub all: bool,
     /// Why, for the audit log.
     #[arg(long, value_name = "TEXT")]
     pub reason: Option<String>,
@@ -119,7 +124,8 @@ async fn run(
             count(moved)
         ),
         Move::Release => output::line!(
-            "released {} held operations: pending again, eligible now",
+            "released {} held operations: pending again, eligible now (or when each was due, if \
+             later)",
             count(moved)
         ),
     }
@@ -136,5 +142,14 @@ pub(crate) async fn quarantine(global: &Global, args: QuarantineArgs) -> anyhow:
 pub(crate) async fn release(global: &Global, args: ReleaseArgs) -> anyhow::Result<()> {
     let note = audit_trail::reason("--reason", args.reason.as_deref())?;
     let request = MoveRequest::release(args.filter.filter()?, args.filter.limit()?);
+    if args.yes {
+        oprec::ops::filter::scope(
+            &request.filter,
+            args.all,
+            "release",
+            "held",
+            Spelling::Flags,
+        )?;
+    }
     run(global, request, note, &args.actor, args.yes, args.json).await
 }

@@ -57,6 +57,10 @@ pub(crate) struct RedriveArgs {
     /// Really re-drive (without it, the dry run is printed and nothing changes).
     #[arg(long)]
     pub yes: bool,
+    /// With --yes and no filter: re-drive every dead operation (refused without it, so that a
+    /// forgotten filter does not re-drive everything).
+    #[arg(long)]
+    pub all: bool,
     /// Re-drive as new operations linked by redrive_of (otherwise in place).
     #[arg(long)]
     pub as_new: bool,
@@ -214,6 +218,15 @@ fn stop_on_interrupt(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
 /// Runs `oprec redrive`.
 pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()> {
     let request = RedriveRequest::check(&args.input(), Spelling::Flags, Utc::now())?;
+    if args.yes && !args.dry_run {
+        oprec::ops::filter::scope(
+            &request.filter,
+            args.all,
+            "redrive",
+            request.terminal_text(),
+            Spelling::Flags,
+        )?;
+    }
     let note = audit_trail::reason("--note", args.note.as_deref())?;
     let who = args.actor.who()?;
     let backend = Backend::connect(&global.database_url).await?;
