@@ -8,17 +8,17 @@ use oprec::ops::{InputError, Who};
 #[derive(Debug, Args)]
 pub(crate) struct ActorArgs {
     /// Who is acting, for the audit log [default: the login name from $USER or $LOGNAME, else
-    /// "unknown"].
-    #[arg(long, value_name = "NAME")]
+    /// the system account; refused when none is known].
+    #[arg(long, env = "OPREC_ACTOR", value_name = "NAME")]
     pub actor: Option<String>,
 }
 
 impl ActorArgs {
-    /// The operator: `--actor`, else the login name, else "unknown".
+    /// The operator: `--actor` (or `OPREC_ACTOR`), else the login name, else the account.
     pub(crate) fn who(&self) -> Result<Who, InputError> {
         match &self.actor {
             Some(given) => Who::named("--actor", given, None),
-            None => Ok(Who::login()),
+            None => Who::login("--actor"),
         }
     }
 }

@@ -217,3 +217,42 @@ fn cancel_says_what_was_cancelled_and_what_was_not() {
         "a cancel that cancelled nothing changed nothing"
     );
 }
+
+/// Who acted, in the audit log: `--actor`, else `OPREC_ACTOR`, else the login name from
+/// `$USER`/`$LOGNAME`, else the system account; never a silent "unknown".
+#[test]
+fn the_actor_comes_from_the_flag_the_environment_or_the_account() {
+    let o = Oprec::migrated();
+    let ids: Vec<String> = (0..4).map(|_| o.enqueue("demo.noop", "{}")).collect();
+    let quarantine = |id: &str, extra: &[&str], env: &[(&str, Option<&str>)]| {
+        let args = [
+            &["quarantine", "--id", id, "--reason", "look", "--yes"][..],
+            extra,
+        ]
+        .concat();
+        o.run_with_env(&args, env).ok().to_owned();
+    };
+    quarantine(&ids[0], &[], &[("OPREC_ACTOR", Some("night-shift"))]);
+    quarantine(
+        &ids[1],
+        &["--actor", "carol"],
+        &[("OPREC_ACTOR", Some("night-shift"))],
+    );
+    quarantine(&ids[2], &[], &[("USER", Some("dave")), ("LOGNAME", None)]);
+    quarantine(&ids[3], &[], &[("USER", None), ("LOGNAME", None)]);
+    let account = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .expect("id -un");
+    let account = String::from_utf8_lossy(&account.stdout).trim().to_owned();
+    assert!(!account.is_empty());
+    let audit = o.run(&["audit", "--json"]).json();
+    let actors: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|e| e["actor"].as_str().unwrap())
+        .collect();
+    assert_eq!(actors, ["night-shift", "carol", "dave", account.as_str()]);
+}

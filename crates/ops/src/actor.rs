@@ -30,17 +30,26 @@ impl Who {
         })
     }
 
-    /// The login name of this process's user (`$USER`, else `$LOGNAME`), else "unknown".
-    pub fn login() -> Self {
-        let login = ["USER", "LOGNAME"]
+    /// The login name of this process's user: `$USER`, else `$LOGNAME`, else the system's
+    /// account name for the process's user. Refused when none is known: an audit entry by
+    /// "unknown" tells the next on-call nothing, so `label` (`--actor`) must name someone.
+    pub fn login(label: &str) -> Result<Self, InputError> {
+        let usable = |v: String| {
+            let v = v.trim().to_owned();
+            (!v.is_empty() && v.chars().count() <= MAX_ACTOR).then_some(v)
+        };
+        ["USER", "LOGNAME"]
             .iter()
             .filter_map(|v| std::env::var(v).ok())
-            .map(|v| v.trim().to_owned())
-            .find(|v| !v.is_empty() && v.chars().count() <= MAX_ACTOR);
-        Who {
-            actor: login.unwrap_or_else(|| "unknown".to_owned()),
-            via: None,
-        }
+            .find_map(usable)
+            .or_else(|| whoami::account().ok().and_then(usable))
+            .map(|actor| Who { actor, via: None })
+            .ok_or_else(|| {
+                InputError(format!(
+                    "who is acting? no login name is known here ($USER, $LOGNAME and the \
+                     account are unset): give {label} NAME for the audit log"
+                ))
+            })
     }
 
     /// Adds `via` to an audit entry's details.
@@ -83,7 +92,7 @@ mod tests {
             "alice"
         );
         assert!(Who::named("--actor", " ", None).is_err());
-        assert!(!Who::login().actor.is_empty());
+        assert!(!Who::login("--actor").unwrap().actor.is_empty());
         assert_eq!(reason("--reason", None).unwrap(), None);
         assert!(reason("--reason", Some("")).is_err());
         assert!(reason("--reason", Some(&"x".repeat(MAX_REASON + 1))).is_err());

@@ -58,6 +58,7 @@ pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_oprec"));
     c.env_remove("OPREC_DATABASE_URL")
         .env_remove("OPREC_TRANSPORT_URL")
+        .env_remove("OPREC_ACTOR")
         .env_remove("RUST_LOG")
         .env("RUST_BACKTRACE", "1");
     c
@@ -112,6 +113,18 @@ impl Oprec {
             .output()
             .expect("run oprec");
         Run::from(out)
+    }
+
+    /// Runs with no standard input and the environment changed: `Some` sets, `None` removes.
+    pub fn run_with_env(&self, args: &[&str], env: &[(&str, Option<&str>)]) -> Run {
+        let mut c = self.command(args);
+        for (name, value) in env {
+            match value {
+                Some(v) => c.env(name, v),
+                None => c.env_remove(name),
+            };
+        }
+        Run::from(c.stdin(Stdio::null()).output().expect("run oprec"))
     }
 
     /// Runs with `input` on standard input.
