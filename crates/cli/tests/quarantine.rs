@@ -230,7 +230,7 @@ fn the_actor_comes_from_the_flag_the_environment_or_the_account() {
             extra,
         ]
         .concat();
-        o.run_with_env(&args, env).ok().to_owned();
+        o.run_with_env(&args, env).ok();
     };
     quarantine(&ids[0], &[], &[("OPREC_ACTOR", Some("night-shift"))]);
     quarantine(
