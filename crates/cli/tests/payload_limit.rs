@@ -1,7 +1,8 @@
 //! The payload size limit at enqueue (`--max-payload-bytes`, `OPREC_MAX_PAYLOAD_BYTES`, default
 //! 256 KiB): a payload over it is refused with a clear error and nothing is stored — counted with
 //! SQL of our own, on SQLite and on a fresh PostgreSQL schema; a payload at the limit, or under a
-//! raised one (from a file or standard input), is stored whole.
+//! raised one (from a file or standard input), is stored whole; an endless `--payload-file` is
+//! refused after a bounded read.
 
 mod common;
 mod pg;
@@ -77,6 +78,12 @@ fn limits(o: &Oprec, count: &dyn Fn() -> i64) {
     let lots = enqueue(&["--payload", "{}", "--max-payload-bytes", "lots"]);
     assert_eq!(lots.code, Some(2), "{lots:?}");
     assert!(lots.stderr.contains("--max-payload-bytes"), "{lots:?}");
+
+    // An endless file is read only up to four times the limit (1 MiB at least), then refused.
+    enqueue(&["--payload-file", "/dev/zero", "--max-payload-bytes", "1024"]).bad_input(
+        "--payload-file /dev/zero goes on past 1048576 bytes (the payload limit is 1024 bytes",
+    );
+    assert_eq!(count(), 2, "nothing stored");
 }
 
 #[test]

@@ -19,25 +19,47 @@ use crate::{duration, output, progress};
 /// Operations per enqueue call (one transaction, one publish).
 const BATCH: u64 = 1000;
 
-/// Reads and parses the payload from `--payload` or `--payload-file` (`-` is standard input).
+/// The most text read for a payload of at most `limit` bytes: room for indentation and
+/// spaces around a payload at the limit, but never an endless stream (`/dev/zero`, a pipe that
+/// does not end) read until memory runs out.
+fn read_cap(limit: usize) -> u64 {
+    (limit as u64).saturating_mul(4).max(1 << 20)
+}
+
+/// Reads `from` as UTF-8 text, refusing once it passes [`read_cap`] of `limit`.
+fn read_bounded(from: impl Read, limit: usize, source: &str) -> anyhow::Result<String> {
+    let cap = read_cap(limit);
+    let mut bytes = Vec::new();
+    from.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(format!("cannot read {source}: {e}")))?;
+    if bytes.len() as u64 > cap {
+        return Err(bad(format!(
+            "{source} goes on past {cap} bytes (the payload limit is {limit} bytes, see \
+             --max-payload-bytes): refused without reading the rest"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| bad(format!("{source} is not UTF-8 text")))
+}
+
+/// Reads and parses the payload from `--payload` or `--payload-file` (`-` is standard input),
+/// reading no more than the payload limit allows.
 fn payload(args: &EnqueueArgs) -> anyhow::Result<Value> {
+    let limit = args.max_payload_bytes;
     let (text, source) = match (&args.payload, &args.payload_file) {
         (Some(text), _) => (text.clone(), "--payload".to_owned()),
         (None, Some(path)) if path == Path::new("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| bad(format!("cannot read the payload from standard input: {e}")))?;
-            (text, "the payload on standard input".to_owned())
+            let source = "the payload on standard input".to_owned();
+            (
+                read_bounded(std::io::stdin().lock(), limit, &source)?,
+                source,
+            )
         }
         (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                bad(format!(
-                    "cannot read --payload-file {}: {e}",
-                    path.display()
-                ))
-            })?;
-            (text, format!("--payload-file {}", path.display()))
+            let source = format!("--payload-file {}", path.display());
+            let file =
+                std::fs::File::open(path).map_err(|e| bad(format!("cannot read {source}: {e}")))?;
+            (read_bounded(file, limit, &source)?, source)
         }
         (None, None) => return Err(bad("give --payload JSON or --payload-file PATH")),
     };
