@@ -130,6 +130,28 @@ fn a_mistyped_transport_parameter_is_refused() {
     assert!(help.contains("anything else is refused"), "{help}");
 }
 
+/// A PostgreSQL that refuses connections is reported as refused, at once (not as "no answer"
+/// after the connect timeout), with the password hidden.
+#[test]
+fn a_refused_database_is_reported_as_refused() {
+    let o = Oprec::new();
+    let started = std::time::Instant::now();
+    let run = o.run(&[
+        "--database-url",
+        "postgres://app:hunter2secret@127.0.0.1:9/nowhere",
+        "stats",
+    ]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stderr.contains("Connection refused"), "{}", run.stderr);
+    assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+    // The connect timeout is 10 s; a refusal comes back in milliseconds.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn worker_without_kinds() {
     let o = Oprec::migrated();

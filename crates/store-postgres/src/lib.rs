@@ -43,7 +43,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use oprec_core::{Clock, Result, SystemClock};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::Connection;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 pub use error::backend_error;
 
@@ -84,6 +85,13 @@ impl PgStore {
                 IDLE_IN_TRANSACTION_TIMEOUT,
             )])
         };
+        // One connection of its own first: the pool retries a refused connection until its
+        // acquire timeout, which would report a PostgreSQL that is down (or a wrong port) as a
+        // slow one. A direct connection fails at once, saying why.
+        let probe = PgConnection::connect_with(&options)
+            .await
+            .map_err(backend_error)?;
+        let _ = probe.close().await;
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .connect_with(options)
