@@ -8,12 +8,44 @@ use oprec_core::{Error, Operation, OperationDetail, Result};
 use crate::row::{self, Columns};
 use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
-/// Creates or upgrades the schema with the embedded migrations.
+/// Creates or upgrades the schema with the embedded migrations: first every transactional one,
+/// under sqlx's migration lock; then the `-- no-transaction` ones (each a single `CREATE INDEX
+/// CONCURRENTLY IF NOT EXISTS`), outside it. A concurrent build waits for every older
+/// transaction in the database, and another process waiting for the migration lock holds one:
+/// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
+/// tests in parallel). Outside the lock, two processes building the same index are harmless:
+/// the loser finds it made, which [`online_index`] treats as done.
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
-    MIGRATOR
+    let mut locked = sqlx::migrate::Migrator::with_migrations(
+        MIGRATOR.iter().filter(|m| !m.no_tx).cloned().collect(),
+    );
+    // An online index another process recorded is not "missing".
+    locked.set_ignore_missing(true);
+    locked
         .run(&store.pool)
         .await
-        .map_err(|e| Error::backend(false, e))
+        .map_err(|e| Error::backend(false, e))?;
+    for m in MIGRATOR.iter().filter(|m| m.no_tx) {
+        online_index(store, m).await?;
+    }
+    Ok(())
+}
+
+/// Builds one online index if it is not there yet; a concurrent build of the same index by
+/// another process (duplicate name) counts as built.
+async fn online_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
+    match sqlx::raw_sql(m.sql.clone()).execute(&store.pool).await {
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e))
+            if matches!(e.code().as_deref(), Some("42P07") | Some("23505")) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(Error::backend(
+            false,
+            format!("migration {} ({}): {e}", m.version, m.description),
+        )),
+    }
 }
 
 /// The store's clock, or with the system clock the database's, so that every host judges
