@@ -31,10 +31,31 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
     Ok(())
 }
 
-/// Builds one online index if it is not there yet; a concurrent build of the same index by
-/// another process (duplicate name) counts as built.
+/// Below this many operations an online index is built in place: it takes a moment, and a
+/// concurrent build would wait for every older transaction in the whole database (another
+/// schema's tests, another application's long report) for nothing.
+const BUILD_IN_PLACE_BELOW: i64 = 100_000;
+
+/// Builds one online index if it is not there yet: concurrently on a table of
+/// [`BUILD_IN_PLACE_BELOW`] operations or more, in place on a smaller one. A build of the same
+/// index by another process at the same moment (duplicate name) counts as built.
 async fn online_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
-    match sqlx::raw_sql(m.sql.clone()).execute(&store.pool).await {
+    let rows: i64 = sqlx::query_scalar(sql::MIGRATE_OPERATIONS_AT_LEAST)
+        .bind(BUILD_IN_PLACE_BELOW)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    let statement = if rows < BUILD_IN_PLACE_BELOW {
+        m.sql
+            .as_str()
+            .replace("CREATE INDEX CONCURRENTLY", "CREATE INDEX")
+    } else {
+        m.sql.as_str().to_owned()
+    };
+    match sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+        .execute(&store.pool)
+        .await
+    {
         Ok(_) => Ok(()),
         Err(sqlx::Error::Database(e))
             if matches!(e.code().as_deref(), Some("42P07") | Some("23505")) =>

@@ -38,6 +38,10 @@ pub(crate) const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = o
 /// whole table instead (a guessed third of `operation_attempts` ending in the last hour).
 pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off";
 
+/// Counts operations up to `$1` (the size that decides how an online index is built).
+pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
+    include_str!("sql/migrate_operations_at_least.sql");
+
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
 
