@@ -35,8 +35,12 @@ pub(crate) const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = o
 
 /// Opens the stats transaction: every figure walks an index or the small `operation_counts`
 /// table, and with missing or stale statistics the planner must not be tempted into reading a
-/// whole table instead (a guessed third of `operation_attempts` ending in the last hour).
-pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off";
+/// whole table instead (a guessed third of `operation_attempts` ending in the last hour). The
+/// price of a sequential scan is then so high that JIT compilation would start on every figure
+/// (200 ms of compiling for a read of a few rows): it is turned off too, and so are parallel
+/// workers, whose start costs more than the small reads they would share.
+pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off; SET LOCAL jit = off; \
+     SET LOCAL max_parallel_workers_per_gather = 0";
 
 /// Counts operations up to `$1` (the size that decides how an online index is built).
 pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =

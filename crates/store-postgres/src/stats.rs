@@ -23,7 +23,7 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
     let now = read::now(pg).await?;
     let (hour_ago, day_ago) = (now - Duration::hours(1), now - Duration::days(1));
     let mut tx = pg.pool.begin().await.map_err(backend_error)?;
-    sqlx::query(sql::STATS_INDEXES_ONLY)
+    sqlx::raw_sql(sql::STATS_INDEXES_ONLY)
         .execute(&mut *tx)
         .await
         .map_err(backend_error)?;
