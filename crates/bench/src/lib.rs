@@ -234,6 +234,31 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     ))
 }
 
+/// `stats` with `finished_rows` finished operations in a fresh schema of `database_url`, the
+/// planner's statistics left stale; see [`StatsScale`].
+pub async fn stats_at_scale(
+    database_url: &str,
+    finished_rows: u64,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<StatsScale> {
+    let db = Database::connect(database_url).await?;
+    let r = stats_scale::measure(&db, finished_rows, progress).await;
+    db.close().await;
+    r
+}
+
+/// The steady run in a fresh schema of `database_url`; see [`SteadyReport`].
+pub async fn steady(
+    database_url: &str,
+    config: &SteadyConfig,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<SteadyReport> {
+    let db = Database::connect(database_url).await?;
+    let r = steady::measure(&db, config, progress).await;
+    db.close().await;
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,29 +306,4 @@ mod tests {
             "at least one transport",
         );
     }
-}
-
-/// `stats` with `finished_rows` finished operations in a fresh schema of `database_url`, the
-/// planner's statistics left stale; see [`StatsScale`].
-pub async fn stats_at_scale(
-    database_url: &str,
-    finished_rows: u64,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<StatsScale> {
-    let db = Database::connect(database_url).await?;
-    let r = stats_scale::measure(&db, finished_rows, progress).await;
-    db.close().await;
-    r
-}
-
-/// The steady run in a fresh schema of `database_url`; see [`SteadyReport`].
-pub async fn steady(
-    database_url: &str,
-    config: &SteadyConfig,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<SteadyReport> {
-    let db = Database::connect(database_url).await?;
-    let r = steady::measure(&db, config, progress).await;
-    db.close().await;
-    r
 }

@@ -124,7 +124,7 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
     let progress = |line: &str| eprintln!("oprec bench: {line}");
     let fail = |e: oprec_bench::Error| -> anyhow::Error {
         if e.is_invalid_input() {
-            bad(e.to_string()).into()
+            bad(e.to_string())
         } else {
             e.into()
         }
