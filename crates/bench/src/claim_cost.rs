@@ -44,7 +44,7 @@ pub struct ClaimCost {
 
 /// Adds finished operations `from..to` (succeeded, one attempt each), with time-ordered ids in the
 /// past, so they sit where years of finished work would.
-async fn add_finished(s: &Schema, from: u64, to: u64) -> Result<()> {
+pub(crate) async fn add_finished(s: &Schema, from: u64, to: u64) -> Result<()> {
     sqlx::query(
         "WITH rows AS (
             SELECT g, (extract(epoch FROM now() - interval '30 days') * 1000)::int8 + g AS ms

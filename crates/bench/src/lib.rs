@@ -8,7 +8,11 @@
 //!   (`oprec worker --demo --exit-when-idle`), per worker concurrency and transport, with
 //!   throughput, transactions committed per operation and the worker's peak memory;
 //! - latency: enqueue → claim at a light steady rate, per transport;
-//! - claim cost: the eligible claim with many finished rows in the table against a small table.
+//! - claim cost: the eligible claim with many finished rows in the table against a small table;
+//! - on its own ([`stats_at_scale`]): `stats` with millions of finished rows and stale planner
+//!   statistics, against the table counts it used to make;
+//! - on its own ([`steady`]): enqueue and drain together at a steady rate, with retention,
+//!   sampled over time (sizes, claim and `stats` latency, removals, retention's share).
 //!
 //! Every phase runs in a fresh schema (`oprec_bench_<uuid>`) of the given database, dropped
 //! afterwards; Redis and AMQP phases use a fresh stream or queue, deleted afterwards too.
@@ -26,6 +30,8 @@ mod machine;
 mod noop;
 mod report;
 mod schema;
+mod stats_scale;
+mod steady;
 mod transport;
 mod worker_process;
 
@@ -39,6 +45,8 @@ pub use error::{Error, Result};
 pub use latency::Latency;
 pub use machine::Machine;
 pub use report::{BenchReport, Settings, Verdict};
+pub use stats_scale::StatsScale;
+pub use steady::{SteadyConfig, SteadyReport, SteadySample};
 
 use crate::schema::Database;
 use crate::transport::TransportSpec;
@@ -224,6 +232,31 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         latencies,
         claim_cost,
     ))
+}
+
+/// `stats` with `finished_rows` finished operations in a fresh schema of `database_url`, the
+/// planner's statistics left stale; see [`StatsScale`].
+pub async fn stats_at_scale(
+    database_url: &str,
+    finished_rows: u64,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<StatsScale> {
+    let db = Database::connect(database_url).await?;
+    let r = stats_scale::measure(&db, finished_rows, progress).await;
+    db.close().await;
+    r
+}
+
+/// The steady run in a fresh schema of `database_url`; see [`SteadyReport`].
+pub async fn steady(
+    database_url: &str,
+    config: &SteadyConfig,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<SteadyReport> {
+    let db = Database::connect(database_url).await?;
+    let r = steady::measure(&db, config, progress).await;
+    db.close().await;
+    r
 }
 
 #[cfg(test)]

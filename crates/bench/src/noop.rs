@@ -9,12 +9,18 @@ use oprec::{Client, Kind, Ladder, Registry, RetryPolicy, Transport};
 /// The kind's name.
 pub(crate) const KIND: &str = "demo.noop";
 
-fn registry() -> oprec::Result<Registry> {
-    let policy = RetryPolicy::builder()
+/// The kind's policy.
+pub(crate) fn policy() -> oprec::Result<RetryPolicy> {
+    RetryPolicy::builder()
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(4)
         .external_io(Ladder::schedule_secs(&[0, 1, 2, 4]))
-        .build()?;
+        .build()
+}
+
+/// The registry of `oprec worker --demo`'s `demo.noop` alone.
+pub(crate) fn registry() -> oprec::Result<Registry> {
+    let policy = policy()?;
     Ok(Registry::new().register(
         Kind::new(KIND, policy, |_ctx, _payload: serde_json::Value| async {
             Ok(())

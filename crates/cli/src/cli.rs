@@ -121,6 +121,9 @@ pub(crate) enum Command {
     Stats(StatsArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
+    /// Retention of finished operations: what would be removed, and when.
+    #[command(subcommand)]
+    Retention(crate::commands::retention::RetentionCommand),
     /// The workers running now, the kinds each handles, and pending kinds none of them handles.
     Workers(WorkersArgs),
     /// Serve the operator web dashboard (loopback; actions need the operator token).
@@ -342,6 +345,9 @@ pub(crate) struct WorkerArgs {
     /// How often unknown outcomes are handed to their kind's reconcile hook.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub reconcile_interval: String,
+    /// How long finished operations are kept (the maintenance leader removes them).
+    #[command(flatten)]
+    pub retention: crate::commands::retention::RetentionFlags,
 }
 
 /// `oprec demo`.

@@ -29,6 +29,7 @@ pub mod operator;
 mod outcome;
 mod policy;
 mod resolution;
+pub mod retention;
 mod stats;
 mod status;
 pub mod store;
@@ -55,6 +56,7 @@ pub use policy::{
     Bounded, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
 };
 pub use resolution::{Resolution, Settlement};
+pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};
 pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
@@ -69,13 +71,19 @@ pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, Worke
 /// method on a concrete store (a `PgStore`, a `SqliteStore`) without naming the trait it is on.
 pub mod prelude {
     pub use crate::{
-        EnqueueStore as _, MaintenanceStore as _, OperatorStore as _, Store as _, Transport as _,
-        WorkerStore as _,
+        EnqueueStore as _, MaintenanceStore as _, OperatorStore as _, RetentionStore as _,
+        Store as _, Transport as _, WorkerStore as _,
     };
 }
 
 /// Every store trait at once: what a process that enqueues, works and maintains (or an operator
 /// front end) holds. Implemented for every type that implements them all.
-pub trait FullStore: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore {}
+pub trait FullStore:
+    EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore
+{
+}
 
-impl<T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore> FullStore for T {}
+impl<T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore> FullStore
+    for T
+{
+}

@@ -24,6 +24,7 @@
 //! | `cancel` | `operation_cancel` |
 //! | `stats` | `stats`, `activity_per_minute` |
 //! | `audit` | `audit_insert`, `audit_list` |
+//! | `retention` | `operation_retention_delete`, `operation_retention_figures` |
 //!
 //! Each function takes the store and the method's params (`async fn operation_claim_by_ids(store:
 //! &PgStore, params: ClaimByIdsParams) -> Result<Vec<Claimed>>`).
@@ -34,8 +35,8 @@ pub use async_trait::async_trait as __async_trait;
 pub use chrono as __chrono;
 
 /// Implements [`Store`](crate::Store), [`EnqueueStore`](crate::EnqueueStore),
-/// [`WorkerStore`](crate::WorkerStore), [`MaintenanceStore`](crate::MaintenanceStore) and
-/// [`OperatorStore`](crate::OperatorStore) on `$store` by forwarding to the calling crate's
+/// [`WorkerStore`](crate::WorkerStore), [`MaintenanceStore`](crate::MaintenanceStore),
+/// [`OperatorStore`](crate::OperatorStore) and [`RetentionStore`](crate::RetentionStore) on `$store` by forwarding to the calling crate's
 /// concept modules, as the module documentation lays out.
 #[macro_export]
 // `crate::` is meant: the paths name the calling store crate's modules.
@@ -338,6 +339,22 @@ macro_rules! impl_store_traits {
             }
             async fn leader_list(&self) -> $crate::Result<Vec<$crate::maintenance::Leadership>> {
                 crate::leader::leader_list(self).await
+            }
+        }
+
+        #[$crate::store_layout::__async_trait]
+        impl $crate::RetentionStore for $store {
+            async fn operation_retention_delete(
+                &self,
+                params: $crate::retention::RetentionDeleteParams,
+            ) -> $crate::Result<u64> {
+                crate::retention::operation_retention_delete(self, params).await
+            }
+            async fn operation_retention_figures(
+                &self,
+                params: $crate::retention::RetentionFiguresParams,
+            ) -> $crate::Result<$crate::retention::RetentionFigures> {
+                crate::retention::operation_retention_figures(self, params).await
             }
         }
     };

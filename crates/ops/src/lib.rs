@@ -14,6 +14,7 @@
 //! | resolve an unknown outcome | [`resolve`] |
 //! | pause, postpone and resume a kind, class or dependency | [`controls`] |
 //! | purge the broker's wake-ups (never the intent) | [`purge`] |
+//! | preview retention: what would be removed, and when (read-only) | [`retention`] |
 //!
 //! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`]) checks every value before a store
 //! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
@@ -33,6 +34,7 @@ mod pace;
 pub mod purge;
 pub mod redrive;
 pub mod resolve;
+pub mod retention;
 mod spelling;
 pub mod time;
 

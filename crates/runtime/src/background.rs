@@ -1,7 +1,7 @@
 //! What runs beside a worker's handlers: its presence row, its metrics, and, on the one process of
 //! the fleet that holds the maintenance leadership, the maintenance loops (scheduler, rescuer,
-//! reconciler hand-off, dead-letter alerts). Started together and stopped together, after the
-//! drain, so that the presence row and the maintenance outlive the last attempt.
+//! reconciler hand-off, dead-letter alerts, retention). Started together and stopped together,
+//! after the drain, so that the presence row and the maintenance outlive the last attempt.
 //!
 //! Every worker that runs maintenance asks for the leadership every third of its lease
 //! ([`WorkerConfig::leader_lease`]): the holder renews it and runs the loops; the others wait.
@@ -18,7 +18,9 @@ use oprec_core::{Clock, FullStore, Transport, WorkerBeatParams};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, scheduler};
+use crate::{
+    Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention, scheduler,
+};
 
 /// The loops running beside one worker.
 pub(crate) struct Background {
@@ -120,6 +122,13 @@ impl Maintenance {
             self.store.clone(),
             self.registry.clone(),
             self.config.alerter.clone(),
+            stop.clone(),
+        ));
+        tasks.spawn(retention::run(
+            self.store.clone(),
+            self.config.retention.policy_for(&self.registry),
+            self.config.retention.clone(),
+            self.stats.clone(),
             stop.clone(),
         ));
         if let Some(t) = &self.transport {

@@ -45,6 +45,7 @@ pub struct Kind {
     reconcile: Option<Arc<ReconcileFn>>,
     still_needed: Option<Arc<StillNeededFn>>,
     dead_letter_sinks: Vec<Arc<dyn crate::DeadLetterSink>>,
+    retention: Option<oprec_core::Retention>,
 }
 
 impl std::fmt::Debug for Kind {
@@ -54,6 +55,7 @@ impl std::fmt::Debug for Kind {
             .field("policy", &self.policy)
             .field("payload_mode", &self.payload_mode)
             .field("dependency", &self.dependency)
+            .field("retention", &self.retention)
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +110,7 @@ impl Kind {
             reconcile: None,
             still_needed: None,
             dead_letter_sinks: Vec::new(),
+            retention: None,
         }
     }
 
@@ -121,6 +124,19 @@ impl Kind {
     pub fn dependency(mut self, name: impl Into<String>) -> Self {
         self.dependency = Some(name.into());
         self
+    }
+
+    /// Keeps this kind's succeeded and cancelled operations as `retention` says, instead of the
+    /// worker's [`RetentionConfig::policy`](crate::RetentionConfig::policy) default (dead ones
+    /// are never removed by age).
+    pub fn retention(mut self, retention: oprec_core::Retention) -> Self {
+        self.retention = Some(retention);
+        self
+    }
+
+    /// The kind's own retention, if it declares one.
+    pub fn own_retention(&self) -> Option<oprec_core::Retention> {
+        self.retention
     }
 
     /// Maps the handler's unclassified errors onto failure classes.

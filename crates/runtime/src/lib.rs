@@ -28,6 +28,7 @@ pub mod metrics;
 mod presence;
 mod reconciler;
 mod rescuer;
+mod retention;
 mod scheduler;
 mod stats;
 #[cfg(feature = "webhook")]
@@ -44,6 +45,7 @@ pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
+pub use retention::{RetentionConfig, RetentionReport, retain_once};
 pub use scheduler::{SchedulePass, Scheduler, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 #[cfg(feature = "webhook")]

@@ -49,6 +49,8 @@ pub mod names {
     pub const BACKLOG: &str = "oprec_backlog_operations";
     /// Pending operations of kinds no live worker handles (gauge).
     pub const UNHANDLED: &str = "oprec_unhandled_operations";
+    /// Finished operations removed by retention (counter).
+    pub const RETENTION_REMOVED: &str = "oprec_retention_removed_total";
     /// Failed refreshes of the figures (counter).
     pub const REFRESH_ERRORS: &str = "oprec_metrics_refresh_errors_total";
 }
@@ -181,6 +183,11 @@ pub const COUNTERS: &[CounterDef] = &[
         "oprec_obsolete_total",
         "Operations cancelled as no longer needed.",
         |s| s.obsolete,
+    ),
+    (
+        names::RETENTION_REMOVED,
+        "Finished operations removed by retention, with their attempts and steps.",
+        |s| s.retention_removed,
     ),
 ];
 

@@ -22,6 +22,7 @@ pub struct Stats {
     pub(crate) released: AtomicU64,
     pub(crate) given_back: AtomicU64,
     pub(crate) obsolete: AtomicU64,
+    pub(crate) retention_removed: AtomicU64,
 }
 
 /// A copy of [`Stats`] at one moment.
@@ -57,6 +58,8 @@ pub struct StatsSnapshot {
     pub given_back: u64,
     /// Operations cancelled as no longer needed.
     pub obsolete: u64,
+    /// Finished operations removed by retention (with their attempts and steps).
+    pub retention_removed: u64,
 }
 
 impl Stats {
@@ -83,6 +86,7 @@ impl Stats {
             released: g(&self.released),
             given_back: g(&self.given_back),
             obsolete: g(&self.obsolete),
+            retention_removed: g(&self.retention_removed),
         }
     }
 }

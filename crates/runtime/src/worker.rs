@@ -29,8 +29,8 @@ use crate::broker_health::BrokerHealth;
 use crate::executor::Executor;
 use crate::held::{self, Held, LetGoOnPanic};
 use crate::{
-    AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
-    StatsSnapshot, completer,
+    AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, RetentionConfig, SchedulerConfig,
+    Stats, StatsSnapshot, completer,
 };
 
 /// How a worker runs.
@@ -63,6 +63,8 @@ pub struct WorkerConfig {
     pub reconciler: ReconcilerConfig,
     /// Dead-letter alert settings.
     pub alerter: AlerterConfig,
+    /// Retention: how long succeeded and cancelled operations are kept, and the removal's pace.
+    pub retention: RetentionConfig,
     /// Whether this process may run the scheduler, rescuer, reconciler and dead-letter alerter:
     /// it then competes for the maintenance leadership, and runs them while it holds it.
     pub run_maintenance: bool,
@@ -94,6 +96,7 @@ impl Default for WorkerConfig {
             rescuer: RescuerConfig::default(),
             reconciler: ReconcilerConfig::default(),
             alerter: AlerterConfig::default(),
+            retention: RetentionConfig::default(),
             run_maintenance: true,
             leader_lease: chrono::Duration::seconds(6),
             #[cfg(feature = "metrics")]

@@ -31,6 +31,7 @@ mod read;
 mod reconcile;
 mod redrive;
 mod rescue;
+mod retention;
 mod row;
 mod sql;
 mod stats;

@@ -5,49 +5,68 @@ use chrono::{DateTime, Utc};
 use oprec_core::store::{CountRow, ListParams, OperationGetParams};
 use oprec_core::{Error, Operation, OperationDetail, Result};
 
-use sqlx::migrate::Migrator;
-use sqlx::{Connection, PgConnection};
-
 use crate::row::{self, Columns};
 use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
-/// The advisory lock that lets one `migrate` at a time into a database. Not sqlx's own key on
-/// purpose: see [`migrate`].
-const MIGRATION_LOCK: i64 = 0x6f70_7265_635f_6d67; // "oprec_mg"
-
-/// Creates or upgrades the schema with the embedded migrations, one migrator at a time per
-/// database.
-///
-/// The lock is taken by trying, not by waiting, and it is oprec's own rather than sqlx's: a
-/// migration that builds an index concurrently waits for every transaction in the database that
-/// is older than it, and a migrator blocked inside `pg_advisory_lock` is one, waiting in turn for
-/// the lock: a deadlock PostgreSQL cannot see. A migrator that tries, sleeps and tries again
-/// holds no statement open for long, and a `sqlx migrate run` (or an older oprec) blocking on
-/// sqlx's key is not waiting for this one.
+/// Creates or upgrades the schema with the embedded migrations: first every transactional one,
+/// under sqlx's migration lock; then the `-- no-transaction` ones (each a single `CREATE INDEX
+/// CONCURRENTLY IF NOT EXISTS`), outside it. A concurrent build waits for every older
+/// transaction in the database, and another process waiting for the migration lock holds one:
+/// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
+/// tests in parallel). Outside the lock, two processes building the same index are harmless:
+/// the loser finds it made, which [`online_index`] treats as done.
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
-    // A session of its own, outside the pool (which may hold a single connection): it only holds
-    // the lock, outside any transaction, and ending it releases the lock whatever happened.
-    let mut lock = PgConnection::connect_with(&store.pool.connect_options())
+    let mut locked = sqlx::migrate::Migrator::with_migrations(
+        MIGRATOR.iter().filter(|m| !m.no_tx).cloned().collect(),
+    );
+    // An online index another process recorded is not "missing".
+    locked.set_ignore_missing(true);
+    locked
+        .run(&store.pool)
+        .await
+        .map_err(|e| Error::backend(false, e))?;
+    for m in MIGRATOR.iter().filter(|m| m.no_tx) {
+        online_index(store, m).await?;
+    }
+    Ok(())
+}
+
+/// Below this many operations an online index is built in place: it takes a moment, and a
+/// concurrent build would wait for every older transaction in the whole database (another
+/// schema's tests, another application's long report) for nothing.
+const BUILD_IN_PLACE_BELOW: i64 = 100_000;
+
+/// Builds one online index if it is not there yet: concurrently on a table of
+/// [`BUILD_IN_PLACE_BELOW`] operations or more, in place on a smaller one. A build of the same
+/// index by another process at the same moment (duplicate name) counts as built.
+async fn online_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
+    let rows: i64 = sqlx::query_scalar(sql::MIGRATE_OPERATIONS_AT_LEAST)
+        .bind(BUILD_IN_PLACE_BELOW)
+        .fetch_one(&store.pool)
         .await
         .map_err(backend_error)?;
-    while !sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
-        .bind(MIGRATION_LOCK)
-        .fetch_one(&mut lock)
+    let statement = if rows < BUILD_IN_PLACE_BELOW {
+        // `CREATE [UNIQUE] INDEX CONCURRENTLY` without the word: the first occurrence only, the
+        // statement's (the file's comments say "concurrently" in lower case).
+        m.sql.as_str().replacen("INDEX CONCURRENTLY", "INDEX", 1)
+    } else {
+        m.sql.as_str().to_owned()
+    };
+    match sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+        .execute(&store.pool)
         .await
-        .map_err(backend_error)?
     {
-        sqlx::query("SELECT pg_sleep(0.05)")
-            .execute(&mut lock)
-            .await
-            .map_err(backend_error)?;
+        Ok(_) => Ok(()),
+        Err(sqlx::Error::Database(e))
+            if matches!(e.code().as_deref(), Some("42P07") | Some("23505")) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(Error::backend(
+            false,
+            format!("migration {} ({}): {e}", m.version, m.description),
+        )),
     }
-    let mut migrator = Migrator::with_migrations(MIGRATOR.migrations.to_vec());
-    migrator.set_locking(false);
-    let ran = migrator.run(&store.pool).await;
-    // Closing the session releases its lock.
-    let closed = lock.close().await;
-    ran.map_err(|e| Error::backend(false, e))?;
-    closed.map_err(backend_error)
 }
 
 /// The store's clock, or with the system clock the database's, so that every host judges

@@ -33,6 +33,19 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 /// leaves the ordered index scan, which stops after `n` rows.
 pub(crate) const WALK_PENDING_IN_ORDER: &str = "BEGIN; SET LOCAL enable_sort = off";
 
+/// Opens the stats transaction: every figure walks an index or the small `operation_counts`
+/// table, and with missing or stale statistics the planner must not be tempted into reading a
+/// whole table instead (a guessed third of `operation_attempts` ending in the last hour). The
+/// price of a sequential scan is then so high that JIT compilation would start on every figure
+/// (200 ms of compiling for a read of a few rows): it is turned off too, and so are parallel
+/// workers, whose start costs more than the small reads they would share.
+pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off; SET LOCAL jit = off; \
+     SET LOCAL max_parallel_workers_per_gather = 0";
+
+/// Counts operations up to `$1` (the size that decides how an online index is built).
+pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
+    include_str!("sql/migrate_operations_at_least.sql");
+
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
 
@@ -234,3 +247,9 @@ pub(crate) const WORKERS_REMOVE: &str = include_str!("sql/workers_remove.sql");
 
 /// Pending operations per kind that no live worker handles.
 pub(crate) const WORKERS_UNHANDLED: &str = include_str!("sql/workers_unhandled.sql");
+
+/// Removes one batch of finished operations past their retention.
+pub(crate) const RETENTION_DELETE: &str = include_str!("sql/retention_delete.sql");
+
+/// What one kind holds in one finished status, against a cutoff.
+pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.sql");

@@ -1,6 +1,10 @@
 //! The at-a-glance figures ([`OperatorStore`](oprec_core::OperatorStore)): the
 //! [`StatsReport`] that answers "what is failing, why, and is it safe", and the per-minute
-//! activity of the dashboard's chart. Each figure is one small statement over its own index.
+//! activity of the dashboard's chart. Each figure is one small statement over its own index;
+//! the counts by status, kind and class read the trigger-kept `operation_counts`, so no figure
+//! counts the table. They run in one transaction with sequential scans priced out: with missing
+//! or stale statistics (a bulk load, autovacuum off) the planner would otherwise read all of
+//! `operation_attempts` for the last hour's attempts, guessing a third of the table is recent.
 
 use std::collections::BTreeMap;
 
@@ -9,21 +13,27 @@ use oprec_core::operator::{
     ActivityMinute, ActivityParams, OldestEligible, StatsReport, WorkerListParams,
 };
 use oprec_core::{Result, Status, WORKER_LIVE_SECS};
-use sqlx::Row;
+use sqlx::{PgConnection, Row};
 
 use crate::row::{self, Columns};
 use crate::{PgStore, backend_error, read, sql, workers};
 
 /// The figures, all taken at the store's "now".
-pub(crate) async fn stats(store: &PgStore) -> Result<StatsReport> {
-    let now = read::now(store).await?;
+pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
+    let now = read::now(pg).await?;
     let (hour_ago, day_ago) = (now - Duration::hours(1), now - Duration::days(1));
+    let mut tx = pg.pool.begin().await.map_err(backend_error)?;
+    sqlx::raw_sql(sql::STATS_INDEXES_ONLY)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    let store: &mut PgConnection = &mut tx;
     let by_status = counts(store, sql::STATS_BY_STATUS, None, |s| {
         row::parse("status", &required(s)?)
     })
     .await?;
     let (attempts, successes) = attempts_and_successes(store).await?;
-    Ok(StatsReport {
+    let report = StatsReport {
         at: Some(now),
         reconciling: by_status.get(&Status::Reconciling).copied().unwrap_or(0),
         by_status,
@@ -55,20 +65,25 @@ pub(crate) async fn stats(store: &PgStore) -> Result<StatsReport> {
             row::parse("age bucket", &required(b)?)
         })
         .await?,
+        unhandled: Vec::new(),
+    };
+    tx.commit().await.map_err(backend_error)?;
+    Ok(StatsReport {
         unhandled: workers::operation_unhandled(
-            store,
+            pg,
             WorkerListParams {
                 seen_within: Duration::seconds(WORKER_LIVE_SECS),
             },
         )
         .await?,
+        ..report
     })
 }
 
 /// Runs a two-column `(key, count)` statement, with `at` bound as `$1` when given, and reads
 /// each key with `key`. A NULL key reaches `key` as `None`.
 async fn counts<K: Ord>(
-    store: &PgStore,
+    store: &mut PgConnection,
     statement: &'static str,
     at: Option<DateTime<Utc>>,
     key: impl Fn(Option<String>) -> Result<K>,
@@ -77,7 +92,7 @@ async fn counts<K: Ord>(
     if let Some(at) = at {
         q = q.bind(at);
     }
-    let rows = q.fetch_all(&store.pool).await.map_err(backend_error)?;
+    let rows = q.fetch_all(&mut *store).await.map_err(backend_error)?;
     rows.iter()
         .map(|r| {
             let name: Option<String> = r.try_get(0).map_err(backend_error)?;
@@ -89,7 +104,7 @@ async fn counts<K: Ord>(
 
 /// [`counts`] keyed by a name that is never NULL (a kind, a code version, a dependency).
 async fn named(
-    store: &PgStore,
+    store: &mut PgConnection,
     statement: &'static str,
     at: Option<DateTime<Utc>>,
 ) -> Result<BTreeMap<String, u64>> {
@@ -102,9 +117,9 @@ fn required(key: Option<String>) -> Result<String> {
 }
 
 /// Attempts recorded for succeeded operations, and how many succeeded.
-async fn attempts_and_successes(store: &PgStore) -> Result<(u64, u64)> {
+async fn attempts_and_successes(store: &mut PgConnection) -> Result<(u64, u64)> {
     let r = sqlx::query(sql::STATS_ATTEMPTS_PER_SUCCESS)
-        .fetch_one(&store.pool)
+        .fetch_one(&mut *store)
         .await
         .map_err(backend_error)?;
     let c = Columns(&r);
@@ -112,10 +127,13 @@ async fn attempts_and_successes(store: &PgStore) -> Result<(u64, u64)> {
 }
 
 /// The pending operation eligible longest at `now`.
-async fn oldest_eligible(store: &PgStore, now: DateTime<Utc>) -> Result<Option<OldestEligible>> {
+async fn oldest_eligible(
+    store: &mut PgConnection,
+    now: DateTime<Utc>,
+) -> Result<Option<OldestEligible>> {
     let r = sqlx::query(sql::STATS_OLDEST_ELIGIBLE)
         .bind(now)
-        .fetch_optional(&store.pool)
+        .fetch_optional(&mut *store)
         .await
         .map_err(backend_error)?;
     r.as_ref()
@@ -131,9 +149,9 @@ async fn oldest_eligible(store: &PgStore, now: DateTime<Utc>) -> Result<Option<O
 }
 
 /// When the oldest waiting or running operation was created.
-async fn backlog_oldest(store: &PgStore) -> Result<Option<DateTime<Utc>>> {
+async fn backlog_oldest(store: &mut PgConnection) -> Result<Option<DateTime<Utc>>> {
     sqlx::query_scalar(sql::STATS_BACKLOG_OLDEST)
-        .fetch_one(&store.pool)
+        .fetch_one(&mut *store)
         .await
         .map_err(backend_error)
 }

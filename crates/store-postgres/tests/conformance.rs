@@ -8,3 +8,5 @@ mod common;
 oprec_testkit::store_conformance_tests!(common::setup);
 
 oprec_testkit::operator_conformance_tests!(common::setup);
+
+oprec_testkit::retention_conformance_tests!(common::setup);

@@ -32,7 +32,12 @@ async fn dead(pool: &sqlx::PgPool, of: Option<Uuid>, age_s: i64) -> Uuid {
 #[tokio::test]
 async fn lineages_get_their_root_and_earlier_duplicates_are_marked() {
     let store = common::empty_schema(4).await;
-    let before: Vec<_> = MIGRATOR.iter().filter(|m| m.version < 9).cloned().collect();
+    // The table as it stood before 0009 (its online indexes aside: `migrate` builds those).
+    let before: Vec<_> = MIGRATOR
+        .iter()
+        .filter(|m| m.version < 9 && !m.no_tx)
+        .cloned()
+        .collect();
     assert!(
         before.iter().any(|m| m.version == 5),
         "the migrations before this one, 0005 among them"

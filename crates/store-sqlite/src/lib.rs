@@ -32,6 +32,7 @@ mod read;
 mod reconcile;
 mod redrive;
 mod rescue;
+mod retention;
 mod row;
 mod sql;
 mod stats;

@@ -181,6 +181,12 @@ pub(crate) static WAKE_REWAKE: LazyLock<String> =
 pub(crate) static WAKE_FIGURES: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/wake_figures.sql"), "o", "?1"));
 
+/// Removes one batch of finished operations past their retention.
+pub(crate) const RETENTION_DELETE: &str = include_str!("sql/retention_delete.sql");
+
+/// What one kind holds in one finished status, against a cutoff.
+pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.sql");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@
 pub mod fixture;
 pub mod model;
 pub mod operator_cases;
+pub mod retention_cases;
 #[cfg(unix)]
 pub mod services;
 pub mod store_cases;

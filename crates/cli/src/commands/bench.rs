@@ -8,8 +8,9 @@ use clap::Args;
 use oprec_bench::{BenchConfig, WorkerCommand};
 
 use crate::cli::Global;
+use crate::duration;
 use crate::exit::bad;
-use crate::output;
+use crate::output::{self, Table, count};
 
 /// `oprec bench`.
 #[derive(Debug, Args)]
@@ -22,7 +23,10 @@ worker's peak memory, and the claim's cost with many finished rows. Every phase 
 schema `oprec_bench_<uuid>` of --database-url (which must be PostgreSQL), dropped afterwards; \
 brokers get a fresh stream or queue. Every throughput is also given as a fraction of the \
 ceiling: the same database doing the bare insert → claim → complete work with no oprec; each \
-drain also as a fraction of the bare claim → complete of a full table."
+drain also as a fraction of the bare claim → complete of a full table.\n\nTwo runs stand alone: \
+--stats-rows N times `oprec stats` with N finished rows and stale planner statistics; --steady \
+DURATION enqueues at --rate and drains together, with retention of --retain, and samples sizes, \
+claim and stats latency, removals and retention's share every --sample-every."
 )]
 pub(crate) struct BenchArgs {
     /// Operations per enqueue and drain phase.
@@ -67,6 +71,133 @@ pub(crate) struct BenchArgs {
     /// Also write the JSON report to this file.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Instead of the phases above: time `stats` with this many finished rows in the table,
+    /// bulk-inserted and never analyzed (stale planner statistics), against the table counts
+    /// it used to make.
+    #[arg(long, value_name = "N", conflicts_with = "steady")]
+    pub stats_rows: Option<u64>,
+    /// Instead of the phases above: enqueue and drain together for this long at `--rate`, with
+    /// retention of `--retain`, sampling sizes and latencies every `--sample-every`.
+    #[arg(long, value_name = "DURATION")]
+    pub steady: Option<String>,
+    /// The steady run's enqueue rate, per second.
+    #[arg(
+        long,
+        value_name = "PER_SECOND",
+        default_value_t = 500,
+        requires = "steady"
+    )]
+    pub rate: u32,
+    /// How long the steady run's worker keeps succeeded operations.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "5m",
+        requires = "steady"
+    )]
+    pub retain: String,
+    /// How often the steady run samples.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1m",
+        requires = "steady"
+    )]
+    pub sample_every: String,
+}
+
+/// Writes `report` to `--out` if given, then prints it as JSON or as `text`.
+fn emit<T: serde::Serialize>(args: &BenchArgs, report: &T, text: String) -> anyhow::Result<()> {
+    if let Some(path) = &args.out {
+        std::fs::write(path, serde_json::to_string_pretty(report)? + "\n")
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+    }
+    if args.json {
+        output::json(report)
+    } else {
+        output::text(&text)
+    }
+}
+
+/// `--stats-rows` and `--steady`: the single-phase runs.
+async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
+    let progress = |line: &str| eprintln!("oprec bench: {line}");
+    let fail = |e: oprec_bench::Error| -> anyhow::Error {
+        if e.is_invalid_input() {
+            bad(e.to_string())
+        } else {
+            e.into()
+        }
+    };
+    if let Some(rows) = args.stats_rows {
+        let r = oprec_bench::stats_at_scale(url, rows, &progress)
+            .await
+            .map_err(fail)?;
+        let text = format!(
+            "stats with {} finished rows (statistics stale): {:.1} ms median, {:.1} ms slowest; \
+             the table counts it used to make: {:.0} ms\n",
+            r.finished_rows, r.stats_median_ms, r.stats_max_ms, r.table_count_median_ms
+        );
+        emit(args, &r, text)?;
+        return Ok(Some(()));
+    }
+    let Some(duration) = &args.steady else {
+        return Ok(None);
+    };
+    let config = oprec_bench::SteadyConfig {
+        duration: duration::parse_positive("--steady", duration)?
+            .to_std()
+            .unwrap_or_default(),
+        rate: args.rate,
+        retain: duration::parse_positive("--retain", &args.retain)?,
+        sample_every: duration::parse_positive("--sample-every", &args.sample_every)?
+            .to_std()
+            .unwrap_or_default(),
+        concurrency: args.concurrency.first().copied().unwrap_or(32),
+    };
+    let r = oprec_bench::steady(url, &config, &progress)
+        .await
+        .map_err(fail)?;
+    let mut t = Table::new(&[
+        "at",
+        "operations",
+        "pending",
+        "table MB",
+        "indexes MB",
+        "attempts MB",
+        "claim ms",
+        "stats ms",
+        "enqueued/s",
+        "removed/s",
+        "retention share",
+    ]);
+    for s in &r.samples {
+        t.row(vec![
+            format!("{:.0}s", s.at_seconds),
+            count(s.operations),
+            count(s.pending),
+            format!("{:.1}", s.table_bytes as f64 / 1e6),
+            format!("{:.1}", s.index_bytes as f64 / 1e6),
+            format!("{:.1}", s.attempts_bytes as f64 / 1e6),
+            format!("{:.2}", s.claim_ms),
+            format!("{:.2}", s.stats_ms),
+            format!("{:.0}", s.enqueued_per_second),
+            format!("{:.0}", s.removed_per_second),
+            format!("{:.1}%", s.retention_write_share * 100.0),
+        ]);
+    }
+    let text = format!(
+        "steady run: {} s at {}/s, retention {} s, concurrency {}: {} enqueued, {} removed\n\n{}",
+        r.seconds,
+        r.rate,
+        r.retain_seconds,
+        r.concurrency,
+        count(r.enqueued),
+        count(r.removed),
+        t.render("  ")
+    );
+    emit(args, &r, text)?;
+    Ok(Some(()))
 }
 
 /// Runs the benchmark and prints its report.
@@ -77,6 +208,9 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
             "oprec bench measures PostgreSQL: pass --database-url postgres://USER@HOST/DB (not {})",
             oprec::redact_url(url)
         )));
+    }
+    if single(url, &args).await?.is_some() {
+        return Ok(());
     }
     let worker = WorkerCommand {
         program: std::env::current_exe()?,

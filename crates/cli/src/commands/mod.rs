@@ -13,6 +13,7 @@ mod ops;
 pub(crate) mod quarantine;
 pub(crate) mod reconcile;
 pub(crate) mod redrive;
+pub(crate) mod retention;
 pub(crate) mod simulate;
 pub(crate) mod stats;
 mod transport;
@@ -47,6 +48,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
         Command::Stats(a) => stats::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
+        Command::Retention(retention::RetentionCommand::Show(a)) => retention::show(g, a).await,
         Command::Workers(a) => workers::run(g, a).await,
         Command::Dashboard(a) => dashboard::run(g, a).await,
         Command::Import(a) => import::run(g, a).await,

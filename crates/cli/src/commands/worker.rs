@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec::runtime::{
-    AlerterConfig, DeadLetterSink, ReconcilerConfig, RescuerConfig, SchedulerConfig, WebhookSink,
+    AlerterConfig, DeadLetterSink, ReconcilerConfig, RescuerConfig, RetentionConfig,
+    SchedulerConfig, WebhookSink,
 };
 use oprec::{VanishRule, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
@@ -88,6 +89,10 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
             ..ReconcilerConfig::default()
         },
         alerter,
+        retention: RetentionConfig {
+            policy: args.retention.policy()?,
+            ..RetentionConfig::default()
+        },
         ..defaults
     };
     Ok((config, policy))

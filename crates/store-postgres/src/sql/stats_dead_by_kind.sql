@@ -1,4 +1,5 @@
--- Dead operations counted by kind. Reads operations_status_kind (status, kind, id).
-SELECT kind, count(*) FROM operations
+-- Dead operations counted by kind. Reads the trigger-kept counts (operation_counts).
+SELECT kind, sum(operations)::int8 FROM operation_counts
 WHERE status = 'dead'
 GROUP BY kind
+HAVING sum(operations) <> 0

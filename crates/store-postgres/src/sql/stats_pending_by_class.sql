@@ -1,5 +1,6 @@
--- Pending operations counted by last failure class (NULL: they have not failed). Reads
--- operations_status_kind (status, kind, id) for the pending rows.
-SELECT last_failure_class, count(*) FROM operations
+-- Pending operations counted by last failure class (NULL: they have not failed). Reads the
+-- trigger-kept counts (operation_counts), where no class is ''.
+SELECT nullif(failure_class, ''), sum(operations)::int8 FROM operation_counts
 WHERE status = 'pending'
-GROUP BY last_failure_class
+GROUP BY failure_class
+HAVING sum(operations) <> 0

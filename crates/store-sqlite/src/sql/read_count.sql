@@ -1,6 +1,7 @@
 -- Operations counted by status, kind and last failure class, missing classes last (PostgreSQL's
--- order for an ascending sort). Scans operations_status_kind and sorts the groups.
-SELECT status, kind, last_failure_class, count(*) AS n
-FROM operations
-GROUP BY status, kind, last_failure_class
-ORDER BY status, kind, last_failure_class NULLS LAST
+-- order for an ascending sort). Reads the trigger-kept counts (operation_counts).
+SELECT status, kind, nullif(failure_class, '') AS last_failure_class, sum(operations) AS n
+FROM operation_counts
+GROUP BY status, kind, failure_class
+HAVING sum(operations) <> 0
+ORDER BY status, kind, nullif(failure_class, '') NULLS LAST

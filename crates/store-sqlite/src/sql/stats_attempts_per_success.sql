@@ -1,5 +1,6 @@
--- Attempts recorded for succeeded operations (snoozes left out), and how many succeeded.
-SELECT (SELECT count(*) FROM operation_attempts AS a
-        JOIN operations AS o ON o.id = a.operation_id
-        WHERE o.status = 'succeeded' AND a.outcome <> 'snoozed') AS attempts,
-       (SELECT count(*) FROM operations WHERE status = 'succeeded') AS successes
+-- The attempts of succeeded operations (the sum of their `attempt`: snoozes refund theirs, and a
+-- re-drive in place starts again from zero), and how many succeeded. Reads the trigger-kept
+-- counts (operation_counts).
+SELECT coalesce(sum(attempts), 0) AS attempts, coalesce(sum(operations), 0) AS successes
+FROM operation_counts
+WHERE status = 'succeeded'

@@ -1,2 +1,5 @@
--- Dead operations by kind. Walks operations_status_kind for status 'dead'.
-SELECT kind AS k, count(*) AS n FROM operations WHERE status = 'dead' GROUP BY kind
+-- Dead operations by kind. Reads the trigger-kept counts (operation_counts).
+SELECT kind AS k, sum(operations) AS n FROM operation_counts
+WHERE status = 'dead'
+GROUP BY kind
+HAVING sum(operations) <> 0

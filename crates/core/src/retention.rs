@@ -1,0 +1,307 @@
+//! Retention: how long finished operations stay in the store, decided here and applied by the
+//! stores in small batches ([`RetentionStore::operation_retention_delete`]).
+//!
+//! Only succeeded and cancelled operations are ever removed by age: [`FinishedStatus`] has no
+//! other value, so a rule that removes dead, held, reconciling, pending or running operations
+//! cannot be written. Dead operations leave only through an operator's action.
+//!
+//! The default keeps succeeded and cancelled operations for [`Retention::DEFAULT_DAYS`] days:
+//! long enough to answer "did it run, and how" for a week of incidents, short enough that the
+//! table holds days of history rather than years.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::status::named_enum;
+use crate::{Result, Status, Store};
+
+named_enum! {
+    /// A status retention may remove operations in: the finished ones that need nobody.
+    FinishedStatus, "retained status" {
+        /// Succeeded.
+        Succeeded => "succeeded",
+        /// Cancelled.
+        Cancelled => "cancelled",
+    }
+}
+
+impl FinishedStatus {
+    /// The operation status it names.
+    pub const fn status(self) -> Status {
+        match self {
+            FinishedStatus::Succeeded => Status::Succeeded,
+            FinishedStatus::Cancelled => Status::Cancelled,
+        }
+    }
+
+    /// The finished status `status` is, if retention may remove it.
+    pub fn of(status: Status) -> Option<Self> {
+        match status {
+            Status::Succeeded => Some(FinishedStatus::Succeeded),
+            Status::Cancelled => Some(FinishedStatus::Cancelled),
+            _ => None,
+        }
+    }
+}
+
+/// How long one kind's finished operations are kept, per status; `None` keeps them until an
+/// operator removes them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Retention {
+    /// How long succeeded operations are kept after they finished.
+    pub succeeded: Option<Duration>,
+    /// How long cancelled operations are kept after they were cancelled.
+    pub cancelled: Option<Duration>,
+}
+
+impl Retention {
+    /// The default age, in days, of both statuses.
+    pub const DEFAULT_DAYS: i64 = 7;
+
+    /// Keeps every finished operation (retention off).
+    pub const fn off() -> Self {
+        Retention {
+            succeeded: None,
+            cancelled: None,
+        }
+    }
+
+    /// Both statuses kept for `age`.
+    pub fn both(age: Duration) -> Self {
+        Retention {
+            succeeded: Some(age),
+            cancelled: Some(age),
+        }
+    }
+
+    /// How long operations in `status` are kept.
+    pub fn keep_for(&self, status: FinishedStatus) -> Option<Duration> {
+        match status {
+            FinishedStatus::Succeeded => self.succeeded,
+            FinishedStatus::Cancelled => self.cancelled,
+        }
+    }
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention::both(Duration::days(Retention::DEFAULT_DAYS))
+    }
+}
+
+/// The fleet's retention: one [`Retention`] for every kind, and the kinds that declare their own.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RetentionPolicy {
+    /// What kinds without their own retention get.
+    pub default: Retention,
+    /// Kinds with their own retention.
+    pub kinds: BTreeMap<String, Retention>,
+}
+
+/// Which kinds a rule covers: one kind, or every kind but those with their own rules.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KindScope {
+    /// Just this kind.
+    Only(String),
+    /// Every kind except these.
+    AllExcept(Vec<String>),
+}
+
+impl KindScope {
+    /// Whether `kind` is covered.
+    pub fn covers(&self, kind: &str) -> bool {
+        match self {
+            KindScope::Only(k) => k == kind,
+            KindScope::AllExcept(ks) => !ks.iter().any(|k| k == kind),
+        }
+    }
+}
+
+/// One rule of a policy: operations of these kinds, finished in this status longer ago than
+/// `keep_for`, are removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RetentionRule {
+    /// The kinds.
+    pub kinds: KindScope,
+    /// The status.
+    pub status: FinishedStatus,
+    /// How long they are kept after they finished.
+    pub keep_for: Duration,
+}
+
+impl RetentionRule {
+    /// Operations finished before this time are past their retention at `now`.
+    pub fn finished_before(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        now - self.keep_for
+    }
+
+    /// One batch of this rule at `now`, of at most `limit` operations.
+    pub fn batch(&self, now: DateTime<Utc>, limit: u32) -> RetentionDeleteParams {
+        RetentionDeleteParams {
+            kinds: self.kinds.clone(),
+            status: self.status,
+            finished_before: self.finished_before(now),
+            limit,
+        }
+    }
+}
+
+impl RetentionPolicy {
+    /// Retention off for every kind.
+    pub fn off() -> Self {
+        RetentionPolicy {
+            default: Retention::off(),
+            kinds: BTreeMap::new(),
+        }
+    }
+
+    /// How long `kind`'s operations in `status` are kept (`None`: until an operator acts).
+    pub fn keep_for(&self, kind: &str, status: FinishedStatus) -> Option<Duration> {
+        self.kinds
+            .get(kind)
+            .unwrap_or(&self.default)
+            .keep_for(status)
+    }
+
+    /// The rules that apply the policy: one per kind with its own retention and status it
+    /// removes, then one per status for every other kind. Statuses kept forever have none.
+    pub fn rules(&self) -> Vec<RetentionRule> {
+        let mut rules = Vec::new();
+        for status in FinishedStatus::ALL.iter().copied() {
+            for (kind, r) in &self.kinds {
+                if let Some(keep_for) = r.keep_for(status) {
+                    rules.push(RetentionRule {
+                        kinds: KindScope::Only(kind.clone()),
+                        status,
+                        keep_for,
+                    });
+                }
+            }
+            if let Some(keep_for) = self.default.keep_for(status) {
+                rules.push(RetentionRule {
+                    kinds: KindScope::AllExcept(self.kinds.keys().cloned().collect()),
+                    status,
+                    keep_for,
+                });
+            }
+        }
+        rules
+    }
+}
+
+/// Remove up to `limit` operations of `kinds` that finished in `status` before
+/// `finished_before`, with their attempts and steps, oldest first. An operation that a re-drive
+/// names as its origin stays while its re-drive does (the lineage is kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetentionDeleteParams {
+    /// The kinds.
+    pub kinds: KindScope,
+    /// The status; nothing else is ever removed.
+    pub status: FinishedStatus,
+    /// Only operations that finished before this time.
+    pub finished_before: DateTime<Utc>,
+    /// The most operations removed by one call: it bounds the statement's locks and I/O.
+    pub limit: u32,
+}
+
+/// Read what retention holds of one kind in one status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetentionFiguresParams {
+    /// The kind.
+    pub kind: String,
+    /// The status.
+    pub status: FinishedStatus,
+    /// The cutoff: operations finished before it are past their retention.
+    pub finished_before: DateTime<Utc>,
+}
+
+/// What a kind holds in a finished status, as retention sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RetentionFigures {
+    /// Operations finished before the cutoff.
+    pub past_retention: u64,
+    /// When the longest-finished operation finished.
+    pub oldest_finished_at: Option<DateTime<Utc>>,
+}
+
+/// The retention side of a store: the maintenance leader's batch removal and the operator's
+/// preview. Reads and removals walk the partial index of finished operations by finish time.
+#[async_trait]
+pub trait RetentionStore: Store {
+    /// Removes one batch as [`RetentionDeleteParams`] says; returns how many operations went.
+    async fn operation_retention_delete(&self, params: RetentionDeleteParams) -> Result<u64>;
+
+    /// What one kind holds in one finished status, against a cutoff.
+    async fn operation_retention_figures(
+        &self,
+        params: RetentionFiguresParams,
+    ) -> Result<RetentionFigures>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_succeeded_and_cancelled_can_be_removed() {
+        for s in Status::ALL {
+            let finished = FinishedStatus::of(*s);
+            assert_eq!(
+                finished.is_some(),
+                matches!(s, Status::Succeeded | Status::Cancelled),
+                "{s}"
+            );
+            if let Some(f) = finished {
+                assert_eq!(f.status(), *s);
+            }
+        }
+    }
+
+    #[test]
+    fn rules_give_each_kind_its_own_age_and_the_rest_the_default() {
+        let mut p = RetentionPolicy::default();
+        p.kinds.insert(
+            "audit".into(),
+            Retention {
+                succeeded: Some(Duration::days(90)),
+                cancelled: None,
+            },
+        );
+        let rules = p.rules();
+        assert_eq!(rules.len(), 3);
+        assert_eq!(rules[0].kinds, KindScope::Only("audit".into()));
+        assert_eq!(rules[0].keep_for, Duration::days(90));
+        assert_eq!(rules[1].kinds, KindScope::AllExcept(vec!["audit".into()]));
+        assert_eq!(rules[1].keep_for, Duration::days(7));
+        // Cancelled audit operations are kept forever: no rule covers them.
+        assert!(
+            rules
+                .iter()
+                .filter(|r| r.status == FinishedStatus::Cancelled)
+                .all(|r| !r.kinds.covers("audit"))
+        );
+        assert_eq!(p.keep_for("audit", FinishedStatus::Cancelled), None);
+        assert_eq!(
+            p.keep_for("mail", FinishedStatus::Cancelled),
+            Some(Duration::days(7))
+        );
+        assert!(RetentionPolicy::off().rules().is_empty());
+    }
+
+    #[test]
+    fn a_batch_cuts_at_now_less_the_age() {
+        let now = DateTime::<Utc>::from_timestamp(1_000_000, 0).unwrap();
+        let rule = RetentionRule {
+            kinds: KindScope::Only("k".into()),
+            status: FinishedStatus::Succeeded,
+            keep_for: Duration::minutes(5),
+        };
+        let b = rule.batch(now, 500);
+        assert_eq!(b.finished_before, now - Duration::minutes(5));
+        assert_eq!(b.limit, 500);
+    }
+}

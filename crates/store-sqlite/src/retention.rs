@@ -1,0 +1,57 @@
+//! Retention ([`RetentionStore`](oprec_core::RetentionStore)): removing one batch of finished
+//! operations past their retention, as core's rule says, and reading what a kind holds for the
+//! preview, as the PostgreSQL store does.
+
+use oprec_core::Result;
+use oprec_core::retention::{
+    KindScope, RetentionDeleteParams, RetentionFigures, RetentionFiguresParams,
+};
+
+use crate::row::{Columns, json_text};
+use crate::{SqliteStore, backend_error, sql, time};
+
+/// The kinds bound as `?1` (a JSON array) and whether they are excluded (`?2`).
+fn kinds(scope: &KindScope) -> Result<(String, bool)> {
+    Ok(match scope {
+        KindScope::Only(k) => (json_text(&[k])?, false),
+        KindScope::AllExcept(ks) => (json_text(ks)?, true),
+    })
+}
+
+/// Removes one batch; returns how many operations went.
+pub(crate) async fn operation_retention_delete(
+    store: &SqliteStore,
+    params: RetentionDeleteParams,
+) -> Result<u64> {
+    let (kinds, except) = kinds(&params.kinds)?;
+    let _turn = store.write_turn().await;
+    let done = sqlx::query(sql::RETENTION_DELETE)
+        .bind(kinds)
+        .bind(except)
+        .bind(params.status.as_str())
+        .bind(time::text(params.finished_before)?)
+        .bind(i64::from(params.limit))
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
+}
+
+/// What one kind holds in one finished status, against a cutoff.
+pub(crate) async fn operation_retention_figures(
+    store: &SqliteStore,
+    params: RetentionFiguresParams,
+) -> Result<RetentionFigures> {
+    let r = sqlx::query(sql::RETENTION_FIGURES)
+        .bind(&params.kind)
+        .bind(params.status.as_str())
+        .bind(time::text(params.finished_before)?)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    let c = Columns(&r);
+    Ok(RetentionFigures {
+        past_retention: c.u64("past_retention")?,
+        oldest_finished_at: c.opt_time("oldest_finished_at")?,
+    })
+}
