@@ -54,6 +54,28 @@ pub(crate) const LEADER_LIST: &str = include_str!("sql/leader_list.sql");
 /// Records announced promotions.
 pub(crate) const ALERTS_MARK_ALERTED: &str = include_str!("sql/alerts_mark_alerted.sql");
 
+/// The attempt histories of archived operations.
+pub(crate) const ARCHIVE_ATTEMPTS: &str = include_str!("sql/archive_attempts.sql");
+
+/// The durable steps of archived operations.
+pub(crate) const ARCHIVE_STEPS: &str = include_str!("sql/archive_steps.sql");
+
+/// Removes archived operations whose fences hold.
+pub(crate) const ARCHIVE_REMOVE: &str = include_str!("sql/archive_remove.sql");
+
+/// Whether a restored operation's id is taken and its parent present.
+pub(crate) const ARCHIVE_RESTORE_CHECK: &str = include_str!("sql/archive_restore_check.sql");
+
+/// Inserts a restored operation.
+pub(crate) const ARCHIVE_RESTORE_OPERATION: &str =
+    include_str!("sql/archive_restore_operation.sql");
+
+/// Inserts a restored operation's attempts.
+pub(crate) const ARCHIVE_RESTORE_ATTEMPTS: &str = include_str!("sql/archive_restore_attempts.sql");
+
+/// Inserts a restored operation's steps.
+pub(crate) const ARCHIVE_RESTORE_STEPS: &str = include_str!("sql/archive_restore_steps.sql");
+
 /// Appends to the audit log.
 pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 
