@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
 
+use crate::commands::archive::ArchiveArgs;
 use crate::commands::audit::AuditArgs;
 use crate::commands::bench::BenchArgs;
 use crate::commands::cancel::CancelArgs;
@@ -109,6 +110,9 @@ pub(crate) enum Command {
     Reconcile(ReconcileCommand),
     /// What is failing, why, and whether it is safe: the figures at a glance.
     Stats(StatsArgs),
+    /// Move ended operations with their whole history to a JSON Lines file (verified before
+    /// anything is removed), or restore them from one.
+    Archive(ArchiveArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
     /// The workers running now, the kinds each handles, and pending kinds none of them handles.

@@ -8,12 +8,38 @@ use oprec_core::{Error, Operation, OperationDetail, Result};
 use crate::row::{self, Columns};
 use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
-/// Creates or upgrades the schema with the embedded migrations.
+/// How long a migration waits between two tries of the migration lock.
+const MIGRATE_LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Creates or upgrades the schema with the embedded migrations, one migrating process per
+/// database and schema at a time. The lock is sqlx's idea with two changes: it is taken per
+/// schema, and by polling (see `read_migrate_lock.sql`), because a migration that builds an index
+/// concurrently waits for every older statement in the database, and sqlx's blocking lock would
+/// make a second `oprec migrate` started meanwhile such a statement: a deadlock.
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
-    MIGRATOR
-        .run(&store.pool)
+    let mut conn = store.pool.acquire().await.map_err(backend_error)?;
+    while !sqlx::query_scalar::<_, bool>(sql::READ_MIGRATE_LOCK)
+        .fetch_one(&mut *conn)
         .await
-        .map_err(|e| Error::backend(false, e))
+        .map_err(backend_error)?
+    {
+        tokio::time::sleep(MIGRATE_LOCK_POLL).await;
+    }
+    let mut migrator = sqlx::migrate::Migrator::with_migrations(MIGRATOR.migrations.to_vec());
+    migrator.set_locking(false);
+    // `run_direct` is what `run` calls once it has a connection; `run(&mut *conn)` itself trips
+    // the compiler's "Acquire is not general enough" inside the store traits' futures (the
+    // workaround sqlx's own comment names).
+    let ran = migrator
+        .run_direct(None, &mut *conn, false)
+        .await
+        .map_err(|e| Error::backend(false, e));
+    let unlocked = sqlx::query_scalar::<_, bool>(sql::READ_MIGRATE_UNLOCK)
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(backend_error);
+    ran?;
+    unlocked.map(|_| ())
 }
 
 /// The store's clock, or with the system clock the database's, so that every host judges

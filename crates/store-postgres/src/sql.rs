@@ -76,6 +76,12 @@ pub(crate) const ARCHIVE_RESTORE_ATTEMPTS: &str = include_str!("sql/archive_rest
 /// Inserts a restored operation's steps.
 pub(crate) const ARCHIVE_RESTORE_STEPS: &str = include_str!("sql/archive_restore_steps.sql");
 
+/// Takes the migration lock of this schema if it is free.
+pub(crate) const READ_MIGRATE_LOCK: &str = include_str!("sql/read_migrate_lock.sql");
+
+/// Gives the migration lock back.
+pub(crate) const READ_MIGRATE_UNLOCK: &str = include_str!("sql/read_migrate_unlock.sql");
+
 /// Appends to the audit log.
 pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 

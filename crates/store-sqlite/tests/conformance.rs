@@ -6,3 +6,4 @@ mod common;
 oprec_testkit::store_conformance_tests!(common::setup);
 
 oprec_testkit::operator_conformance_tests!(common::setup);
+oprec_testkit::archive_conformance_tests!(common::setup);

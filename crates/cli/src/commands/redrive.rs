@@ -183,7 +183,10 @@ fn print_dry_run(
 /// Sets `stop` on the first ctrl-c (the current batch finishes, the rest waits for a second
 /// run); exits at once on the second. The handler is registered before this returns, so no
 /// interrupt between two batches can end the process without its audit entry.
-fn stop_on_interrupt(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub(crate) fn stop_on_interrupt(
+    command: &'static str,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     #[cfg(unix)]
     let mut interrupts =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
@@ -201,7 +204,7 @@ fn stop_on_interrupt(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
             }
             if n == 0 {
                 eprintln!(
-                    "oprec redrive: stopping after this batch (a second ctrl-c stops at once)"
+                    "oprec {command}: stopping after this batch (a second ctrl-c stops at once)"
                 );
                 stop.cancel();
             } else {
@@ -223,7 +226,7 @@ pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()
         return print_dry_run(&review, args.dry_run, args.json);
     }
     let stop = CancellationToken::new();
-    let listener = stop_on_interrupt(stop.clone());
+    let listener = stop_on_interrupt("redrive", stop.clone());
     let bar = progress::bar(review.planned, "re-driven");
     let done = review
         .apply(store, &who, note.as_deref(), &stop, |batch| {
