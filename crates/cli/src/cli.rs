@@ -89,6 +89,7 @@ pub(crate) enum Command {
     /// Run the retry scenarios (outages, bad input, crashes) on a virtual clock with no services.
     Demo(DemoArgs),
     /// Re-drive dead operations by filter, after a dry run, at a bounded pace.
+    #[command(long_about = crate::commands::redrive::LONG_ABOUT)]
     Redrive(RedriveArgs),
     /// Stop claims and wake-ups of a kind, failure class or dependency (nothing else stops).
     Pause(PauseArgs),
@@ -112,6 +113,7 @@ pub(crate) enum Command {
     Stats(StatsArgs),
     /// Move ended operations with their whole history to a JSON Lines file (verified before
     /// anything is removed), or restore them from one.
+    #[command(long_about = crate::commands::archive::LONG_ABOUT)]
     Archive(ArchiveArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),

@@ -101,3 +101,95 @@ pub fn parse(text: &str) -> Result<Entry, String> {
         _ => Err("neither a record with its sha256 nor a keep note".to_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use oprec_core::archive::Bookkeeping;
+    use oprec_core::{Operation, Status};
+    use serde_json::json;
+
+    fn record() -> ArchivedOperation {
+        let t = chrono::Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap();
+        ArchivedOperation {
+            operation: Operation {
+                id: OperationId::new(),
+                kind: "k".into(),
+                idempotency_key: None,
+                payload: json!({"amount": 12.5, "to": "x"}),
+                payload_mode: None,
+                status: Status::Dead,
+                attempt: 1,
+                max_attempts: Some(1),
+                next_eligible_at: t,
+                give_up_at: None,
+                lease_until: None,
+                claim_token: None,
+                claimed_at: None,
+                worker_id: None,
+                last_failure_class: None,
+                last_error: None,
+                remote_id: None,
+                dependency: None,
+                terminal_reason: Some(oprec_core::TerminalReason::Permanent),
+                code_version: None,
+                enqueue_params: json!({}),
+                redrive_of: None,
+                redrive_count: 0,
+                vanished_streak: 0,
+                last_woken_at: None,
+                created_at: t,
+                updated_at: t,
+                terminal_at: Some(t),
+            },
+            bookkeeping: Bookkeeping::default(),
+            attempts: vec![],
+            steps: vec![],
+        }
+    }
+
+    #[test]
+    fn a_line_reads_back_as_written_and_an_edit_breaks_its_checksum() {
+        let r = record();
+        let line = record_line(&r);
+        assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+        assert_eq!(
+            parse(line.trim_end()).unwrap(),
+            Entry::Record(Box::new(r.clone()))
+        );
+        let edited = line.replace("12.5", "125");
+        assert!(
+            parse(edited.trim_end())
+                .unwrap_err()
+                .contains("checksum mismatch")
+        );
+        let kept = kept_line(r.operation.id, "changed");
+        assert_eq!(parse(kept.trim_end()).unwrap(), Entry::Kept(r.operation.id));
+        assert!(parse("{}").unwrap_err().contains("not an archive line"));
+        let other = line.replace(FORMAT, "oprec-archive/9");
+        assert!(parse(other.trim_end()).unwrap_err().contains("format"));
+        assert!(
+            parse(&format!("{{\"format\":\"{FORMAT}\"}}"))
+                .unwrap_err()
+                .contains("neither")
+        );
+    }
+
+    #[test]
+    fn verify_refuses_a_batch_that_did_not_read_back_as_written() {
+        use crate::archive::verify;
+        let (a, b) = (record(), record());
+        let text = record_line(&a) + &record_line(&b);
+        verify(text.as_bytes(), &[a.clone(), b.clone()]).unwrap();
+        let fail =
+            |bytes: &[u8], recs: &[ArchivedOperation]| verify(bytes, recs).unwrap_err().to_string();
+        assert!(fail(text.as_bytes(), std::slice::from_ref(&a)).contains("2 lines read back"));
+        let swapped = record_line(&b) + &record_line(&a);
+        assert!(fail(swapped.as_bytes(), &[a.clone(), b.clone()]).contains("not"));
+        let torn = &text.as_bytes()[..text.len() - 5];
+        assert!(fail(torn, &[a.clone(), b.clone()]).contains("newline"));
+        let edited = text.replace("12.5", "13.5");
+        assert!(fail(edited.as_bytes(), &[a, b]).contains("checksum mismatch"));
+    }
+}

@@ -22,12 +22,9 @@ use crate::progress;
 const AGAIN: &str = "run the same command again with --append to archive the rest; what was \
 removed is in the file, and nothing is removed twice";
 
-/// `oprec archive`.
-#[derive(Debug, Args)]
-#[command(
-    args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true,
-    long_about = "Move ended operations (succeeded, dead or cancelled; never pending, running, \
+/// The long help of `oprec archive` (clap takes a variant's one-line doc comment
+/// as its whole help unless the variant names its long help).
+pub(crate) const LONG_ABOUT: &str = "Move ended operations (succeeded, dead or cancelled; never pending, running, \
 reconciling or held ones) with their whole history out of the store into a JSON Lines file: one \
 operation per line, the full row with its attempts and durable steps nested and a SHA-256 \
 checksum.\n\nEach batch is written, synced to disk and read back; only when every line parses \
@@ -36,8 +33,11 @@ not changed since it was read (an operation re-driven meanwhile stays, and the f
 Nothing is removed that was not written and read back. The file is never overwritten: it must \
 not exist, unless --append.\n\nWithout --yes nothing is changed: the command prints how many \
 operations match. `oprec archive restore FILE` puts them back.\n\nExample: oprec archive \
---status dead --until 30d --to dead-2026-11.jsonl --yes"
-)]
+--status dead --until 30d --to dead-2026-11.jsonl --yes";
+
+/// `oprec archive`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct ArchiveArgs {
     #[command(subcommand)]
     pub command: Option<ArchiveCommand>,

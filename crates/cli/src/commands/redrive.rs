@@ -23,18 +23,19 @@ const AGAIN: &str = "run the same command again to re-drive the rest; nothing is
 /// Operations re-driven per store call (one transaction), unless `--batch` says otherwise.
 const BATCH: u64 = oprec::ops::batches::DEFAULT_BATCH;
 
-/// `oprec redrive`.
-#[derive(Debug, Args)]
-#[command(
-    long_about = "Re-drive dead operations (and cancelled ones with --include-cancelled) \
+/// The long help of `oprec redrive` (clap takes a variant's one-line doc comment
+/// as its whole help unless the variant names its long help).
+pub(crate) const LONG_ABOUT: &str = "Re-drive dead operations (and cancelled ones with --include-cancelled) \
 that match the filters: in place (attempts reset, the same id) or --as-new (a new operation \
 linked by redrive_of; the old one stays as it was).\n\nWithout --yes nothing is changed: the \
 command prints the dry run (how many match, grouped by kind, class and terminal reason, how many \
 matches are not terminal and so refused, a sample of errors, and whether each kind's payload is a \
 snapshot that the re-drive replays or a reference to today's data). --rate or --spread staggers \
 next_eligible_at so that a recovered dependency is not hit by the whole pile at once.\n\nHere \
---reason filters by terminal reason; the reason for the audit log is --note."
-)]
+--reason filters by terminal reason; the reason for the audit log is --note.";
+
+/// `oprec redrive`.
+#[derive(Debug, Args)]
 pub(crate) struct RedriveArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
