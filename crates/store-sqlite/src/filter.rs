@@ -86,7 +86,7 @@ fn push_error_contains(q: &mut QueryBuilder<Sqlite>, text: &str) {
 
 /// Appends the condition (with no leading `AND`) that `o` is a terminal match of `f` not already
 /// re-driven as new. `NOT IN` over the children rather than a correlated `NOT EXISTS`: SQLite
-/// reads the children once instead of once per row (`redrive_of` has no index).
+/// reads the children once (through operations_redrive_of) instead of once per row.
 fn push_redrivable(
     q: &mut QueryBuilder<Sqlite>,
     f: &OperationFilter,
