@@ -74,7 +74,7 @@ fn old_binary() -> (String, PathBuf) {
     let src = PathBuf::from("/var/tmp/oprec-old-src").join(&old);
     if !src.join(".extracted").exists() {
         std::fs::create_dir_all(&src).unwrap();
-        let archive = Command::new("git")
+        let mut archive = Command::new("git")
             .current_dir(root())
             .args(["archive", "--format=tar", &old])
             .stdout(Stdio::piped())
@@ -83,11 +83,11 @@ fn old_binary() -> (String, PathBuf) {
         let status = Command::new("tar")
             .args(["-x", "-C"])
             .arg(&src)
-            .stdin(archive.stdout.unwrap())
+            .stdin(archive.stdout.take().unwrap())
             .status()
             .expect("tar");
         assert!(
-            status.success(),
+            status.success() && archive.wait().expect("git archive").success(),
             "extracting {old} into {} failed",
             src.display()
         );
