@@ -409,4 +409,40 @@ fn sqlite_round_trip_and_refusals() {
         .map(|s| o.show(s["operation"]["id"].as_str().unwrap()))
         .collect();
     assert_eq!(again, shown, "the same operations with the same attempts");
+
+    // Re-driven since: the store's operation is in the way, and stays as it is.
+    let id = shown[0]["operation"]["id"].as_str().unwrap();
+    o.run(&["redrive", "--id", id, "--yes"]).ok();
+    let run = o.run(&["archive", "restore", to, "--json"]);
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(report["present"], 2, "{report}");
+    assert_eq!(report["conflicts"][0]["id"], id);
+    assert!(
+        report["conflicts"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("has not ended"),
+        "{report}"
+    );
+    o.run(&[
+        "--transport",
+        "poll",
+        "worker",
+        "--demo",
+        "--demo-max-attempts",
+        "1",
+        "--exit-when-idle",
+    ])
+    .ok();
+    let dry = o.run(&["archive", "restore", to, "--dry-run"]);
+    assert_eq!(dry.code, Some(1), "{dry:#?}");
+    assert!(
+        dry.stdout
+            .contains(&format!("conflict: {id}: the store holds a different {id}")),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(o.show(id)["operation"]["status"], "dead");
+    assert_ne!(o.show(id), shown[0], "never overwritten");
 }

@@ -16,7 +16,7 @@ use std::path::Path;
 use oprec_core::archive::{
     ArchivedOperation, OperationExportParams, OperationRestoreParams, RestoreOutcome,
 };
-use oprec_core::operator::{AuditEntry, OperationFilter};
+use oprec_core::operator::{AuditEntry, CountMatchingParams, OperationFilter};
 use oprec_core::store::OperationGetParams;
 use oprec_core::{OperationId, OperatorStore, Status};
 use serde::Serialize;
@@ -178,7 +178,9 @@ fn kept_ids(file: &Path) -> Result<HashSet<OperationId>> {
     Ok(kept)
 }
 
-/// Restores one batch; returns the records whose parent is missing, to try again later.
+/// Restores one batch; returns the records whose parent is missing, to try again later. The
+/// operations already in the store are looked up first, in one read, so a second restore of a
+/// file writes nothing and costs a read per batch.
 async fn restore_batch<S: OperatorStore + ?Sized>(
     store: &S,
     batch: Vec<(u64, ArchivedOperation)>,
@@ -188,44 +190,40 @@ async fn restore_batch<S: OperatorStore + ?Sized>(
     if batch.is_empty() {
         return Ok(Vec::new());
     }
-    let mut waiting = Vec::new();
-    let outcomes = if dry_run {
-        let present = current(store, &batch).await?;
-        batch
-            .iter()
-            .map(|(_, r)| {
-                if present.contains_key(&r.operation.id) {
-                    RestoreOutcome::Exists
-                } else {
-                    RestoreOutcome::Restored
-                }
-            })
-            .collect()
-    } else {
-        store
-            .operation_restore(OperationRestoreParams {
-                records: batch.iter().map(|(_, r)| r.clone()).collect(),
-            })
-            .await?
-    };
-    let exists: Vec<&(u64, ArchivedOperation)> = batch
-        .iter()
-        .zip(&outcomes)
-        .filter(|(_, o)| **o == RestoreOutcome::Exists)
-        .map(|(b, _)| b)
+    let mut now = current(store, &batch).await?;
+    let absent: Vec<usize> = (0..batch.len())
+        .filter(|&i| !now.contains_key(&batch[i].1.operation.id))
         .collect();
-    let now = if exists.is_empty() {
-        HashMap::new()
-    } else {
-        current(store, &batch).await?
-    };
+    let mut outcomes = vec![RestoreOutcome::Exists; batch.len()];
+    if dry_run {
+        let there = present_unended(store, absent.iter().map(|&i| &batch[i].1)).await?;
+        for &i in &absent {
+            if !there.contains(&batch[i].1.operation.id) {
+                outcomes[i] = RestoreOutcome::Restored;
+            }
+        }
+    } else if !absent.is_empty() {
+        let done = store
+            .operation_restore(OperationRestoreParams {
+                records: absent.iter().map(|&i| batch[i].1.clone()).collect(),
+            })
+            .await?;
+        let raced = done.contains(&RestoreOutcome::Exists);
+        for (&i, o) in absent.iter().zip(done) {
+            outcomes[i] = o;
+        }
+        if raced {
+            now = current(store, &batch).await?;
+        }
+    }
+    let mut waiting = Vec::new();
     for ((line, r), outcome) in batch.into_iter().zip(outcomes) {
         let id = r.operation.id;
         match outcome {
             RestoreOutcome::Restored => report.restored += 1,
             RestoreOutcome::Exists => match now.get(&id) {
-                Some(Some(current)) if *current == r => report.present += 1,
-                Some(Some(current)) => report.conflicts.push(Conflict {
+                Some(current) if *current == r => report.present += 1,
+                Some(current) => report.conflicts.push(Conflict {
                     line,
                     id,
                     why: format!(
@@ -237,7 +235,7 @@ async fn restore_batch<S: OperatorStore + ?Sized>(
                         r.attempts.len()
                     ),
                 }),
-                _ => report.conflicts.push(Conflict {
+                None => report.conflicts.push(Conflict {
                     line,
                     id,
                     why: format!("the store holds {id}, and it has not ended"),
@@ -257,12 +255,11 @@ async fn restore_batch<S: OperatorStore + ?Sized>(
     Ok(waiting)
 }
 
-/// The records in the store now for the batch's ids: the full record for an ended operation,
-/// `None` for one that is there but has not ended (it cannot be exported).
+/// The ended operations in the store now with the batch's ids, in one read.
 async fn current<S: OperatorStore + ?Sized>(
     store: &S,
     batch: &[(u64, ArchivedOperation)],
-) -> Result<HashMap<OperationId, Option<ArchivedOperation>>> {
+) -> Result<HashMap<OperationId, ArchivedOperation>> {
     let ids: Vec<OperationId> = batch.iter().map(|(_, r)| r.operation.id).collect();
     let found = store
         .operation_export(OperationExportParams {
@@ -275,21 +272,41 @@ async fn current<S: OperatorStore + ?Sized>(
             limit: ids.len() as u32,
         })
         .await?;
-    let mut out: HashMap<OperationId, Option<ArchivedOperation>> = found
-        .into_iter()
-        .map(|r| (r.operation.id, Some(r)))
-        .collect();
+    Ok(found.into_iter().map(|r| (r.operation.id, r)).collect())
+}
+
+/// Of `records`, the ids in the store that have not ended (a dry run's conflicts): one count,
+/// and a look at each id only when the count is not zero.
+async fn present_unended<'a, S: OperatorStore + ?Sized>(
+    store: &S,
+    records: impl Iterator<Item = &'a ArchivedOperation>,
+) -> Result<HashSet<OperationId>> {
+    let ids: Vec<OperationId> = records.map(|r| r.operation.id).collect();
+    let mut there = HashSet::new();
+    if ids.is_empty() {
+        return Ok(there);
+    }
+    let counts = store
+        .operation_count_matching(CountMatchingParams {
+            filter: OperationFilter {
+                ids: ids.clone(),
+                ..OperationFilter::default()
+            },
+        })
+        .await?;
+    if counts.values().sum::<u64>() == 0 {
+        return Ok(there);
+    }
     for id in ids {
-        if !out.contains_key(&id)
-            && store
-                .operation_get(OperationGetParams { id })
-                .await?
-                .is_some()
+        if store
+            .operation_get(OperationGetParams { id })
+            .await?
+            .is_some()
         {
-            out.insert(id, None);
+            there.insert(id);
         }
     }
-    Ok(out)
+    Ok(there)
 }
 
 /// The report as JSON.
