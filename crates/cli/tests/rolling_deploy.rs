@@ -10,7 +10,8 @@
 //! first build on a machine is a full debug build of the CLI (3 min 34 s on a shared 2-core
 //! machine, 287 CPU-seconds, 984 MB of disk); afterwards cargo finds it built in about half a
 //! second, and a new old commit rebuilds only oprec's own crates. The test itself then takes
-//! about 7 s. It fails, never skips, when git, cargo or the build fails.
+//! about 7 s. It fails, never skips, when git, cargo or the build fails, and so it needs the
+//! repository's history (a shallow clone has no older commit to build).
 
 mod common;
 mod pg;
@@ -98,11 +99,23 @@ fn old_binary() -> (String, PathBuf) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let began = Instant::now();
     let mut build = Command::new(cargo);
-    // Cargo's variables for this test (the package's name, version, manifest) would reach the old
-    // build's build scripts and change its fingerprints: a rebuild on every run.
+    // The variables cargo sets for this test (the package's name, version, manifest, binaries)
+    // would reach the old build's build scripts and change its fingerprints: a rebuild on every
+    // run. Cargo's settings (CARGO_HOME, CARGO_NET_OFFLINE, ...) pass through.
+    const SET_FOR_THE_TEST: &[&str] = &[
+        "CARGO_PKG_",
+        "CARGO_MANIFEST_",
+        "CARGO_CRATE_",
+        "CARGO_BIN_",
+        "CARGO_PRIMARY_PACKAGE",
+        "CARGO_TARGET_TMPDIR",
+        "CARGO_RUSTC_CURRENT_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "OUT_DIR",
+    ];
     for (name, _) in std::env::vars_os() {
         let name = name.to_string_lossy();
-        if (name.starts_with("CARGO_") && name != "CARGO_HOME") || name == "OUT_DIR" {
+        if SET_FOR_THE_TEST.iter().any(|p| name.starts_with(p)) {
             build.env_remove(name.as_ref());
         }
     }
