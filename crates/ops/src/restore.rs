@@ -6,7 +6,7 @@
 //! restores nothing the second time.
 //!
 //! A record followed in the file by a keep note (its operation stayed in the store when it was
-//! archived) is skipped. A re-drive's child whose parent comes later in the file waits for it.
+//! archived) is skipped; a later record of the same operation (archived again, appended) is not. A re-drive's child whose parent comes later in the file waits for it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -104,7 +104,11 @@ pub async fn restore<S: OperatorStore + ?Sized>(
             }
         };
         match archive_line::parse(&line) {
-            Ok(Entry::Record(r)) if kept.contains(&r.operation.id) => report.skipped_kept += 1,
+            // A keep note names the record before it; a later archive of the same operation
+            // (appended to the same file) is restored.
+            Ok(Entry::Record(r)) if kept.get(&r.operation.id).is_some_and(|&k| k > n) => {
+                report.skipped_kept += 1
+            }
             Ok(Entry::Record(r)) => pending.push((n, *r)),
             Ok(Entry::Kept(_)) => {}
             Err(error) => report.malformed.push(Malformed { line: n, error }),
@@ -166,13 +170,13 @@ fn lines(file: &Path) -> Result<impl Iterator<Item = (u64, std::io::Result<Strin
     Ok((1u64..).zip(BufReader::new(f).lines()))
 }
 
-/// The operations the file's keep notes name.
-fn kept_ids(file: &Path) -> Result<HashSet<OperationId>> {
-    let mut kept = HashSet::new();
-    for (_, line) in lines(file)? {
+/// The operations the file's keep notes name, each with the line of its last note.
+fn kept_ids(file: &Path) -> Result<HashMap<OperationId, u64>> {
+    let mut kept = HashMap::new();
+    for (n, line) in lines(file)? {
         // A line that does not read is reported by the main pass.
         if let Ok(Ok(Entry::Kept(id))) = line.map(|l| archive_line::parse(&l)) {
-            kept.insert(id);
+            kept.insert(id, n);
         }
     }
     Ok(kept)
