@@ -2,7 +2,7 @@
 //! whole history, removing them once they are safely written elsewhere (fenced, so that one
 //! changed meanwhile stays), and inserting them back, never over anything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use oprec_core::archive::{
@@ -127,125 +127,181 @@ pub(crate) async fn operation_remove(
     Ok(removed.into_iter().map(OperationId::from_uuid).collect())
 }
 
-/// Inserts the records in order, in one transaction; a taken id or key, or a missing parent,
-/// writes nothing for that record.
+/// Inserts the records in one transaction, a statement per table and round (never one per
+/// record); a taken id or key, or a missing parent, writes nothing for that record. A record
+/// whose parent is another record of the batch waits for the round after its parent's.
 pub(crate) async fn operation_restore(
     store: &PgStore,
     params: OperationRestoreParams,
 ) -> Result<Vec<RestoreOutcome>> {
+    let recs = &params.records;
+    let mut out: Vec<Option<RestoreOutcome>> = vec![None; recs.len()];
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
-    let mut out = Vec::with_capacity(params.records.len());
-    for rec in &params.records {
-        let o = &rec.operation;
-        let check = sqlx::query(sql::ARCHIVE_RESTORE_CHECK)
-            .bind(o.id.as_uuid())
-            .bind(o.redrive_of.map(|p| *p.as_uuid()))
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(backend_error)?;
-        let c = Columns(&check);
-        if c.get::<bool>("present")? {
-            out.push(RestoreOutcome::Exists);
-            continue;
+    let ids: Vec<Uuid> = recs.iter().map(|r| *r.operation.id.as_uuid()).collect();
+    let mut known = present(&mut tx, &ids).await?;
+    let mut seen = HashSet::new();
+    for (i, id) in ids.iter().enumerate() {
+        // An id already in the store, or twice in the batch: nothing is written over.
+        if known.contains(id) || !seen.insert(*id) {
+            out[i] = Some(RestoreOutcome::Exists);
         }
-        if !c.get::<bool>("parent")? {
-            out.push(RestoreOutcome::ParentMissing);
-            continue;
-        }
-        let b = &rec.bookkeeping;
-        let inserted: Option<Uuid> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATION)
-            .bind(o.id.as_uuid())
-            .bind(&o.kind)
-            .bind(&o.idempotency_key)
-            .bind(&o.payload)
-            .bind(o.payload_mode.map(|m| m.as_str()))
-            .bind(o.status.as_str())
-            .bind(o.attempt as i32)
-            .bind(o.max_attempts.map(|n| n as i32))
-            .bind(o.next_eligible_at)
-            .bind(o.give_up_at)
-            .bind(o.lease_until)
-            .bind(o.claim_token)
-            .bind(o.claimed_at)
-            .bind(&o.worker_id)
-            .bind(o.last_failure_class.map(|c| c.as_str()))
-            .bind(o.last_error.as_ref().map(row::json).transpose()?)
-            .bind(&o.remote_id)
-            .bind(&o.dependency)
-            .bind(o.terminal_reason.map(|r| r.as_str()))
-            .bind(&o.code_version)
-            .bind(&o.enqueue_params)
-            .bind(o.redrive_of.map(|p| *p.as_uuid()))
-            .bind(o.redrive_count as i32)
-            .bind(o.vanished_streak as i32)
-            .bind(o.last_woken_at)
-            .bind(o.created_at)
-            .bind(o.updated_at)
-            .bind(o.terminal_at)
-            .bind(b.reconcile_attempts as i32)
-            .bind(b.alerted_at)
-            .bind(b.alert_due_at)
-            .bind(b.alert_failures as i32)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend_error)?;
-        if inserted.is_none() {
-            out.push(RestoreOutcome::KeyTaken);
-            continue;
-        }
-        insert_attempts(&mut tx, o.id, &rec.attempts).await?;
-        insert_steps(&mut tx, o.id, &rec.steps).await?;
-        out.push(RestoreOutcome::Restored);
     }
+    let parents: Vec<Uuid> = recs
+        .iter()
+        .filter_map(|r| r.operation.redrive_of.map(|p| *p.as_uuid()))
+        .collect();
+    known.extend(present(&mut tx, &parents).await?);
+    loop {
+        let ready: Vec<usize> = (0..recs.len())
+            .filter(|&i| {
+                out[i].is_none()
+                    && recs[i]
+                        .operation
+                        .redrive_of
+                        .is_none_or(|p| known.contains(p.as_uuid()))
+            })
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        let batch: Vec<&ArchivedOperation> = ready.iter().map(|&i| &recs[i]).collect();
+        let inserted = insert_operations(&mut tx, &batch).await?;
+        for &i in &ready {
+            let id = *recs[i].operation.id.as_uuid();
+            out[i] = Some(if inserted.contains(&id) {
+                known.insert(id);
+                RestoreOutcome::Restored
+            } else {
+                RestoreOutcome::KeyTaken
+            });
+        }
+    }
+    let restored: Vec<&ArchivedOperation> = recs
+        .iter()
+        .zip(&out)
+        .filter(|(_, o)| **o == Some(RestoreOutcome::Restored))
+        .map(|(r, _)| r)
+        .collect();
+    insert_attempts(&mut tx, &restored).await?;
+    insert_steps(&mut tx, &restored).await?;
     tx.commit().await.map_err(backend_error)?;
-    Ok(out)
+    Ok(out
+        .into_iter()
+        .map(|o| o.unwrap_or(RestoreOutcome::ParentMissing))
+        .collect())
 }
 
-async fn insert_attempts(
+/// Which of `ids` are in the store.
+async fn present(tx: &mut sqlx::PgConnection, ids: &[Uuid]) -> Result<HashSet<Uuid>> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let found: Vec<Uuid> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_PRESENT)
+        .bind(ids)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    Ok(found.into_iter().collect())
+}
+
+/// Inserts the operations' rows; returns the ids inserted.
+async fn insert_operations(
     tx: &mut sqlx::PgConnection,
-    id: OperationId,
-    attempts: &[Attempt],
-) -> Result<()> {
-    if attempts.is_empty() {
+    recs: &[&ArchivedOperation],
+) -> Result<HashSet<Uuid>> {
+    let errors = recs
+        .iter()
+        .map(|r| r.operation.last_error.as_ref().map(row::json).transpose())
+        .collect::<Result<Vec<_>>>()?;
+    let ids: Vec<Uuid> = col(recs, |r| *r.operation.id.as_uuid());
+    let inserted: Vec<Uuid> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATIONS)
+        .bind(ids)
+        .bind(col(recs, |r| r.operation.kind.clone()))
+        .bind(col(recs, |r| r.operation.idempotency_key.clone()))
+        .bind(col(recs, |r| r.operation.payload.clone()))
+        .bind(col(recs, |r| {
+            r.operation.payload_mode.map(|m| m.as_str().to_owned())
+        }))
+        .bind(col(recs, |r| r.operation.status.as_str().to_owned()))
+        .bind(col(recs, |r| r.operation.attempt as i32))
+        .bind(col(recs, |r| r.operation.max_attempts.map(|n| n as i32)))
+        .bind(col(recs, |r| r.operation.next_eligible_at))
+        .bind(col(recs, |r| r.operation.give_up_at))
+        .bind(col(recs, |r| r.operation.lease_until))
+        .bind(col(recs, |r| r.operation.claim_token))
+        .bind(col(recs, |r| r.operation.claimed_at))
+        .bind(col(recs, |r| r.operation.worker_id.clone()))
+        .bind(col(recs, |r| {
+            r.operation
+                .last_failure_class
+                .map(|c| c.as_str().to_owned())
+        }))
+        .bind(errors)
+        .bind(col(recs, |r| r.operation.remote_id.clone()))
+        .bind(col(recs, |r| r.operation.dependency.clone()))
+        .bind(col(recs, |r| {
+            r.operation.terminal_reason.map(|c| c.as_str().to_owned())
+        }))
+        .bind(col(recs, |r| r.operation.code_version.clone()))
+        .bind(col(recs, |r| r.operation.enqueue_params.clone()))
+        .bind(col(recs, |r| r.operation.redrive_of.map(|p| *p.as_uuid())))
+        .bind(col(recs, |r| r.operation.redrive_count as i32))
+        .bind(col(recs, |r| r.operation.vanished_streak as i32))
+        .bind(col(recs, |r| r.operation.last_woken_at))
+        .bind(col(recs, |r| r.operation.created_at))
+        .bind(col(recs, |r| r.operation.updated_at))
+        .bind(col(recs, |r| r.operation.terminal_at))
+        .bind(col(recs, |r| r.bookkeeping.reconcile_attempts as i32))
+        .bind(col(recs, |r| r.bookkeeping.alerted_at))
+        .bind(col(recs, |r| r.bookkeeping.alert_due_at))
+        .bind(col(recs, |r| r.bookkeeping.alert_failures as i32))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    Ok(inserted.into_iter().collect())
+}
+
+/// Inserts the restored operations' attempts, each history oldest first.
+async fn insert_attempts(tx: &mut sqlx::PgConnection, recs: &[&ArchivedOperation]) -> Result<()> {
+    let rows: Vec<(Uuid, &Attempt)> = recs
+        .iter()
+        .flat_map(|r| r.attempts.iter().map(|a| (*r.operation.id.as_uuid(), a)))
+        .collect();
+    if rows.is_empty() {
         return Ok(());
     }
-    let errors = attempts
+    let errors = rows
         .iter()
-        .map(|a| a.error.as_ref().map(row::json).transpose())
+        .map(|(_, a)| a.error.as_ref().map(row::json).transpose())
         .collect::<Result<Vec<_>>>()?;
     sqlx::query(sql::ARCHIVE_RESTORE_ATTEMPTS)
-        .bind(id.as_uuid())
+        .bind(rows.iter().map(|(id, _)| *id).collect::<Vec<_>>())
         .bind(
-            attempts
-                .iter()
-                .map(|a| a.attempt as i32)
+            rows.iter()
+                .map(|(_, a)| a.attempt as i32)
                 .collect::<Vec<_>>(),
         )
-        .bind(attempts.iter().map(|a| a.claimed_at).collect::<Vec<_>>())
-        .bind(attempts.iter().map(|a| a.ended_at).collect::<Vec<_>>())
+        .bind(rows.iter().map(|(_, a)| a.claimed_at).collect::<Vec<_>>())
+        .bind(rows.iter().map(|(_, a)| a.ended_at).collect::<Vec<_>>())
         .bind(
-            attempts
-                .iter()
-                .map(|a| a.outcome.as_str())
+            rows.iter()
+                .map(|(_, a)| a.outcome.as_str())
                 .collect::<Vec<_>>(),
         )
         .bind(
-            attempts
-                .iter()
-                .map(|a| a.failure_class.map(|c| c.as_str()))
+            rows.iter()
+                .map(|(_, a)| a.failure_class.map(|c| c.as_str()))
                 .collect::<Vec<_>>(),
         )
         .bind(errors)
         .bind(
-            attempts
-                .iter()
-                .map(|a| a.worker_id.clone())
+            rows.iter()
+                .map(|(_, a)| a.worker_id.clone())
                 .collect::<Vec<_>>(),
         )
         .bind(
-            attempts
-                .iter()
-                .map(|a| a.code_version.clone())
+            rows.iter()
+                .map(|(_, a)| a.code_version.clone())
                 .collect::<Vec<_>>(),
         )
         .execute(&mut *tx)
@@ -254,18 +310,36 @@ async fn insert_attempts(
     Ok(())
 }
 
-async fn insert_steps(tx: &mut sqlx::PgConnection, id: OperationId, steps: &[Step]) -> Result<()> {
-    if steps.is_empty() {
+/// Inserts the restored operations' durable steps.
+async fn insert_steps(tx: &mut sqlx::PgConnection, recs: &[&ArchivedOperation]) -> Result<()> {
+    let rows: Vec<(Uuid, &Step)> = recs
+        .iter()
+        .flat_map(|r| r.steps.iter().map(|s| (*r.operation.id.as_uuid(), s)))
+        .collect();
+    if rows.is_empty() {
         return Ok(());
     }
     sqlx::query(sql::ARCHIVE_RESTORE_STEPS)
-        .bind(id.as_uuid())
-        .bind(steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>())
-        .bind(steps.iter().map(|s| s.output.clone()).collect::<Vec<_>>())
-        .bind(steps.iter().map(|s| s.attempt as i32).collect::<Vec<_>>())
-        .bind(steps.iter().map(|s| s.completed_at).collect::<Vec<_>>())
+        .bind(rows.iter().map(|(id, _)| *id).collect::<Vec<_>>())
+        .bind(rows.iter().map(|(_, s)| s.name.clone()).collect::<Vec<_>>())
+        .bind(
+            rows.iter()
+                .map(|(_, s)| s.output.clone())
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            rows.iter()
+                .map(|(_, s)| s.attempt as i32)
+                .collect::<Vec<_>>(),
+        )
+        .bind(rows.iter().map(|(_, s)| s.completed_at).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await
         .map_err(backend_error)?;
     Ok(())
+}
+
+/// One column of the records, as bound to an array parameter.
+fn col<T>(recs: &[&ArchivedOperation], f: impl Fn(&ArchivedOperation) -> T) -> Vec<T> {
+    recs.iter().map(|r| f(r)).collect()
 }

@@ -63,17 +63,17 @@ pub(crate) const ARCHIVE_STEPS: &str = include_str!("sql/archive_steps.sql");
 /// Removes archived operations whose fences hold.
 pub(crate) const ARCHIVE_REMOVE: &str = include_str!("sql/archive_remove.sql");
 
-/// Whether a restored operation's id is taken and its parent present.
-pub(crate) const ARCHIVE_RESTORE_CHECK: &str = include_str!("sql/archive_restore_check.sql");
+/// Which ids name an operation in the store.
+pub(crate) const ARCHIVE_RESTORE_PRESENT: &str = include_str!("sql/archive_restore_present.sql");
 
-/// Inserts a restored operation.
-pub(crate) const ARCHIVE_RESTORE_OPERATION: &str =
-    include_str!("sql/archive_restore_operation.sql");
+/// Inserts restored operations.
+pub(crate) const ARCHIVE_RESTORE_OPERATIONS: &str =
+    include_str!("sql/archive_restore_operations.sql");
 
-/// Inserts a restored operation's attempts.
+/// Inserts restored operations' attempts.
 pub(crate) const ARCHIVE_RESTORE_ATTEMPTS: &str = include_str!("sql/archive_restore_attempts.sql");
 
-/// Inserts a restored operation's steps.
+/// Inserts restored operations' steps.
 pub(crate) const ARCHIVE_RESTORE_STEPS: &str = include_str!("sql/archive_restore_steps.sql");
 
 /// Takes the migration lock of this schema if it is free.

@@ -12,6 +12,7 @@ use oprec_core::archive::{
 use oprec_core::{OperationId, Result, Status};
 
 use crate::row::{self, Columns, json_text, parse_id, uuid_text};
+use crate::write::WriteTx;
 use crate::{SqliteStore, backend_error, filter, sql, time};
 
 /// One batch of terminal matches in id order, with their attempts and steps, read in one
@@ -109,102 +110,124 @@ pub(crate) async fn operation_remove(
     Ok(removed)
 }
 
-/// Inserts the records in order, under one write lock; a taken id or key, or a missing parent,
-/// writes nothing for that record.
+/// Inserts the records under one write lock, in order, in rounds: a record whose parent is a
+/// later record of the batch is inserted in the round after its parent's. A taken id or key, or
+/// a missing parent, writes nothing for that record.
 pub(crate) async fn operation_restore(
     store: &SqliteStore,
     params: OperationRestoreParams,
 ) -> Result<Vec<RestoreOutcome>> {
     let mut tx = store.begin_write().await?;
-    let mut out = Vec::with_capacity(params.records.len());
-    for rec in &params.records {
-        let o = &rec.operation;
-        let id = uuid_text(o.id.as_uuid());
-        let parent = o.redrive_of.map(|p| uuid_text(p.as_uuid()));
-        let check = sqlx::query(sql::ARCHIVE_RESTORE_CHECK)
-            .bind(&id)
-            .bind(&parent)
-            .fetch_one(tx.conn())
-            .await
-            .map_err(backend_error)?;
-        let c = Columns(&check);
-        if c.int("present")? != 0 {
-            out.push(RestoreOutcome::Exists);
-            continue;
+    let mut out: Vec<Option<RestoreOutcome>> = vec![None; params.records.len()];
+    loop {
+        let mut progress = false;
+        for (i, rec) in params.records.iter().enumerate() {
+            if out[i].is_some() {
+                continue;
+            }
+            match restore_one(&mut tx, rec).await? {
+                RestoreOutcome::ParentMissing => {}
+                done => {
+                    progress |= done == RestoreOutcome::Restored;
+                    out[i] = Some(done);
+                }
+            }
         }
-        if c.int("parent")? == 0 {
-            out.push(RestoreOutcome::ParentMissing);
-            continue;
+        if !progress {
+            break;
         }
-        let b = &rec.bookkeeping;
-        let inserted: Option<String> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATION)
-            .bind(&id)
-            .bind(&o.kind)
-            .bind(&o.idempotency_key)
-            .bind(json_text(&o.payload)?)
-            .bind(o.payload_mode.map(|m| m.as_str()))
-            .bind(o.status.as_str())
-            .bind(i64::from(o.attempt))
-            .bind(o.max_attempts.map(i64::from))
-            .bind(time::text(o.next_eligible_at)?)
-            .bind(time::opt_text(o.give_up_at)?)
-            .bind(time::opt_text(o.lease_until)?)
-            .bind(o.claim_token.map(|t| uuid_text(&t)))
-            .bind(time::opt_text(o.claimed_at)?)
-            .bind(&o.worker_id)
-            .bind(o.last_failure_class.map(|c| c.as_str()))
-            .bind(o.last_error.as_ref().map(json_text).transpose()?)
-            .bind(&o.remote_id)
-            .bind(&o.dependency)
-            .bind(o.terminal_reason.map(|r| r.as_str()))
-            .bind(&o.code_version)
-            .bind(json_text(&o.enqueue_params)?)
-            .bind(&parent)
-            .bind(i64::from(o.redrive_count))
-            .bind(i64::from(o.vanished_streak))
-            .bind(time::opt_text(o.last_woken_at)?)
-            .bind(time::text(o.created_at)?)
-            .bind(time::text(o.updated_at)?)
-            .bind(time::opt_text(o.terminal_at)?)
-            .bind(i64::from(b.reconcile_attempts))
-            .bind(time::opt_text(b.alerted_at)?)
-            .bind(time::opt_text(b.alert_due_at)?)
-            .bind(i64::from(b.alert_failures))
-            .fetch_optional(tx.conn())
-            .await
-            .map_err(backend_error)?;
-        if inserted.is_none() {
-            out.push(RestoreOutcome::KeyTaken);
-            continue;
-        }
-        for a in &rec.attempts {
-            sqlx::query(sql::ARCHIVE_RESTORE_ATTEMPT)
-                .bind(&id)
-                .bind(i64::from(a.attempt))
-                .bind(time::text(a.claimed_at)?)
-                .bind(time::text(a.ended_at)?)
-                .bind(a.outcome.as_str())
-                .bind(a.failure_class.map(|c| c.as_str()))
-                .bind(a.error.as_ref().map(json_text).transpose()?)
-                .bind(&a.worker_id)
-                .bind(&a.code_version)
-                .execute(tx.conn())
-                .await
-                .map_err(backend_error)?;
-        }
-        for s in &rec.steps {
-            sqlx::query(sql::ARCHIVE_RESTORE_STEP)
-                .bind(&id)
-                .bind(&s.name)
-                .bind(json_text(&s.output)?)
-                .bind(i64::from(s.attempt))
-                .bind(time::text(s.completed_at)?)
-                .execute(tx.conn())
-                .await
-                .map_err(backend_error)?;
-        }
-        out.push(RestoreOutcome::Restored);
     }
     tx.commit().await?;
-    Ok(out)
+    Ok(out
+        .into_iter()
+        .map(|o| o.unwrap_or(RestoreOutcome::ParentMissing))
+        .collect())
+}
+
+/// Inserts one record with its history, unless its id is taken, its parent missing or its key
+/// taken.
+async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<RestoreOutcome> {
+    let o = &rec.operation;
+    let id = uuid_text(o.id.as_uuid());
+    let parent = o.redrive_of.map(|p| uuid_text(p.as_uuid()));
+    let check = sqlx::query(sql::ARCHIVE_RESTORE_CHECK)
+        .bind(&id)
+        .bind(&parent)
+        .fetch_one(tx.conn())
+        .await
+        .map_err(backend_error)?;
+    let c = Columns(&check);
+    if c.int("present")? != 0 {
+        return Ok(RestoreOutcome::Exists);
+    }
+    if c.int("parent")? == 0 {
+        return Ok(RestoreOutcome::ParentMissing);
+    }
+    let b = &rec.bookkeeping;
+    let inserted: Option<String> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATION)
+        .bind(&id)
+        .bind(&o.kind)
+        .bind(&o.idempotency_key)
+        .bind(json_text(&o.payload)?)
+        .bind(o.payload_mode.map(|m| m.as_str()))
+        .bind(o.status.as_str())
+        .bind(i64::from(o.attempt))
+        .bind(o.max_attempts.map(i64::from))
+        .bind(time::text(o.next_eligible_at)?)
+        .bind(time::opt_text(o.give_up_at)?)
+        .bind(time::opt_text(o.lease_until)?)
+        .bind(o.claim_token.map(|t| uuid_text(&t)))
+        .bind(time::opt_text(o.claimed_at)?)
+        .bind(&o.worker_id)
+        .bind(o.last_failure_class.map(|c| c.as_str()))
+        .bind(o.last_error.as_ref().map(json_text).transpose()?)
+        .bind(&o.remote_id)
+        .bind(&o.dependency)
+        .bind(o.terminal_reason.map(|r| r.as_str()))
+        .bind(&o.code_version)
+        .bind(json_text(&o.enqueue_params)?)
+        .bind(&parent)
+        .bind(i64::from(o.redrive_count))
+        .bind(i64::from(o.vanished_streak))
+        .bind(time::opt_text(o.last_woken_at)?)
+        .bind(time::text(o.created_at)?)
+        .bind(time::text(o.updated_at)?)
+        .bind(time::opt_text(o.terminal_at)?)
+        .bind(i64::from(b.reconcile_attempts))
+        .bind(time::opt_text(b.alerted_at)?)
+        .bind(time::opt_text(b.alert_due_at)?)
+        .bind(i64::from(b.alert_failures))
+        .fetch_optional(tx.conn())
+        .await
+        .map_err(backend_error)?;
+    if inserted.is_none() {
+        return Ok(RestoreOutcome::KeyTaken);
+    }
+    for a in &rec.attempts {
+        sqlx::query(sql::ARCHIVE_RESTORE_ATTEMPT)
+            .bind(&id)
+            .bind(i64::from(a.attempt))
+            .bind(time::text(a.claimed_at)?)
+            .bind(time::text(a.ended_at)?)
+            .bind(a.outcome.as_str())
+            .bind(a.failure_class.map(|c| c.as_str()))
+            .bind(a.error.as_ref().map(json_text).transpose()?)
+            .bind(&a.worker_id)
+            .bind(&a.code_version)
+            .execute(tx.conn())
+            .await
+            .map_err(backend_error)?;
+    }
+    for s in &rec.steps {
+        sqlx::query(sql::ARCHIVE_RESTORE_STEP)
+            .bind(&id)
+            .bind(&s.name)
+            .bind(json_text(&s.output)?)
+            .bind(i64::from(s.attempt))
+            .bind(time::text(s.completed_at)?)
+            .execute(tx.conn())
+            .await
+            .map_err(backend_error)?;
+    }
+    Ok(RestoreOutcome::Restored)
 }

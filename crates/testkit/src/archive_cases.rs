@@ -301,6 +301,69 @@ pub async fn restore_refuses_taken_keys_and_missing_parents<S: FullStore>(h: Har
     );
 }
 
+/// A re-drive's parent and child: the parent stays while its child is in the store (so the lineage
+/// never points at nothing), leaves once the child has; restored in one batch with the child
+/// first, both come back, the child after its parent.
+pub async fn lineage_is_kept_through_archive_and_restore<S: FullStore>(h: Harness<S>) {
+    let parent = dead_ops(&h, "p", 1, FailureClass::Transient, "503").await[0];
+    let child = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                ids: vec![parent],
+                ..OperationFilter::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::AsNew { deadline: None },
+            limit: 10,
+            start_at: h.clock.now(),
+            spacing: chrono::Duration::zero(),
+        })
+        .await
+        .unwrap()[0]
+        .to;
+    finish(
+        &h,
+        child,
+        Transition::dead(
+            TerminalReason::Permanent,
+            Some(Failure::new(
+                FailureClass::Permanent,
+                OperationError::new("still declined"),
+            )),
+        ),
+    )
+    .await;
+    let both = export(&h, &[Status::Dead]).await;
+    assert_eq!(both.len(), 2);
+    let fences = |r: &[ArchivedOperation]| OperationRemoveParams {
+        fences: r.iter().map(ArchivedOperation::fence).collect(),
+    };
+    let first = h.store.operation_remove(fences(&both)).await.unwrap();
+    assert_eq!(
+        first,
+        vec![child],
+        "the parent stays while its child is there"
+    );
+    let second = h.store.operation_remove(fences(&both)).await.unwrap();
+    assert_eq!(second, vec![parent]);
+    let mut records = both.clone();
+    records.sort_by_key(|r| r.operation.redrive_of.is_none());
+    assert_eq!(records[0].operation.id, child, "the child first");
+    let out = h
+        .store
+        .operation_restore(OperationRestoreParams { records })
+        .await
+        .unwrap();
+    assert_eq!(out, vec![RestoreOutcome::Restored; 2]);
+    assert_eq!(h.get(child).await.operation.redrive_of, Some(parent));
+    let mut back = export(&h, &[Status::Dead]).await;
+    back.sort_by_key(|r| r.operation.id);
+    let mut want = both;
+    want.sort_by_key(|r| r.operation.id);
+    assert_eq!(back, want);
+}
+
 /// Expands into one `#[tokio::test]` per archive case.
 #[macro_export]
 macro_rules! archive_conformance_tests {
@@ -310,6 +373,7 @@ macro_rules! archive_conformance_tests {
             $crate::archive_conformance_tests!(@case $setup; export_takes_ended_operations_with_their_history);
             $crate::archive_conformance_tests!(@case $setup; remove_is_fenced_and_restore_gives_back_the_same_record);
             $crate::archive_conformance_tests!(@case $setup; restore_refuses_taken_keys_and_missing_parents);
+            $crate::archive_conformance_tests!(@case $setup; lineage_is_kept_through_archive_and_restore);
         }
     };
     (@case $setup:path; $case:ident) => {
