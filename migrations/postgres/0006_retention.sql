@@ -9,7 +9,7 @@
 -- operation_attempts. A shard may go negative (counted in by one backend, out by another):
 -- only the sums over shards mean anything.
 --
--- Safe while workers run: they keep working, but writers to `operations` wait for one count of
+-- Rolling deploy: safe while workers run: they keep working, but writers to `operations` wait for one count of
 -- the table while the triggers are installed (a moment on a small table, seconds or more at 10 M
 -- rows), so that no change is counted twice or missed: run it at a quiet time. The previous
 -- version's workers keep working against this schema: the triggers count their writes.

@@ -4,7 +4,7 @@
 -- per kind. Dead operations are left out (retention never removes them), so a pile of old dead
 -- operations is never walked again and again.
 --
--- Safe while workers run: yes. Built concurrently (no lock that blocks writes); the file holds
+-- Rolling deploy: safe while workers run: yes. Built concurrently (no lock that blocks writes); the file holds
 -- this one statement because PostgreSQL refuses CONCURRENTLY inside a multi-statement string.
 -- A build interrupted half-way leaves an invalid index: drop it and migrate again.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS operations_finished_at

@@ -1,4 +1,4 @@
--- Safe while workers run: adds two columns (no rewrite: one is nullable, the other has a constant
+-- Rolling deploy: safe while workers run: adds two columns (no rewrite: one is nullable, the other has a constant
 -- default) and fills them for re-driven copies only. The unique index that enforces "at most one
 -- copy per parent" is built without blocking writes by the next migration.
 --

@@ -1,5 +1,5 @@
 -- no-transaction
--- Safe while workers run: built concurrently (writes go on while it builds), so it runs outside a
+-- Rolling deploy: safe while workers run: built concurrently (writes go on while it builds), so it runs outside a
 -- transaction and holds one statement. At most one copy per parent, whatever re-drives run at
 -- once; it also serves "is this operation re-driven already?" by index, whatever the statistics
 -- say. If a build is interrupted, PostgreSQL leaves the index INVALID: drop it and migrate again.

@@ -4,7 +4,7 @@
 -- without joining operation_attempts). SQLite has one writer at a time, so one row per group
 -- serves (PostgreSQL shards its rows by backend).
 --
--- Safe while workers run: yes; it takes the write lock for one count of the table.
+-- Rolling deploy: safe while workers run: yes; it takes the write lock for one count of the table.
 CREATE TABLE operation_counts (
     kind           TEXT    NOT NULL,
     status         TEXT    NOT NULL CHECK (status IN

@@ -1,3 +1,5 @@
+-- Rolling deploy: safe while workers run; two defaulted columns, filled for re-driven copies,
+-- and a unique index over those copies only, under the write lock for a moment.
 -- redrive_root: the first operation of a re-drive lineage (NULL for an operation never re-driven
 -- as new). Its id is the effect key of every copy down the lineage, so a provider that
 -- deduplicates on the effect key sees one effect whichever copy performs it.

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
 
+use crate::commands::archive::ArchiveArgs;
 use crate::commands::audit::AuditArgs;
 use crate::commands::bench::BenchArgs;
 use crate::commands::cancel::CancelArgs;
@@ -98,6 +99,7 @@ pub(crate) enum Command {
     /// Run the retry scenarios (outages, bad input, crashes) on a virtual clock with no services.
     Demo(DemoArgs),
     /// Re-drive dead operations by filter, after a dry run, at a bounded pace.
+    #[command(long_about = crate::commands::redrive::LONG_ABOUT)]
     Redrive(RedriveArgs),
     /// Stop claims and wake-ups of a kind, failure class or dependency (nothing else stops).
     Pause(PauseArgs),
@@ -119,6 +121,10 @@ pub(crate) enum Command {
     Reconcile(ReconcileCommand),
     /// What is failing, why, and whether it is safe: the figures at a glance.
     Stats(StatsArgs),
+    /// Move ended operations with their whole history to a JSON Lines file (verified before
+    /// anything is removed), or restore them from one.
+    #[command(long_about = crate::commands::archive::LONG_ABOUT)]
+    Archive(ArchiveArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
     /// Retention of finished operations: what would be removed, and when.

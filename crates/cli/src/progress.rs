@@ -17,3 +17,17 @@ pub(crate) fn bar(total: u64, what: &str) -> ProgressBar {
     }
     bar
 }
+
+/// A counter of `what` ("lines restored") for work whose total is not known up front; hidden off
+/// a terminal.
+pub(crate) fn spinner(what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let template = format!("{{spinner}} {{human_pos}} {what} ({{per_sec}})");
+    if let Ok(style) = ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}

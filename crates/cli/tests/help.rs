@@ -18,6 +18,8 @@ fn help_exits_0_and_hides_passwords() {
         &["transport", "depth"],
         &["worker"],
         &["demo"],
+        &["archive"],
+        &["archive", "restore"],
     ];
     for args in commands {
         let out = common::bin()
@@ -59,5 +61,41 @@ fn help_documents_the_interface() {
         "memory://",
     ] {
         assert!(text.contains(flag), "worker --help lacks {flag}: {text}");
+    }
+}
+
+#[test]
+fn archive_help_teaches_the_workflow() {
+    let out = common::bin().args(["archive", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "--status",
+        "--until",
+        "--to",
+        "--append",
+        "--dry-run",
+        "--yes",
+        "--batch",
+        "--kind",
+        "never pending, running",
+        "read back",
+        "oprec archive --status dead --until 30d",
+        "restore",
+    ] {
+        assert!(
+            text.contains(needle),
+            "archive --help lacks {needle}: {text}"
+        );
+    }
+    let out = common::bin()
+        .args(["archive", "restore", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["present", "conflict", "line number", "twice", "--dry-run"] {
+        assert!(
+            text.contains(needle),
+            "archive restore --help lacks {needle}: {text}"
+        );
     }
 }

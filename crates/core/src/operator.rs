@@ -347,4 +347,25 @@ pub trait OperatorStore: Store {
 
     /// The leaderships in force (the maintenance leader, when there is one).
     async fn leader_list(&self) -> Result<Vec<crate::maintenance::Leadership>>;
+
+    /// One batch of terminal operations with their whole history, in id order; see
+    /// [`OperationExportParams`](crate::archive::OperationExportParams).
+    async fn operation_export(
+        &self,
+        params: crate::archive::OperationExportParams,
+    ) -> Result<Vec<crate::archive::ArchivedOperation>>;
+
+    /// Removes archived operations whose fences hold, in one transaction; returns the ids
+    /// removed. See [`OperationRemoveParams`](crate::archive::OperationRemoveParams).
+    async fn operation_remove(
+        &self,
+        params: crate::archive::OperationRemoveParams,
+    ) -> Result<Vec<OperationId>>;
+
+    /// Inserts archived operations back in one transaction, never overwriting; one outcome per
+    /// record, in order.
+    async fn operation_restore(
+        &self,
+        params: crate::archive::OperationRestoreParams,
+    ) -> Result<Vec<crate::archive::RestoreOutcome>>;
 }

@@ -19,7 +19,7 @@ use std::ops::Deref;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::{
@@ -236,7 +236,7 @@ pub struct StepSaveParams {
 }
 
 /// A completed durable step.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// The step's name.
     pub name: String,

@@ -25,6 +25,7 @@
 //! | `stats` | `stats`, `activity_per_minute` |
 //! | `audit` | `audit_insert`, `audit_list` |
 //! | `retention` | `operation_retention_delete`, `operation_retention_figures` |
+//! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
 //!
 //! Each function takes the store and the method's params (`async fn operation_claim_by_ids(store:
 //! &PgStore, params: ClaimByIdsParams) -> Result<Vec<Claimed>>`).
@@ -339,6 +340,24 @@ macro_rules! impl_store_traits {
             }
             async fn leader_list(&self) -> $crate::Result<Vec<$crate::maintenance::Leadership>> {
                 crate::leader::leader_list(self).await
+            }
+            async fn operation_export(
+                &self,
+                params: $crate::archive::OperationExportParams,
+            ) -> $crate::Result<Vec<$crate::archive::ArchivedOperation>> {
+                crate::archive::operation_export(self, params).await
+            }
+            async fn operation_remove(
+                &self,
+                params: $crate::archive::OperationRemoveParams,
+            ) -> $crate::Result<Vec<$crate::OperationId>> {
+                crate::archive::operation_remove(self, params).await
+            }
+            async fn operation_restore(
+                &self,
+                params: $crate::archive::OperationRestoreParams,
+            ) -> $crate::Result<Vec<$crate::archive::RestoreOutcome>> {
+                crate::archive::operation_restore(self, params).await
             }
         }
 

@@ -28,6 +28,30 @@ pub enum Error {
     /// The broker failed (a purge it refused or did not answer).
     #[error("the broker failed: {0}")]
     Transport(#[source] oprec_core::Error),
+    /// A file could not be created, written, synced or read.
+    #[error("{context}: {source}")]
+    File {
+        /// What was being done, and to which file.
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An archive file did not read back as it was written: nothing of that batch was removed.
+    #[error(
+        "the archive file did not read back as written ({0}); nothing of this batch was removed from the store"
+    )]
+    Verify(String),
+}
+
+impl Error {
+    /// A file error: `context` says what was being done to which file.
+    pub(crate) fn file(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::File {
+            context: context.into(),
+            source,
+        }
+    }
 }
 
 /// Result with the operator workflows' [`Error`].

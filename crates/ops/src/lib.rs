@@ -15,6 +15,8 @@
 //! | pause, postpone and resume a kind, class or dependency | [`controls`] |
 //! | purge the broker's wake-ups (never the intent) | [`purge`] |
 //! | preview retention: what would be removed, and when (read-only) | [`retention`] |
+//! | archive ended operations to a JSON Lines file, verified before removal | [`archive`] |
+//! | restore archived operations, never over anything | [`restore`] |
 //!
 //! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`]) checks every value before a store
 //! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
@@ -24,6 +26,8 @@
 //! decision about operations (which status, which words): those are `oprec-core`'s.
 
 mod actor;
+pub mod archive;
+pub mod archive_line;
 pub mod batches;
 pub mod cancel;
 pub mod controls;
@@ -34,6 +38,7 @@ mod pace;
 pub mod purge;
 pub mod redrive;
 pub mod resolve;
+pub mod restore;
 pub mod retention;
 mod spelling;
 pub mod time;

@@ -17,6 +17,7 @@
 //! rows.
 
 mod alerts;
+mod archive;
 mod audit;
 mod cancel;
 mod claim;

@@ -135,3 +135,69 @@ pub(crate) async fn operation_count(store: &PgStore) -> Result<Vec<CountRow>> {
         })
         .collect()
 }
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The SQL of a migration without its comment lines.
+    fn statements(sql: &str) -> String {
+        sql.lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The rolling-deploy rule of the README, on every migration written since it (after 0005:
+    /// the earlier ones cannot be edited, sqlx keeps their checksums): a header saying whether it
+    /// is safe while workers run; on PostgreSQL, an index only concurrently, alone in its file,
+    /// outside a transaction (which sqlx must have read from the file's first line).
+    #[test]
+    fn migrations_state_their_rolling_deploy_safety() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let mut checked = 0;
+        for db in ["postgres", "sqlite"] {
+            for entry in std::fs::read_dir(root.join(db)).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let version: u32 = name[..4].parse().unwrap();
+                if version <= 5 {
+                    continue;
+                }
+                checked += 1;
+                let sql = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    sql.lines().any(|l| l.starts_with("-- Rolling deploy: ")),
+                    "{db}/{name} does not say whether it is safe while workers run \
+                     (a `-- Rolling deploy: ...` header)"
+                );
+                // A unique index is an index too.
+                let body = statements(&sql)
+                    .to_uppercase()
+                    .replace("CREATE UNIQUE INDEX", "CREATE INDEX");
+                if db == "postgres" && body.contains("CREATE INDEX") {
+                    assert!(
+                        body.matches("CREATE INDEX").count()
+                            == body.matches("CREATE INDEX CONCURRENTLY").count(),
+                        "{db}/{name}: indexes are built CONCURRENTLY on PostgreSQL"
+                    );
+                    assert!(
+                        sql.starts_with("-- no-transaction"),
+                        "{db}/{name}: a concurrent build runs outside a transaction"
+                    );
+                    assert_eq!(
+                        body.matches(';').count(),
+                        1,
+                        "{db}/{name}: one statement (several would run as one implicit \
+                         transaction, which a concurrent build refuses)"
+                    );
+                    let migration = crate::MIGRATOR
+                        .iter()
+                        .find(|m| i64::from(version) == m.version)
+                        .unwrap();
+                    assert!(migration.no_tx, "{name}: sqlx reads it as no-transaction");
+                }
+            }
+        }
+        assert!(checked >= 2, "the migrations after 0005 were found");
+    }
+}

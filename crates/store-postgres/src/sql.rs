@@ -67,6 +67,28 @@ pub(crate) const LEADER_LIST: &str = include_str!("sql/leader_list.sql");
 /// Records announced promotions.
 pub(crate) const ALERTS_MARK_ALERTED: &str = include_str!("sql/alerts_mark_alerted.sql");
 
+/// The attempt histories of archived operations.
+pub(crate) const ARCHIVE_ATTEMPTS: &str = include_str!("sql/archive_attempts.sql");
+
+/// The durable steps of archived operations.
+pub(crate) const ARCHIVE_STEPS: &str = include_str!("sql/archive_steps.sql");
+
+/// Removes archived operations whose fences hold.
+pub(crate) const ARCHIVE_REMOVE: &str = include_str!("sql/archive_remove.sql");
+
+/// Which ids name an operation in the store.
+pub(crate) const ARCHIVE_RESTORE_PRESENT: &str = include_str!("sql/archive_restore_present.sql");
+
+/// Inserts restored operations.
+pub(crate) const ARCHIVE_RESTORE_OPERATIONS: &str =
+    include_str!("sql/archive_restore_operations.sql");
+
+/// Inserts restored operations' attempts.
+pub(crate) const ARCHIVE_RESTORE_ATTEMPTS: &str = include_str!("sql/archive_restore_attempts.sql");
+
+/// Inserts restored operations' steps.
+pub(crate) const ARCHIVE_RESTORE_STEPS: &str = include_str!("sql/archive_restore_steps.sql");
+
 /// Appends to the audit log.
 pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 

@@ -10,3 +10,4 @@ oprec_testkit::store_conformance_tests!(common::setup);
 oprec_testkit::operator_conformance_tests!(common::setup);
 
 oprec_testkit::retention_conformance_tests!(common::setup);
+oprec_testkit::archive_conformance_tests!(common::setup);

@@ -104,6 +104,27 @@ fn push_redrivable(
     push_filter(q, f)
 }
 
+/// Up to `limit` archive matches of `f` after `after`, in id order, every column of the row:
+/// only terminal ones among `statuses`.
+pub(crate) fn archive_pick(
+    f: &OperationFilter,
+    statuses: &[&str],
+    after: Option<String>,
+    limit: u32,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(format!(
+        "SELECT {OPERATION_COLUMNS}, o.reconcile_attempts, o.alerted_at, o.alert_due_at, \
+         o.alert_failures FROM operations o WHERE o.status IN ('succeeded', 'dead', 'cancelled')"
+    ));
+    push_in(&mut q, "o.status", statuses)?;
+    push_filter(&mut q, f)?;
+    if let Some(after) = after {
+        q.push(" AND o.id > ").push_bind(after);
+    }
+    q.push(" ORDER BY o.id LIMIT ").push_bind(i64::from(limit));
+    Ok(q)
+}
+
 /// The page of operations `p` asks for, in id (creation) order, at most 10,000.
 pub(crate) fn list(p: &ListParams) -> Result<QueryBuilder<Sqlite>> {
     let mut q = QueryBuilder::new(format!(

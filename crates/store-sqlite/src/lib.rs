@@ -18,6 +18,7 @@
 //! reads and writes rows.
 
 mod alerts;
+mod archive;
 mod audit;
 mod cancel;
 mod claim;

@@ -47,6 +47,20 @@ macro_rules! statements {
 }
 
 statements! {
+    /// The attempt histories of archived operations.
+    ARCHIVE_ATTEMPTS = "archive_attempts.sql";
+    /// The durable steps of archived operations.
+    ARCHIVE_STEPS = "archive_steps.sql";
+    /// Removes one archived operation whose fence holds.
+    ARCHIVE_REMOVE = "archive_remove.sql";
+    /// Whether a restored operation's id is taken and its parent present.
+    ARCHIVE_RESTORE_CHECK = "archive_restore_check.sql";
+    /// Inserts a restored operation.
+    ARCHIVE_RESTORE_OPERATION = "archive_restore_operation.sql";
+    /// Inserts one attempt of a restored operation.
+    ARCHIVE_RESTORE_ATTEMPT = "archive_restore_attempt.sql";
+    /// Inserts one step of a restored operation.
+    ARCHIVE_RESTORE_STEP = "archive_restore_step.sql";
     /// One operation by id.
     READ_OPERATION = "read_operation.sql";
     /// One operation's attempt history.

@@ -6,6 +6,7 @@
 //! [`store_conformance_tests!`]. Every case takes time from the harness's [`ManualClock`], so no
 //! case sleeps. Not for production code: it panics on failure by design.
 
+pub mod archive_cases;
 pub mod fixture;
 pub mod model;
 pub mod operator_cases;

@@ -1,5 +1,6 @@
 //! One module per command; each parses what it was given, calls the facade, and prints.
 
+pub(crate) mod archive;
 pub(crate) mod audit;
 pub(crate) mod bench;
 pub(crate) mod cancel;
@@ -47,6 +48,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Reconcile(ReconcileCommand::List(a)) => reconcile::list(g, a).await,
         Command::Reconcile(ReconcileCommand::Resolve(a)) => reconcile::resolve(g, a).await,
         Command::Stats(a) => stats::run(g, a).await,
+        Command::Archive(a) => archive::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
         Command::Retention(retention::RetentionCommand::Show(a)) => retention::show(g, a).await,
         Command::Workers(a) => workers::run(g, a).await,

@@ -23,18 +23,19 @@ const AGAIN: &str = "run the same command again to re-drive the rest; nothing is
 /// Operations re-driven per store call (one transaction), unless `--batch` says otherwise.
 const BATCH: u64 = oprec::ops::batches::DEFAULT_BATCH;
 
-/// `oprec redrive`.
-#[derive(Debug, Args)]
-#[command(
-    long_about = "Re-drive dead operations (and cancelled ones with --include-cancelled) \
+/// The long help of `oprec redrive` (clap takes a variant's one-line doc comment
+/// as its whole help unless the variant names its long help).
+pub(crate) const LONG_ABOUT: &str = "Re-drive dead operations (and cancelled ones with --include-cancelled) \
 that match the filters: in place (attempts reset, the same id) or --as-new (a new operation \
 linked by redrive_of; the old one stays as it was).\n\nWithout --yes nothing is changed: the \
 command prints the dry run (how many match, grouped by kind, class and terminal reason, how many \
 matches are not terminal and so refused, a sample of errors, and whether each kind's payload is a \
 snapshot that the re-drive replays or a reference to today's data). --rate or --spread staggers \
 next_eligible_at so that a recovered dependency is not hit by the whole pile at once.\n\nHere \
---reason filters by terminal reason; the reason for the audit log is --note."
-)]
+--reason filters by terminal reason; the reason for the audit log is --note.";
+
+/// `oprec redrive`.
+#[derive(Debug, Args)]
 pub(crate) struct RedriveArgs {
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -187,7 +188,10 @@ fn print_dry_run(
 /// Sets `stop` on the first ctrl-c (the current batch finishes, the rest waits for a second
 /// run); exits at once on the second. The handler is registered before this returns, so no
 /// interrupt between two batches can end the process without its audit entry.
-fn stop_on_interrupt(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
+pub(crate) fn stop_on_interrupt(
+    command: &'static str,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
     #[cfg(unix)]
     let mut interrupts =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
@@ -205,7 +209,7 @@ fn stop_on_interrupt(stop: CancellationToken) -> tokio::task::JoinHandle<()> {
             }
             if n == 0 {
                 eprintln!(
-                    "oprec redrive: stopping after this batch (a second ctrl-c stops at once)"
+                    "oprec {command}: stopping after this batch (a second ctrl-c stops at once)"
                 );
                 stop.cancel();
             } else {
@@ -236,7 +240,7 @@ pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()
         return print_dry_run(&review, args.dry_run, args.json);
     }
     let stop = CancellationToken::new();
-    let listener = stop_on_interrupt(stop.clone());
+    let listener = stop_on_interrupt("redrive", stop.clone());
     let bar = progress::bar(review.planned, "re-driven");
     let done = review
         .apply(store, &who, note.as_deref(), &stop, |batch| {

@@ -29,6 +29,13 @@ pub struct Pg {
 impl Pg {
     /// Creates the schema and migrates it with `oprec migrate`.
     pub fn fresh() -> (Pg, Oprec) {
+        let (pg, o) = Self::fresh_unmigrated();
+        o.run(&["migrate"]).ok();
+        (pg, o)
+    }
+
+    /// Creates the schema, empty: a test migrates it with the binary it chooses.
+    pub fn fresh_unmigrated() -> (Pg, Oprec) {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -56,7 +63,6 @@ impl Pg {
             .block_on(PgPoolOptions::new().max_connections(2).connect(&url))
             .expect("connect to the test schema");
         let o = Oprec::with_url(url.clone());
-        o.run(&["migrate"]).ok();
         (
             Pg {
                 rt,
