@@ -13,7 +13,7 @@ async fn a_schema_without_the_tables_is_schema_missing() {
     let store = common::empty_schema(2).await;
     let err = store.operation_count().await.unwrap_err();
     assert!(
-        matches!(&err, Error::SchemaMissing { detail } if detail.contains("operations")),
+        matches!(&err, Error::SchemaMissing { detail } if detail.contains("operation_counts")),
         "{err:?}"
     );
     assert!(

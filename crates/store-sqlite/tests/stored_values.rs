@@ -36,7 +36,7 @@ async fn a_database_without_the_tables_is_schema_missing() {
     let (h, _dir) = unmigrated().await;
     let err = h.store.operation_count().await.unwrap_err();
     assert!(
-        matches!(&err, Error::SchemaMissing { detail } if detail.contains("operations")),
+        matches!(&err, Error::SchemaMissing { detail } if detail.contains("operation_counts")),
         "{err:?}"
     );
     assert!(
