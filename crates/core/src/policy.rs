@@ -7,6 +7,10 @@ use chrono::Duration;
 
 use crate::{Error, Ladder, Result};
 
+/// The refunded backpressure snoozes one operation may take by default: at the default snooze
+/// of five seconds, about ten minutes of local pressure before its attempts count.
+pub const DEFAULT_SNOOZE_BUDGET: u32 = 120;
+
 /// The lower of two optional bounds; no bound is no limit.
 fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     match (a, b) {
@@ -71,6 +75,7 @@ pub struct RetryPolicy {
     external_io: bool,
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
+    snooze_budget: u32,
 }
 
 impl RetryPolicy {
@@ -84,6 +89,7 @@ impl RetryPolicy {
             external_io: false,
             rate_limit_max: Duration::hours(1),
             backpressure_snooze: Duration::seconds(5),
+            snooze_budget: DEFAULT_SNOOZE_BUDGET,
             _state: PhantomData,
         }
     }
@@ -129,6 +135,12 @@ impl RetryPolicy {
     pub fn backpressure_snooze(&self) -> Duration {
         self.backpressure_snooze
     }
+
+    /// How many backpressure snoozes (each refunding its attempt) one operation may take; past
+    /// it, backpressure climbs the ordinary ladder and counts against the attempt bound.
+    pub fn snooze_budget(&self) -> u32 {
+        self.snooze_budget
+    }
 }
 
 /// Builds a [`RetryPolicy`]; the type parameters track which declarations were made.
@@ -142,6 +154,7 @@ pub struct PolicyBuilder<T, B, I> {
     external_io: bool,
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
+    snooze_budget: u32,
     _state: PhantomData<(T, B, I)>,
 }
 
@@ -155,6 +168,7 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
             external_io: self.external_io,
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
+            snooze_budget: self.snooze_budget,
             _state: PhantomData,
         }
     }
@@ -208,6 +222,13 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
         self.backpressure_snooze = d;
         self
     }
+
+    /// How many refunded backpressure snoozes one operation may take before backpressure
+    /// climbs the ordinary ladder (default [`DEFAULT_SNOOZE_BUDGET`]; 0: never snooze).
+    pub fn snooze_budget(mut self, n: u32) -> Self {
+        self.snooze_budget = n;
+        self
+    }
 }
 
 impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
@@ -242,6 +263,7 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
             external_io: self.external_io,
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
+            snooze_budget: self.snooze_budget,
         })
     }
 }
