@@ -1,12 +1,16 @@
 //! Writes attempt outcomes in batches: many finished attempts become one fenced store call.
 //! An outcome is never dropped because the database is briefly unreachable: the batch is kept and
 //! retried until it is written or the process stops.
+//!
+//! The worker's counters of outcomes (succeeded, failed, released, obsolete) count what was
+//! written, not what handlers returned, so that a worker's summary agrees with the attempt
+//! history: an outcome the fence refused counts as a stale claim only.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::WorkerStore;
 use oprec_core::store::{CompleteParams, CompleteResult};
+use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
 use tokio::sync::mpsc;
 
 use crate::Stats;
@@ -38,7 +42,10 @@ pub(crate) async fn run(
                 Ok(results) => {
                     for (p, r) in batch.iter().zip(results) {
                         match r {
-                            CompleteResult::Applied => Stats::add(&stats.completions, 1),
+                            CompleteResult::Applied => {
+                                Stats::add(&stats.completions, 1);
+                                Stats::add(counter(&stats, &p.transition), 1);
+                            }
                             CompleteResult::Stale => {
                                 Stats::add(&stats.stale_claims, 1);
                                 tracing::warn!(operation = %p.id,
@@ -56,5 +63,18 @@ pub(crate) async fn run(
             }
         }
         batch.clear();
+    }
+}
+
+/// The counter an applied transition adds to: its attempt's outcome as the history records it.
+fn counter<'s>(stats: &'s Stats, t: &Transition) -> &'s std::sync::atomic::AtomicU64 {
+    match t.attempt_outcome() {
+        AttemptOutcome::Succeeded => &stats.succeeded,
+        AttemptOutcome::Released => &stats.released,
+        AttemptOutcome::Rejected if t.terminal_reason() == Some(TerminalReason::Obsolete) => {
+            &stats.obsolete
+        }
+        AttemptOutcome::Vanished => &stats.vanished,
+        _ => &stats.failed,
     }
 }

@@ -22,6 +22,8 @@ pub struct Stats {
     pub(crate) released: AtomicU64,
     pub(crate) given_back: AtomicU64,
     pub(crate) obsolete: AtomicU64,
+    pub(crate) isolated: AtomicU64,
+    pub(crate) panicked: AtomicU64,
 }
 
 /// A copy of [`Stats`] at one moment.
@@ -29,9 +31,9 @@ pub struct Stats {
 pub struct StatsSnapshot {
     /// Operations claimed.
     pub claimed: u64,
-    /// Attempts that succeeded.
+    /// Attempts this worker recorded as succeeded (written, not refused as stale).
     pub succeeded: u64,
-    /// Attempts that failed (any class).
+    /// Attempts this worker recorded as failed, any class (written, not refused as stale).
     pub failed: u64,
     /// Outcomes written (applied).
     pub completions: u64,
@@ -51,12 +53,16 @@ pub struct StatsSnapshot {
     pub vanished: u64,
     /// Operations ended because their deadline passed while waiting.
     pub deadline_dead: u64,
-    /// Attempts released unfinished on shutdown.
+    /// Attempts released unfinished on shutdown (written, not refused as stale).
     pub released: u64,
     /// Claims never started, given back on shutdown with their attempts refunded.
     pub given_back: u64,
     /// Operations cancelled as no longer needed.
     pub obsolete: u64,
+    /// Suspects claimed and run isolated, alone in this worker.
+    pub isolated: u64,
+    /// Handlers that panicked (each recorded at once as an unrecognised error).
+    pub panicked: u64,
 }
 
 impl Stats {
@@ -83,6 +89,8 @@ impl Stats {
             released: g(&self.released),
             given_back: g(&self.given_back),
             obsolete: g(&self.obsolete),
+            isolated: g(&self.isolated),
+            panicked: g(&self.panicked),
         }
     }
 }
