@@ -4,7 +4,8 @@
 -- ?7 says which claim this is: 0 claims only operations that are not suspects (wake-ups, the
 -- eligible pick), 1 only suspects, marked isolated (claim_suspect.sql's pick, run alone).
 -- MATERIALIZED: the input is read once and each row looked up by primary key; otherwise SQLite
--- walks every pending row and scans the input for each.
+-- walks every pending row and scans the input for each. The unary + keeps SQLite from reading
+-- the status or suspect conditions as a reason to walk operations_status_kind instead.
 -- ?3 worker id, ?4 code version.
 WITH input AS MATERIALIZED (
     SELECT value ->> 'id' AS op_id, value ->> 'token' AS token FROM json_each(?5)
@@ -21,8 +22,8 @@ SET status = 'running',
     updated_at = ?1
 FROM input
 WHERE operations.id = input.op_id
-  AND operations.status = 'pending'
-  AND operations.suspect = ?7
+  AND +operations.status = 'pending'
+  AND +operations.suspect = ?7
   AND operations.next_eligible_at <= ?1
   AND (operations.give_up_at IS NULL OR operations.give_up_at >= ?1)
   AND (json_array_length(?6) = 0 OR operations.kind IN (SELECT value FROM json_each(?6)))

@@ -448,10 +448,11 @@ impl<S: FullStore> Driver<S> {
         after: &[(Operation, usize)],
     ) -> StepResult {
         let redrive = matches!(action, Action::Redrive { .. });
+        // The ends of a claim that give its attempt back: a snooze, a release.
         let snooze = matches!(
             action,
             Action::Complete {
-                ending: Ending::Snooze(_),
+                ending: Ending::Snooze(_) | Ending::Release(_),
                 ..
             }
         );
