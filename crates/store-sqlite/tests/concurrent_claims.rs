@@ -9,8 +9,8 @@ use std::sync::Arc;
 use oprec_core::store::OperationGetParams;
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
-    AttemptOutcome, Claimed, EnqueueOptions, Failure, EnqueueStore, NewOperation, OperationId, Status,
-    Store, Transition, WorkerStore,
+    AttemptOutcome, Claimed, EnqueueOptions, EnqueueStore, Failure, NewOperation, OperationId,
+    Status, Store, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::store_cases::plain_policy;
