@@ -11,30 +11,62 @@ use std::time::Duration;
 
 use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::Stats;
 
 /// The most outcomes written by one store call.
 const BATCH: usize = 1000;
 
+/// What the completer is sent: an outcome to write, or a flush.
+pub(crate) enum Completion {
+    /// An attempt's outcome.
+    Outcome(CompleteParams),
+    /// Answered once every outcome sent before it is written (or found stale): the worker waits
+    /// for it before it runs a suspect alone, so that if the suspect kills the process no
+    /// finished attempt is lost with it.
+    Flush(oneshot::Sender<()>),
+}
+
 /// Sends outcomes to the completer task.
-pub(crate) type CompletionSender = mpsc::UnboundedSender<CompleteParams>;
+pub(crate) type CompletionSender = mpsc::UnboundedSender<Completion>;
+
+/// Waits until every outcome sent on `tx` so far is written (or the completer is gone).
+pub(crate) async fn flush(tx: &CompletionSender) {
+    let (done, written) = oneshot::channel();
+    if tx.send(Completion::Flush(done)).is_ok() {
+        let _ = written.await;
+    }
+}
 
 /// Runs until every sender is dropped and the queue is empty.
 pub(crate) async fn run(
     store: Arc<dyn WorkerStore>,
-    mut rx: mpsc::UnboundedReceiver<CompleteParams>,
+    mut rx: mpsc::UnboundedReceiver<Completion>,
     stats: Arc<Stats>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut flushes = Vec::new();
     while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(c) = next.take() {
+            match c {
+                Completion::Outcome(p) => batch.push(p),
+                // Outcomes sent after a flush wait for the next batch.
+                Completion::Flush(done) => {
+                    flushes.push(done);
+                    break;
+                }
             }
+            if batch.len() < BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        if batch.is_empty() {
+            for done in flushes.drain(..) {
+                let _ = done.send(());
+            }
+            continue;
         }
         let mut backoff = Duration::from_millis(50);
         loop {
@@ -63,6 +95,9 @@ pub(crate) async fn run(
             }
         }
         batch.clear();
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
     }
 }
 

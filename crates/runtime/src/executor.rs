@@ -15,7 +15,7 @@ use oprec_core::store::CompleteParams;
 use oprec_core::{ClaimContext, Claimed, Clock, Failure, Outcome, Transition, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
-use crate::completer::CompletionSender;
+use crate::completer::{Completion, CompletionSender};
 use crate::{Context, Registry, Stats};
 
 pub(crate) struct Executor {
@@ -31,11 +31,11 @@ impl Executor {
     pub async fn execute(&self, op: Claimed, lost: CancellationToken) {
         let token = op.claim_token();
         let finish = |transition: Transition| {
-            let _ = self.completions.send(CompleteParams {
+            let _ = self.completions.send(Completion::Outcome(CompleteParams {
                 id: op.id,
                 claim_token: token,
                 transition,
-            });
+            }));
         };
         let Some(kind) = self.registry.get(&op.kind) else {
             // Claims filter by known kinds; this only happens if the registry changed under us.

@@ -38,6 +38,7 @@ use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
 use crate::executor::Executor;
 use crate::held::{self, Held, LetGoOnPanic};
+use crate::completer::Completion;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
     StatsSnapshot, completer,
@@ -299,7 +300,7 @@ impl Worker {
     /// waiting in the buffer (attempts refunded), lets in-flight attempts finish up to the drain
     /// timeout, releases the rest, and writes every outcome.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
-        let (tx, rx) = mpsc::unbounded_channel::<CompleteParams>();
+        let (tx, rx) = mpsc::unbounded_channel::<Completion>();
         let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
         let background = Background::start(BackgroundParams {
             store: &self.store,
@@ -396,7 +397,10 @@ impl Worker {
                 && buffer.is_empty()
                 && tasks.is_empty()
             {
-                // Nothing else runs here: the next suspect runs alone, or isolation ends.
+                // Nothing else runs here: the next suspect runs alone, or isolation ends. First
+                // every finished attempt's outcome is written, so that a suspect that kills the
+                // process takes no finished attempt down with it.
+                completer::flush(&tx).await;
                 match self.claim_suspect(kinds_ref, stop).await {
                     Some(op) => {
                         tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
@@ -466,11 +470,11 @@ impl Worker {
             let now = self.clock.now();
             for claim in held.take_all() {
                 released += 1;
-                let _ = tx.send(CompleteParams {
+                let _ = tx.send(Completion::Outcome(CompleteParams {
                     id: claim.id,
                     claim_token: claim.claim_token,
                     transition: Transition::release(now),
-                });
+                }));
             }
             tracing::info!(released, "drain timeout: releasing unfinished attempts");
         }
