@@ -252,8 +252,12 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
         if let Err(m) = ladder.validate() {
             return invalid(&m);
         }
-        if self.external_io && ladder == Ladder::immediate() {
-            return invalid("a kind that does external I/O needs a ladder with a positive delay");
+        if self.external_io
+            && let Some(why) = ladder.immediate_retry()
+        {
+            return invalid(&format!(
+                "a kind that does external I/O needs a positive delay before every retry: {why}"
+            ));
         }
         Ok(RetryPolicy {
             timeout,
@@ -316,6 +320,62 @@ mod tests {
             base()
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_external_io_ladder_that_can_retry_at_once_is_refused() {
+        use crate::{Exponential, FailureClass};
+        let build = |ladder: Ladder| {
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .external_io(ladder)
+                .build()
+        };
+        let refused = |ladder: Ladder, says: &str| {
+            let e = build(ladder).expect_err("refused").to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(Ladder::schedule_secs(&[0, 0, 0]), "before attempt 2");
+        refused(Ladder::schedule_secs(&[0, 60, 0]), "before attempt 3");
+        refused(Ladder::schedule_secs(&[5, 0]), "before attempt 2");
+        refused(Ladder::immediate(), "zero base");
+        refused(
+            Ladder::exponential(Exponential::new(
+                Duration::zero(),
+                2.0,
+                Duration::seconds(60),
+            )),
+            "zero base",
+        );
+        refused(
+            Ladder::exponential(
+                Exponential::new(Duration::seconds(1), 2.0, Duration::seconds(60))
+                    .base_for(FailureClass::RateLimited, Duration::zero()),
+            ),
+            "zero base for rate_limited",
+        );
+        // A first rung of zero is the first attempt, not a retry.
+        assert!(build(Ladder::schedule_secs(&[0, 1, 60])).is_ok());
+        assert!(build(Ladder::schedule_secs(&[0])).is_ok());
+        assert!(
+            build(Ladder::exponential(Exponential::new(
+                Duration::milliseconds(100),
+                2.0,
+                Duration::seconds(60)
+            )))
+            .is_ok()
+        );
+        // A local-only kind may retry at once (bounded by its attempts).
+        assert!(
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .local_only()
+                .ladder(Ladder::schedule_secs(&[0, 0, 0]))
                 .build()
                 .is_ok()
         );

@@ -615,6 +615,60 @@ mod tests {
     }
 
     #[test]
+    fn backpressure_snoozes_within_its_budget_then_climbs_the_ladder() {
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .snooze_budget(2)
+            .build()
+            .unwrap();
+        let rng = &mut StdRng::seed_from_u64(0);
+        let pressure = || Outcome::Failed(Failure::backpressure("pool exhausted"));
+        let at = |snoozes| ClaimContext {
+            snoozes,
+            ..ctx(1, None)
+        };
+        for snoozes in 0..2 {
+            let t = p.transition_for(&at(snoozes), pressure(), t0(), rng);
+            assert!(t.is_snooze() && t.refunds_attempt(), "snooze {snoozes}");
+            assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(5)));
+        }
+        // The budget is spent: the ordinary ladder, and the attempt counts.
+        let t = p.transition_for(&at(2), pressure(), t0(), rng);
+        assert!(!t.is_snooze() && !t.refunds_attempt());
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Error);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(60)));
+        assert!(
+            t.error()
+                .and_then(|e| e.decision.as_deref())
+                .is_some_and(|d| d.contains("snooze budget of 2 spent")),
+            "{t:?}"
+        );
+        // ... and ends with the attempt bound like any retry.
+        let last = ClaimContext {
+            snoozes: 2,
+            ..ctx(6, None)
+        };
+        let t = p.transition_for(&last, pressure(), t0(), rng);
+        assert_eq!(t.terminal_reason(), Some(TerminalReason::AttemptsExhausted));
+        assert_eq!(p.snooze_budget(), 2);
+        assert_eq!(
+            policy(Jitter::None).snooze_budget(),
+            crate::DEFAULT_SNOOZE_BUDGET
+        );
+    }
+
+    #[test]
+    fn a_release_is_refunded_and_keeps_the_suspect() {
+        let t = Transition::release(t0());
+        assert!(t.refunds_attempt());
+        assert_eq!(t.suspect_after(), None);
+        assert!(!t.counts_toward_crash_loop());
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Released);
+    }
+
+    #[test]
     fn transient_climbs_the_ladder_then_ends() {
         let p = policy(Jitter::None);
         let rng = &mut StdRng::seed_from_u64(0);
