@@ -132,7 +132,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             }
         },
     );
-    // Panics on its first attempt, succeeds on the next: a handler bug that kills the attempt.
+    // Panics on its first attempt, succeeds on the next: a handler bug on some input.
     let panics = Kind::new(
         "t.panics",
         policy(&[0, 1, 1, 1]),
