@@ -503,8 +503,19 @@ fn zombie_worker(kind: RigKind) {
         "{}",
         zombie.stdout()
     );
-    // Changed nothing: the rows, their histories and the effect are as they were.
-    let after = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    // Changed nothing: the rows, their histories and the effect are as they were, but for the
+    // note of the refused completion on the attempt it belonged to (the vanished one).
+    let mut after = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    let late = after.0["attempts"][0]["stale_outcome"].take();
+    after.0["attempts"][0]["stale_at"] = serde_json::Value::Null;
+    if slow_refused == "completion" {
+        assert_eq!(
+            late, "succeeded",
+            "the refused completion is in the history"
+        );
+    } else {
+        assert_eq!(late, serde_json::Value::Null);
+    }
     assert_eq!(before, after, "the zombie changed something");
     assert_eq!(after.2.0, 1, "the zombie never reached the effect");
     assert_eq!(rig.running(), 0);

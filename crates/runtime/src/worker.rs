@@ -36,9 +36,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
+use crate::completer::Completion;
 use crate::executor::Executor;
 use crate::held::{self, Held, LetGoOnPanic};
-use crate::completer::Completion;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, SchedulerConfig, Stats,
     StatsSnapshot, completer,

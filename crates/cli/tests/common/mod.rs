@@ -58,6 +58,7 @@ pub fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_oprec"));
     c.env_remove("OPREC_DATABASE_URL")
         .env_remove("OPREC_TRANSPORT_URL")
+        .env_remove("OPREC_CODE_VERSION")
         .env_remove("RUST_LOG")
         .env("RUST_BACKTRACE", "1");
     c
