@@ -18,6 +18,10 @@ CREATE INDEX operations_pending_suspect
 -- snoozes this operation has taken (a re-drive starts it again).
 ALTER TABLE operations ADD COLUMN snoozes INTEGER NOT NULL DEFAULT 0 CHECK (snoozes >= 0);
 
+-- Unrecognised errors (and timeouts of external-I/O kinds) retried automatically, for kinds
+-- whose remote side honours the effect key: a small budget of their own before reconciling.
+ALTER TABLE operations ADD COLUMN unknowns INTEGER NOT NULL DEFAULT 0 CHECK (unknowns >= 0);
+
 -- A completion refused by the fence (its claim was taken over: the lease expired and the
 -- rescuer recorded the attempt vanished, or an operator ended it) is written to the history of
 -- the attempt it belongs to, found by its claim token: the outcome it brought and when.

@@ -480,6 +480,88 @@ pub async fn a_panicking_handler_is_recorded_at_once(rig: Rig) {
     );
 }
 
+/// The paths of an attempt nobody classified, which the seed asks to treat as ambiguous: an
+/// attempt past its timeout is an unknown outcome for a kind that calls out (reconciling, no
+/// blind retry) and an ordinary retry for a local-only one; an unclassified error reconciles,
+/// unless the kind's remote side honours the effect key, when it is retried automatically.
+pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters);
+    let client = rig.client(&reg);
+    let mut ids = Vec::new();
+    for kind in [
+        "t.hangs",
+        "t.hangs_local",
+        "t.unclassified",
+        "t.unclassified_keyed",
+    ] {
+        let id = client
+            .enqueue(kind, json!({}), EnqueueOptions::default())
+            .await
+            .unwrap()
+            .id;
+        ids.push(id);
+    }
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Reconciling, 2, 30).await;
+    rig.wait_for(Status::Succeeded, 2, 30).await;
+    running.stop().await;
+    let history = |d: &oprec_core::OperationDetail| -> Vec<(AttemptOutcome, Option<FailureClass>)> {
+        d.attempts
+            .iter()
+            .map(|a| (a.outcome, a.failure_class))
+            .collect()
+    };
+    let [hangs, hangs_local, unclassified, keyed] = [ids[0], ids[1], ids[2], ids[3]];
+    let d = rig.get(hangs).await;
+    assert_eq!(d.operation.status, Status::Reconciling);
+    assert_eq!(
+        history(&d),
+        [(AttemptOutcome::Unknown, Some(FailureClass::Unknown))]
+    );
+    assert!(
+        d.attempts[0]
+            .error
+            .as_ref()
+            .unwrap()
+            .summary
+            .contains("exceeded its timeout")
+    );
+    let d = rig.get(hangs_local).await;
+    assert_eq!(d.operation.status, Status::Succeeded);
+    assert_eq!(
+        history(&d),
+        [
+            (AttemptOutcome::Error, Some(FailureClass::Transient)),
+            (AttemptOutcome::Succeeded, None)
+        ]
+    );
+    let d = rig.get(unclassified).await;
+    assert_eq!(d.operation.status, Status::Reconciling);
+    assert_eq!(
+        history(&d),
+        [(AttemptOutcome::Unknown, Some(FailureClass::Unknown))]
+    );
+    let summary = &d.attempts[0].error.as_ref().unwrap().summary;
+    assert!(
+        summary.contains("unclassified error: connection reset"),
+        "{summary}"
+    );
+    let d = rig.get(keyed).await;
+    assert_eq!(d.operation.status, Status::Succeeded);
+    assert_eq!(
+        history(&d),
+        [
+            (AttemptOutcome::Error, Some(FailureClass::Unknown)),
+            (AttemptOutcome::Succeeded, None)
+        ]
+    );
+    assert_eq!(
+        d.operation.unknowns, 1,
+        "one automatic retry of the budget spent"
+    );
+}
+
 /// 200 callers enqueue one operation each at the same time (group commit shares their inserts):
 /// each gets its own result; ten repeating one idempotency key all get the one operation, created
 /// once; a payload no store can keep (a NUL character) is refused to its caller alone. Every
@@ -589,6 +671,7 @@ macro_rules! e2e_scenarios {
             an_unroutable_kind_does_not_stall_the_scheduler,
             shutdown_gives_back_buffered_claims,
             a_panicking_handler_is_recorded_at_once,
+            unclassified_errors_and_timeouts_take_their_paths,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

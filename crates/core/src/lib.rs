@@ -52,8 +52,8 @@ pub use operation::{Attempt, Operation, OperationDetail, PayloadMode};
 pub use operator::OperatorStore;
 pub use outcome::Outcome;
 pub use policy::{
-    Bounded, DEFAULT_SNOOZE_BUDGET, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy,
-    Timed, UndeclaredIo,
+    Bounded, DEFAULT_SNOOZE_BUDGET, DEFAULT_UNKNOWN_RETRIES, DeclaredIo, NoBound, NoTimeout,
+    PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
 };
 pub use resolution::{Resolution, Settlement};
 pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};

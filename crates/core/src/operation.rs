@@ -83,6 +83,10 @@ pub struct Operation {
     /// budget, after which backpressure climbs the ordinary ladder.
     #[serde(default)]
     pub snoozes: u32,
+    /// Unknown outcomes retried automatically (a kind whose remote side honours the effect key);
+    /// bounded by the policy's unknown-outcome budget, after which they reconcile.
+    #[serde(default)]
+    pub unknowns: u32,
     /// When a wake-up was last published.
     pub last_woken_at: Option<DateTime<Utc>>,
     /// Enqueue time; backlog age is measured from here.

@@ -11,6 +11,10 @@ use crate::{Error, Ladder, Result};
 /// of five seconds, about ten minutes of local pressure before its attempts count.
 pub const DEFAULT_SNOOZE_BUDGET: u32 = 120;
 
+/// The automatic retries of unknown outcomes a kind whose remote side honours the effect key
+/// gets by default: the seed's "small attempt budget" for ambiguous failures.
+pub const DEFAULT_UNKNOWN_RETRIES: u32 = 2;
+
 /// The lower of two optional bounds; no bound is no limit.
 fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     match (a, b) {
@@ -76,6 +80,7 @@ pub struct RetryPolicy {
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
     snooze_budget: u32,
+    unknown_retries: u32,
 }
 
 impl RetryPolicy {
@@ -90,6 +95,7 @@ impl RetryPolicy {
             rate_limit_max: Duration::hours(1),
             backpressure_snooze: Duration::seconds(5),
             snooze_budget: DEFAULT_SNOOZE_BUDGET,
+            unknown_retries: 0,
             _state: PhantomData,
         }
     }
@@ -141,6 +147,13 @@ impl RetryPolicy {
     pub fn snooze_budget(&self) -> u32 {
         self.snooze_budget
     }
+
+    /// How many unknown outcomes (an unrecognised error, a timeout of an external-I/O attempt)
+    /// are retried automatically on the ladder before the next one reconciles: 0 (reconcile at
+    /// once) unless the kind declared that its remote side honours the effect key.
+    pub fn unknown_retries(&self) -> u32 {
+        self.unknown_retries
+    }
 }
 
 /// Builds a [`RetryPolicy`]; the type parameters track which declarations were made.
@@ -155,6 +168,7 @@ pub struct PolicyBuilder<T, B, I> {
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
     snooze_budget: u32,
+    unknown_retries: u32,
     _state: PhantomData<(T, B, I)>,
 }
 
@@ -169,6 +183,7 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
             snooze_budget: self.snooze_budget,
+            unknown_retries: self.unknown_retries,
             _state: PhantomData,
         }
     }
@@ -223,6 +238,23 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
         self
     }
 
+    /// Declares that the remote side honours the effect key (`ctx.effect_key()`, sent as its
+    /// idempotency key): a retry of an effect that did happen is deduplicated there, so an
+    /// unknown outcome (an unrecognised error, a timeout) is retried automatically up to
+    /// [`DEFAULT_UNKNOWN_RETRIES`] times before it reconciles. Without this declaration an
+    /// unknown outcome reconciles at once: no blind retry.
+    pub fn remote_honours_effect_key(mut self) -> Self {
+        self.unknown_retries = DEFAULT_UNKNOWN_RETRIES;
+        self
+    }
+
+    /// Sets how many unknown outcomes are retried automatically before reconciling (see
+    /// [`PolicyBuilder::remote_honours_effect_key`]; 0: reconcile at once).
+    pub fn unknown_retries(mut self, n: u32) -> Self {
+        self.unknown_retries = n;
+        self
+    }
+
     /// How many refunded backpressure snoozes one operation may take before backpressure
     /// climbs the ordinary ladder (default [`DEFAULT_SNOOZE_BUDGET`]; 0: never snooze).
     pub fn snooze_budget(mut self, n: u32) -> Self {
@@ -268,6 +300,7 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
             snooze_budget: self.snooze_budget,
+            unknown_retries: self.unknown_retries,
         })
     }
 }

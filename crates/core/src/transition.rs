@@ -21,6 +21,8 @@ pub struct ClaimContext {
     pub give_up_at: Option<DateTime<Utc>>,
     /// Backpressure snoozes the operation has taken (each refunded its attempt).
     pub snoozes: u32,
+    /// Unknown outcomes the operation has had retried automatically.
+    pub unknowns: u32,
 }
 
 impl ClaimContext {
@@ -43,6 +45,7 @@ impl From<&Operation> for ClaimContext {
             max_attempts: op.max_attempts,
             give_up_at: op.give_up_at,
             snoozes: op.snoozes,
+            unknowns: op.unknowns,
         }
     }
 }
@@ -450,6 +453,33 @@ impl RetryPolicy {
                 );
                 Transition::hold(failure)
             }
+            FailureClass::Unknown if claim.unknowns < self.unknown_retries() => {
+                // The remote side honours the effect key: a retry of an effect that did happen
+                // is deduplicated there, so a small budget of automatic retries is safe.
+                match self.retry_at(claim, FailureClass::Unknown, None, now, rng) {
+                    RetryDecision::At(at) => {
+                        default_text(
+                            &mut failure,
+                            format!(
+                                "outcome unknown; the remote side honours the effect key: retry at \
+                                 {at} (automatic retry {} of {})",
+                                claim.unknowns + 1,
+                                self.unknown_retries()
+                            ),
+                            "none: retried automatically, then reconciled if still unknown",
+                        );
+                        Transition::retry(at, failure)
+                    }
+                    RetryDecision::Exhausted | RetryDecision::DeadlinePassed { .. } => {
+                        default_text(
+                            &mut failure,
+                            "outcome unknown and no attempt left: no blind retry".into(),
+                            "reconcile: find out whether the effect was applied",
+                        );
+                        Transition::reconcile(failure)
+                    }
+                }
+            }
             FailureClass::Unknown => {
                 default_text(
                     &mut failure,
@@ -593,6 +623,7 @@ mod tests {
             max_attempts: Some(6),
             give_up_at,
             snoozes: 0,
+            unknowns: 0,
         }
     }
 
@@ -657,6 +688,52 @@ mod tests {
             policy(Jitter::None).snooze_budget(),
             crate::DEFAULT_SNOOZE_BUDGET
         );
+    }
+
+    #[test]
+    fn an_unknown_outcome_reconciles_at_once_unless_the_effect_key_is_honoured() {
+        let rng = &mut StdRng::seed_from_u64(0);
+        let unknown = || Outcome::Failed(Failure::unknown("unclassified error: reset"));
+        // Not declared: no blind retry.
+        let t = policy(Jitter::None).transition_for(&ctx(1, None), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
+        assert_eq!(policy(Jitter::None).unknown_retries(), 0);
+        // Declared: the stated default budget of automatic retries on the ladder, then reconcile.
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .remote_honours_effect_key()
+            .build()
+            .unwrap();
+        assert_eq!(p.unknown_retries(), crate::DEFAULT_UNKNOWN_RETRIES);
+        let at = |attempt, unknowns| ClaimContext {
+            unknowns,
+            ..ctx(attempt, None)
+        };
+        let t = p.transition_for(&at(1, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Pending);
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Error);
+        assert_eq!(t.failure_class(), Some(FailureClass::Unknown));
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(60)));
+        let t = p.transition_for(&at(2, 1), unknown(), t0(), rng);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(300)));
+        let t = p.transition_for(&at(3, 2), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling, "the budget is spent");
+        // No attempt left: reconcile, not dead: the effect may have happened.
+        let t = p.transition_for(&at(6, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
+        // Configurable.
+        let none = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60]))
+            .remote_honours_effect_key()
+            .unknown_retries(0)
+            .build()
+            .unwrap();
+        let t = none.transition_for(&at(1, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
     }
 
     #[test]

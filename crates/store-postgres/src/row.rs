@@ -125,6 +125,7 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
         suspect: c.get("suspect")?,
         isolated: c.get("isolated")?,
         snoozes: c.count("snoozes")?,
+        unknowns: c.count("unknowns")?,
         last_woken_at: c.get("last_woken_at")?,
         created_at: c.get("created_at")?,
         updated_at: c.get("updated_at")?,

@@ -131,6 +131,7 @@ pub(crate) fn operation(row: &SqliteRow) -> Result<Operation> {
         suspect: c.flag("suspect")?,
         isolated: c.flag("isolated")?,
         snoozes: c.u32("snoozes")?,
+        unknowns: c.u32("unknowns")?,
         last_woken_at: c.opt_time("last_woken_at")?,
         created_at: c.time("created_at")?,
         updated_at: c.time("updated_at")?,

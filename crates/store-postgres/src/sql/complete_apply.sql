@@ -5,7 +5,8 @@
 -- (expired_only), with its lease expired by "now", so that a heartbeat since the rescuer looked
 -- wins. The crash-loop counter goes up by one for a vanished isolated attempt (crash_counted),
 -- stays for a release (suspect NULL) and goes back to zero for every other end; suspect is set
--- as core says (NULL keeps it); a snooze spends one of the snooze budget. A NULL class, error,
+-- as core says (NULL keeps it); a snooze spends one of the snooze budget, an automatic retry of
+-- an unknown outcome one of the unknown budget. A NULL class, error,
 -- next time or remote id keeps the stored one. The attempt row keeps whether the claim ran
 -- isolated and its token (a stale completion finds it by the token). Walks the primary key.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
@@ -30,6 +31,8 @@ input AS (
                                WHEN i.suspect IS NULL THEN o.vanished_streak ELSE 0 END,
         suspect = coalesce(i.suspect, o.suspect),
         snoozes = o.snoozes + CASE WHEN i.snoozed THEN 1 ELSE 0 END,
+        unknowns = o.unknowns
+                   + CASE WHEN i.status = 'pending' AND i.failure_class = 'unknown' THEN 1 ELSE 0 END,
         claim_token = NULL, lease_until = NULL, updated_at = now.t
     FROM input i, now
     WHERE o.id = i.id AND o.claim_token = i.token AND o.status = 'running'

@@ -9,7 +9,7 @@ WITH now AS (SELECT coalesce($3::timestamptz, now()) AS t)
 UPDATE operations o
 SET status = 'pending', attempt = 0, next_eligible_at = i.at,
     terminal_reason = NULL, terminal_at = NULL, vanished_streak = 0,
-    suspect = false, isolated = false, snoozes = 0,
+    suspect = false, isolated = false, snoozes = 0, unknowns = 0,
     reconcile_attempts = 0, alerted_at = NULL, last_woken_at = NULL,
     claim_token = NULL, lease_until = NULL,
     redrive_count = o.redrive_count + 1, updated_at = now.t,

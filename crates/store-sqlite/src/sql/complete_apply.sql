@@ -4,7 +4,8 @@
 -- since the rescuer looked wins. Absent values keep the stored ones (a vanished attempt keeps the
 -- last failure class); a vanished isolated attempt (crash_counted) adds one to vanished_streak,
 -- a release (suspect null) keeps it, any other end resets it; suspect is set as core says (null
--- keeps it); a snooze spends one of the snooze budget. Returns the claim as it was, for the
+-- keeps it); a snooze spends one of the snooze budget, an automatic retry of an unknown outcome
+-- one of the unknown budget. Returns the claim as it was, for the
 -- attempt rows (complete_attempts.sql), with whether it ran isolated.
 -- MATERIALIZED: the input is read once and each row looked up by primary key.
 WITH input AS MATERIALIZED (
@@ -38,6 +39,8 @@ SET status = input.status,
                            ELSE 0 END,
     suspect = coalesce(input.suspect, operations.suspect),
     snoozes = operations.snoozes + input.snoozed,
+    unknowns = operations.unknowns
+               + (input.status = 'pending' AND input.failure_class IS 'unknown'),
     claim_token = NULL,
     lease_until = NULL,
     updated_at = ?1
