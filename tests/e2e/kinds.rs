@@ -30,6 +30,7 @@ fn policy(ladder: &[i64]) -> RetryPolicy {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(ladder.len() as u32)
         .external_io(Ladder::schedule_secs(ladder))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }
@@ -121,6 +122,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .timeout(chrono::Duration::seconds(60))
             .max_attempts(5)
             .local_only()
+            .jitter(oprec_core::Jitter::None)
             .build()
             .expect("policy"),
         move |_ctx, p: Slow| {
@@ -150,12 +152,13 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
         Ok(())
     };
     let short =
-        |b: oprec_core::PolicyBuilder<_, _, _>| b.timeout(chrono::Duration::milliseconds(200));
+        |b: oprec_core::PolicyBuilder<_, _, _, _>| b.timeout(chrono::Duration::milliseconds(200));
     let hangs = Kind::new(
         "t.hangs",
         short(RetryPolicy::builder())
             .max_attempts(3)
             .external_io(Ladder::schedule_secs(&[0, 1, 1]))
+            .jitter(oprec_core::Jitter::None)
             .build()
             .expect("policy"),
         hang_once,
@@ -166,6 +169,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .max_attempts(3)
             .local_only()
             .ladder(Ladder::schedule_secs(&[0, 1, 1]))
+            .jitter(oprec_core::Jitter::None)
             .build()
             .expect("policy"),
         hang_once,
@@ -187,6 +191,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .max_attempts(3)
             .external_io(Ladder::schedule_secs(&[0, 1, 1]))
             .remote_honours_effect_key()
+            .jitter(oprec_core::Jitter::None)
             .build()
             .expect("policy"),
         reset_once,

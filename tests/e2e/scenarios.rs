@@ -335,6 +335,7 @@ fn one_kind_registry(name: &str) -> Arc<oprec_runtime::Registry> {
                 .timeout(chrono::Duration::seconds(1))
                 .max_attempts(1)
                 .local_only()
+                .jitter(oprec_core::Jitter::None)
                 .build()
                 .unwrap(),
             |_ctx, _p: serde_json::Value| async { Ok(()) },

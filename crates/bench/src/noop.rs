@@ -14,6 +14,7 @@ fn registry() -> oprec::Result<Registry> {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(4)
         .external_io(Ladder::schedule_secs(&[0, 1, 2, 4]))
+        .jitter(oprec::Jitter::None)
         .build()?;
     Ok(Registry::new().register(
         Kind::new(KIND, policy, |_ctx, _payload: serde_json::Value| async {

@@ -53,7 +53,7 @@ pub use operator::OperatorStore;
 pub use outcome::Outcome;
 pub use policy::{
     Bounded, DEFAULT_SNOOZE_BUDGET, DEFAULT_UNKNOWN_RETRIES, DeclaredIo, NoBound, NoTimeout,
-    PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
+    PolicyBuilder, RetryPolicy, StatedJitter, Timed, UndeclaredIo, UnstatedJitter,
 };
 pub use resolution::{Resolution, Settlement};
 pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use chrono::Duration;
 
-use crate::{Error, Ladder, Result};
+use crate::{Error, Jitter, Ladder, Result};
 
 /// The refunded backpressure snoozes one operation may take by default: at the default snooze
 /// of five seconds, about ten minutes of local pressure before its attempts count.
@@ -41,22 +41,30 @@ pub struct UndeclaredIo;
 /// Builder state: the kind said whether it does external I/O (and, if it does, gave a ladder).
 #[derive(Debug)]
 pub struct DeclaredIo;
+/// Builder state: the jitter rule is not stated yet.
+#[derive(Debug)]
+pub struct UnstatedJitter;
+/// Builder state: the jitter rule is stated (possibly [`Jitter::None`]).
+#[derive(Debug)]
+pub struct StatedJitter;
 
 /// A kind's retry policy: a decision, not a default.
 ///
 /// The builder makes the rule "a job must declare a positive timeout, a positive attempt limit or
-/// retry expiry, and a backoff when it does external I/O" a compile-time rule: `build` exists only
-/// once all three are declared.
+/// retry expiry, and a backoff when it does external I/O" a compile-time rule, with the seed's
+/// "a production policy should state the jitter rule": `build` exists only once all four are
+/// declared (stating [`Jitter::None`] is allowed; leaving the jitter out is not).
 ///
 /// ```
 /// use chrono::Duration;
-/// use oprec_core::{Ladder, RetryPolicy};
+/// use oprec_core::{Jitter, Ladder, RetryPolicy};
 ///
 /// let policy = RetryPolicy::builder()
 ///     .timeout(Duration::seconds(30))
 ///     .max_attempts(6)
 ///     .give_up_after(Duration::hours(48))
 ///     .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+///     .jitter(Jitter::Equal)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(policy.max_attempts(), Some(6));
@@ -68,7 +76,11 @@ pub struct DeclaredIo;
 /// use chrono::Duration;
 /// use oprec_core::RetryPolicy;
 /// // No ladder for a kind that calls a provider: refused.
-/// let policy = RetryPolicy::builder().timeout(Duration::seconds(30)).max_attempts(3).build();
+/// let policy = RetryPolicy::builder()
+///     .timeout(Duration::seconds(30))
+///     .max_attempts(3)
+///     .jitter(oprec_core::Jitter::None)
+///     .build();
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryPolicy {
@@ -85,7 +97,7 @@ pub struct RetryPolicy {
 
 impl RetryPolicy {
     /// Starts a policy; see the type's documentation for what must be declared.
-    pub fn builder() -> PolicyBuilder<NoTimeout, NoBound, UndeclaredIo> {
+    pub fn builder() -> PolicyBuilder<NoTimeout, NoBound, UndeclaredIo, UnstatedJitter> {
         PolicyBuilder {
             timeout: None,
             max_attempts: None,
@@ -96,6 +108,7 @@ impl RetryPolicy {
             backpressure_snooze: Duration::seconds(5),
             snooze_budget: DEFAULT_SNOOZE_BUDGET,
             unknown_retries: 0,
+            jitter: None,
             _state: PhantomData,
         }
     }
@@ -159,7 +172,7 @@ impl RetryPolicy {
 /// Builds a [`RetryPolicy`]; the type parameters track which declarations were made.
 #[derive(Debug)]
 #[must_use = "a policy builder does nothing until `build` is called"]
-pub struct PolicyBuilder<T, B, I> {
+pub struct PolicyBuilder<T, B, I, J> {
     timeout: Option<Duration>,
     max_attempts: Option<u32>,
     give_up_after: Option<Duration>,
@@ -169,11 +182,12 @@ pub struct PolicyBuilder<T, B, I> {
     backpressure_snooze: Duration,
     snooze_budget: u32,
     unknown_retries: u32,
-    _state: PhantomData<(T, B, I)>,
+    _state: PhantomData<(T, B, I, J)>,
+    jitter: Option<Jitter>,
 }
 
-impl<T, B, I> PolicyBuilder<T, B, I> {
-    fn into_state<T2, B2, I2>(self) -> PolicyBuilder<T2, B2, I2> {
+impl<T, B, I, J> PolicyBuilder<T, B, I, J> {
+    fn into_state<T2, B2, I2, J2>(self) -> PolicyBuilder<T2, B2, I2, J2> {
         PolicyBuilder {
             timeout: self.timeout,
             max_attempts: self.max_attempts,
@@ -184,30 +198,31 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
             backpressure_snooze: self.backpressure_snooze,
             snooze_budget: self.snooze_budget,
             unknown_retries: self.unknown_retries,
+            jitter: self.jitter,
             _state: PhantomData,
         }
     }
 
     /// Declares the execution timeout of one attempt (must be positive).
-    pub fn timeout(mut self, timeout: Duration) -> PolicyBuilder<Timed, B, I> {
+    pub fn timeout(mut self, timeout: Duration) -> PolicyBuilder<Timed, B, I, J> {
         self.timeout = Some(timeout);
         self.into_state()
     }
 
     /// Bounds the number of attempts (must be positive).
-    pub fn max_attempts(mut self, n: u32) -> PolicyBuilder<T, Bounded, I> {
+    pub fn max_attempts(mut self, n: u32) -> PolicyBuilder<T, Bounded, I, J> {
         self.max_attempts = Some(n);
         self.into_state()
     }
 
     /// Gives up this long after enqueue unless the caller sets its own deadline (must be positive).
-    pub fn give_up_after(mut self, d: Duration) -> PolicyBuilder<T, Bounded, I> {
+    pub fn give_up_after(mut self, d: Duration) -> PolicyBuilder<T, Bounded, I, J> {
         self.give_up_after = Some(d);
         self.into_state()
     }
 
     /// Declares that the kind calls something outside the process, with the ladder its retries climb.
-    pub fn external_io(mut self, ladder: Ladder) -> PolicyBuilder<T, B, DeclaredIo> {
+    pub fn external_io(mut self, ladder: Ladder) -> PolicyBuilder<T, B, DeclaredIo, J> {
         self.ladder = Some(ladder);
         self.external_io = true;
         self.into_state()
@@ -215,8 +230,16 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
 
     /// Declares that the kind does no external I/O; retries are immediate unless a ladder is given
     /// with [`PolicyBuilder::ladder`].
-    pub fn local_only(mut self) -> PolicyBuilder<T, B, DeclaredIo> {
+    pub fn local_only(mut self) -> PolicyBuilder<T, B, DeclaredIo, J> {
         self.external_io = false;
+        self.into_state()
+    }
+
+    /// States the jitter rule of the ladder's delays: how retries that failed together are
+    /// spread, and so how far a retry may move (never past `give_up_at`: the policy clamps it).
+    /// Required, like the timeout and the bound; [`Jitter::None`] is a statement too.
+    pub fn jitter(mut self, jitter: Jitter) -> PolicyBuilder<T, B, I, StatedJitter> {
+        self.jitter = Some(jitter);
         self.into_state()
     }
 
@@ -263,7 +286,7 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
     }
 }
 
-impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
+impl PolicyBuilder<Timed, Bounded, DeclaredIo, StatedJitter> {
     /// The policy, once every declaration is there; values must be positive and the ladder sound.
     pub fn build(self) -> Result<RetryPolicy> {
         let invalid = |m: &str| Err(Error::InvalidInput(format!("retry policy: {m}")));
@@ -280,7 +303,16 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
         if self.rate_limit_max < Duration::zero() || self.backpressure_snooze < Duration::zero() {
             return invalid("rate-limit maximum and backpressure snooze must not be negative");
         }
+        let stated = self.jitter.unwrap_or_default();
         let ladder = self.ladder.unwrap_or_else(Ladder::immediate);
+        if ladder.jitter() != Jitter::None && ladder.jitter() != stated {
+            return invalid(&format!(
+                "the jitter is stated twice, differently: {:?} on the ladder, {stated:?} on the \
+                 policy",
+                ladder.jitter()
+            ));
+        }
+        let ladder = ladder.with_jitter(stated);
         if let Err(m) = ladder.validate() {
             return invalid(&m);
         }
@@ -311,11 +343,12 @@ mod tests {
 
     #[test]
     fn values_must_be_positive() {
-        let base = || RetryPolicy::builder().local_only();
+        let base = || RetryPolicy::builder().local_only().jitter(Jitter::None);
         assert!(
             base()
                 .timeout(Duration::zero())
                 .max_attempts(3)
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -338,6 +371,7 @@ mod tests {
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
                 .external_io(Ladder::schedule_secs(&[]))
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -346,6 +380,7 @@ mod tests {
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
                 .external_io(Ladder::immediate())
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -366,6 +401,7 @@ mod tests {
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
                 .external_io(ladder)
+                .jitter(crate::Jitter::None)
                 .build()
         };
         let refused = |ladder: Ladder, says: &str| {
@@ -409,6 +445,7 @@ mod tests {
                 .max_attempts(3)
                 .local_only()
                 .ladder(Ladder::schedule_secs(&[0, 0, 0]))
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_ok()
         );
@@ -420,6 +457,7 @@ mod tests {
             .timeout(Duration::seconds(1))
             .max_attempts(10)
             .external_io(Ladder::schedule_secs(&[0, 1, 2]))
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         assert_eq!(p.max_attempts(), Some(3));
@@ -427,6 +465,7 @@ mod tests {
             .timeout(Duration::seconds(1))
             .give_up_after(Duration::hours(1))
             .local_only()
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         assert_eq!(p.max_attempts(), None);

@@ -606,9 +606,8 @@ mod tests {
         RetryPolicy::builder()
             .timeout(Duration::seconds(30))
             .max_attempts(6)
-            .external_io(
-                Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]).with_jitter(jitter),
-            )
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .jitter(jitter)
             .build()
             .unwrap()
     }
@@ -652,6 +651,7 @@ mod tests {
             .max_attempts(6)
             .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
             .snooze_budget(2)
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         let rng = &mut StdRng::seed_from_u64(0);
@@ -704,6 +704,7 @@ mod tests {
             .max_attempts(6)
             .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
             .remote_honours_effect_key()
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         assert_eq!(p.unknown_retries(), crate::DEFAULT_UNKNOWN_RETRIES);
@@ -730,6 +731,7 @@ mod tests {
             .external_io(Ladder::schedule_secs(&[0, 60]))
             .remote_honours_effect_key()
             .unknown_retries(0)
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         let t = none.transition_for(&at(1, 0), unknown(), t0(), rng);

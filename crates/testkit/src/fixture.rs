@@ -35,6 +35,7 @@ pub fn fixture_policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(6)
         .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("fixture policy")
 }

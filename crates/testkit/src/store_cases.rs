@@ -27,6 +27,7 @@ pub fn plain_policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(6)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }
