@@ -82,6 +82,7 @@ async fn main() -> anyhow::Result<()> {
         .timeout(chrono::Duration::seconds(10))
         .max_attempts(3)
         .local_only()
+        .jitter(oprec::Jitter::None)
         .build()?;
     let registry = Arc::new(Registry::new().register(Kind::new(
         "email.welcome",

@@ -31,6 +31,7 @@ fn policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(6)
         .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+        .jitter(oprec::Jitter::None)
         .build()
         .expect("a valid policy")
 }

@@ -257,6 +257,7 @@ fn shipment_kind(http: reqwest::Client, base: String) -> anyhow::Result<Kind> {
         .max_attempts(4)
         .give_up_after(chrono::Duration::hours(1))
         .external_io(Ladder::schedule_secs(&[0, 1, 2, 4]))
+        .jitter(oprec::Jitter::None)
         .build()?;
     let (h, b) = (http.clone(), base.clone());
     let kind = Kind::new("shipment.create", policy, move |ctx, s: Shipment| {

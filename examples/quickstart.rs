@@ -42,6 +42,7 @@ async fn main() -> anyhow::Result<()> {
         .timeout(chrono::Duration::seconds(10))
         .max_attempts(3)
         .local_only()
+        .jitter(oprec::Jitter::None)
         .build()?;
     let welcome = Kind::new("email.welcome", policy, |ctx, w: Welcome| async move {
         println!(

@@ -53,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
         .timeout(chrono::Duration::seconds(10))
         .max_attempts(3)
         .external_io(Ladder::schedule_secs(&[0, 1, 5]))
+        .jitter(oprec::Jitter::None)
         .build()?;
     let world = Arc::new(World::default());
     let w = world.clone();

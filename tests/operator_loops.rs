@@ -23,6 +23,7 @@ fn policy() -> RetryPolicy {
         .timeout(chrono::Duration::seconds(10))
         .max_attempts(3)
         .external_io(Ladder::schedule_secs(&[0, 1, 1]))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .unwrap()
 }

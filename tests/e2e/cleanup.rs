@@ -12,13 +12,18 @@ use async_trait::async_trait;
 use oprec_core::{AckToken, Delivery, KindDepth, Result, Transport, WakeUp};
 
 /// Every kind the scenarios register: the queues an AMQP rig deletes.
-pub const KINDS: [&str; 6] = [
+pub const KINDS: [&str; 11] = [
     "t.noop",
     "t.flaky",
     "t.needed",
     "t.shipment",
     "t.slow",
     "t.steps",
+    "t.panics",
+    "t.hangs",
+    "t.hangs_local",
+    "t.unclassified",
+    "t.unclassified_keyed",
 ];
 
 /// A transport that deletes its stream or queue when dropped.

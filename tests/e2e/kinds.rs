@@ -30,6 +30,7 @@ fn policy(ladder: &[i64]) -> RetryPolicy {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(ladder.len() as u32)
         .external_io(Ladder::schedule_secs(ladder))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }
@@ -121,6 +122,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .timeout(chrono::Duration::seconds(60))
             .max_attempts(5)
             .local_only()
+            .jitter(oprec_core::Jitter::None)
             .build()
             .expect("policy"),
         move |_ctx, p: Slow| {
@@ -132,7 +134,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             }
         },
     );
-    // Panics on its first attempt, succeeds on the next: a handler bug that kills the attempt.
+    // Panics on its first attempt, succeeds on the next: a handler bug on some input.
     let panics = Kind::new(
         "t.panics",
         policy(&[0, 1, 1, 1]),
@@ -140,6 +142,59 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             assert!(ctx.attempt() > 1, "a handler bug on the first attempt");
             Ok(())
         },
+    );
+    // The first attempt outlives its 200 ms timeout; the next is quick. For a kind that calls
+    // out, whether the effect happened is unknown; a local-only one climbs its ladder.
+    let hang_once = |ctx: oprec_runtime::Context, _p: serde_json::Value| async move {
+        if ctx.attempt() == 1 {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+        Ok(())
+    };
+    let short =
+        |b: oprec_core::PolicyBuilder<_, _, _, _>| b.timeout(chrono::Duration::milliseconds(200));
+    let hangs = Kind::new(
+        "t.hangs",
+        short(RetryPolicy::builder())
+            .max_attempts(3)
+            .external_io(Ladder::schedule_secs(&[0, 1, 1]))
+            .jitter(oprec_core::Jitter::None)
+            .build()
+            .expect("policy"),
+        hang_once,
+    );
+    let hangs_local = Kind::new(
+        "t.hangs_local",
+        short(RetryPolicy::builder())
+            .max_attempts(3)
+            .local_only()
+            .ladder(Ladder::schedule_secs(&[0, 1, 1]))
+            .jitter(oprec_core::Jitter::None)
+            .build()
+            .expect("policy"),
+        hang_once,
+    );
+    // The first attempt fails with an error nobody classified (a reset after the bytes were
+    // sent); the next succeeds. Without the effect key honoured it reconciles; with it, it is
+    // retried automatically.
+    let reset_once = |ctx: oprec_runtime::Context, _p: serde_json::Value| async move {
+        if ctx.attempt() == 1 {
+            anyhow::bail!("connection reset after the request was sent");
+        }
+        Ok(())
+    };
+    let unclassified = Kind::new("t.unclassified", policy(&[0, 1, 1]), reset_once);
+    let unclassified_keyed = Kind::new(
+        "t.unclassified_keyed",
+        RetryPolicy::builder()
+            .timeout(chrono::Duration::seconds(30))
+            .max_attempts(3)
+            .external_io(Ladder::schedule_secs(&[0, 1, 1]))
+            .remote_honours_effect_key()
+            .jitter(oprec_core::Jitter::None)
+            .build()
+            .expect("policy"),
+        reset_once,
     );
     let needed = Kind::new("t.needed", policy(&[0]), |_ctx, _p: Needed| async {
         Ok(())
@@ -153,6 +208,10 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .register(steps)
             .register(slow)
             .register(panics)
+            .register(hangs)
+            .register(hangs_local)
+            .register(unclassified)
+            .register(unclassified_keyed)
             .register(needed),
     )
 }

@@ -335,6 +335,7 @@ fn one_kind_registry(name: &str) -> Arc<oprec_runtime::Registry> {
                 .timeout(chrono::Duration::seconds(1))
                 .max_attempts(1)
                 .local_only()
+                .jitter(oprec_core::Jitter::None)
                 .build()
                 .unwrap(),
             |_ctx, _p: serde_json::Value| async { Ok(()) },
@@ -403,7 +404,8 @@ pub async fn shutdown_drains_and_releases(rig: Rig) {
 /// holds four claims (two running, two buffered: one concurrency ahead before it knows a rate)
 /// and, seeing no completion, claims no more. On stop the two buffered ones are given back
 /// (pending, attempt refunded, no attempt row) and the two running ones released at the drain
-/// timeout.
+/// timeout (pending, attempt refunded too, a `released` attempt row each): a deploy costs no
+/// operation an attempt.
 pub async fn shutdown_gives_back_buffered_claims(rig: Rig) {
     let counters = Arc::new(Counters::default());
     let reg = registry(counters.clone());
@@ -432,7 +434,7 @@ pub async fn shutdown_gives_back_buffered_claims(rig: Rig) {
     let all = rig.all().await;
     assert_eq!(all.len(), 10);
     assert!(all.iter().all(|o| o.status == Status::Pending));
-    assert_eq!(all.iter().map(|o| u64::from(o.attempt)).sum::<u64>(), 2);
+    assert_eq!(all.iter().map(|o| u64::from(o.attempt)).sum::<u64>(), 0);
     let mut histories = 0;
     for o in &all {
         let d = rig.get(o.id).await;
@@ -446,10 +448,10 @@ pub async fn shutdown_gives_back_buffered_claims(rig: Rig) {
     assert_eq!(histories, 2, "given-back claims leave no attempt row");
 }
 
-/// A handler that panics ends its attempt like a crash, while the worker goes on: the worker
-/// stops extending that claim's lease, the rescuer records the attempt vanished once the lease
-/// expires, and the retry succeeds.
-pub async fn a_panicking_handler_is_rescued_and_retried(rig: Rig) {
+/// A handler that panics is caught: its attempt is recorded at once (long before its 30 s lease
+/// could expire) as an unrecognised error carrying the panic's message, so the operation goes to
+/// reconciling like any unknown outcome, never `vanished`, and the worker goes on.
+pub async fn a_panicking_handler_is_recorded_at_once(rig: Rig) {
     let counters = Arc::new(Counters::default());
     let reg = registry(counters);
     let id = rig
@@ -458,14 +460,106 @@ pub async fn a_panicking_handler_is_rescued_and_retried(rig: Rig) {
         .await
         .unwrap()
         .id;
-    let running = Running::start(rig.worker(&reg, |c| c.lease = chrono::Duration::seconds(1)));
-    rig.wait_for(Status::Succeeded, 1, 60).await;
-    running.stop().await;
+    let started = std::time::Instant::now();
+    let running = Running::start(rig.worker(&reg, |c| c.lease = chrono::Duration::seconds(30)));
+    rig.wait_for(Status::Reconciling, 1, 20).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "recorded before the lease could expire"
+    );
+    let report = running.stop().await;
+    assert_eq!((report.stats.panicked, report.stats.failed), (1, 1));
     let d = rig.get(id).await;
     let outcomes: Vec<AttemptOutcome> = d.attempts.iter().map(|a| a.outcome).collect();
+    assert_eq!(outcomes, [AttemptOutcome::Unknown]);
+    let a = &d.attempts[0];
+    assert_eq!(a.failure_class, Some(oprec_core::FailureClass::Unknown));
+    let summary = &a.error.as_ref().expect("the panic's error").summary;
+    assert!(
+        summary.contains("the handler panicked") && summary.contains("a handler bug"),
+        "{summary}"
+    );
+}
+
+/// The paths of an attempt nobody classified, which the seed asks to treat as ambiguous: an
+/// attempt past its timeout is an unknown outcome for a kind that calls out (reconciling, no
+/// blind retry) and an ordinary retry for a local-only one; an unclassified error reconciles,
+/// unless the kind's remote side honours the effect key, when it is retried automatically.
+pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters);
+    let client = rig.client(&reg);
+    let mut ids = Vec::new();
+    for kind in [
+        "t.hangs",
+        "t.hangs_local",
+        "t.unclassified",
+        "t.unclassified_keyed",
+    ] {
+        let id = client
+            .enqueue(kind, json!({}), EnqueueOptions::default())
+            .await
+            .unwrap()
+            .id;
+        ids.push(id);
+    }
+    let running = Running::start(rig.worker(&reg, |_| {}));
+    rig.wait_for(Status::Reconciling, 2, 30).await;
+    rig.wait_for(Status::Succeeded, 2, 30).await;
+    running.stop().await;
+    let history = |d: &oprec_core::OperationDetail| -> Vec<(AttemptOutcome, Option<FailureClass>)> {
+        d.attempts
+            .iter()
+            .map(|a| (a.outcome, a.failure_class))
+            .collect()
+    };
+    let [hangs, hangs_local, unclassified, keyed] = [ids[0], ids[1], ids[2], ids[3]];
+    let d = rig.get(hangs).await;
+    assert_eq!(d.operation.status, Status::Reconciling);
     assert_eq!(
-        outcomes,
-        [AttemptOutcome::Vanished, AttemptOutcome::Succeeded]
+        history(&d),
+        [(AttemptOutcome::Unknown, Some(FailureClass::Unknown))]
+    );
+    assert!(
+        d.attempts[0]
+            .error
+            .as_ref()
+            .unwrap()
+            .summary
+            .contains("exceeded its timeout")
+    );
+    let d = rig.get(hangs_local).await;
+    assert_eq!(d.operation.status, Status::Succeeded);
+    assert_eq!(
+        history(&d),
+        [
+            (AttemptOutcome::Error, Some(FailureClass::Transient)),
+            (AttemptOutcome::Succeeded, None)
+        ]
+    );
+    let d = rig.get(unclassified).await;
+    assert_eq!(d.operation.status, Status::Reconciling);
+    assert_eq!(
+        history(&d),
+        [(AttemptOutcome::Unknown, Some(FailureClass::Unknown))]
+    );
+    let summary = &d.attempts[0].error.as_ref().unwrap().summary;
+    assert!(
+        summary.contains("unclassified error: connection reset"),
+        "{summary}"
+    );
+    let d = rig.get(keyed).await;
+    assert_eq!(d.operation.status, Status::Succeeded);
+    assert_eq!(
+        history(&d),
+        [
+            (AttemptOutcome::Error, Some(FailureClass::Unknown)),
+            (AttemptOutcome::Succeeded, None)
+        ]
+    );
+    assert_eq!(
+        d.operation.unknowns, 1,
+        "one automatic retry of the budget spent"
     );
 }
 
@@ -577,7 +671,8 @@ macro_rules! e2e_scenarios {
             concurrent_single_enqueues_each_get_their_own_result,
             an_unroutable_kind_does_not_stall_the_scheduler,
             shutdown_gives_back_buffered_claims,
-            a_panicking_handler_is_rescued_and_retried,
+            a_panicking_handler_is_recorded_at_once,
+            unclassified_errors_and_timeouts_take_their_paths,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

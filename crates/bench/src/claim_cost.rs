@@ -87,6 +87,7 @@ async fn median_claim(s: &Schema) -> Result<f64> {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(4)
         .external_io(oprec::Ladder::schedule_secs(&[0, 1, 2, 4]))
+        .jitter(oprec::Jitter::None)
         .build()?;
     let claimant = Claimant {
         worker_id: "bench".into(),

@@ -15,6 +15,7 @@ pub(crate) fn policy() -> oprec::Result<RetryPolicy> {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(4)
         .external_io(Ladder::schedule_secs(&[0, 1, 2, 4]))
+        .jitter(oprec::Jitter::None)
         .build()
 }
 

@@ -303,7 +303,7 @@ pub(crate) struct WorkerArgs {
     /// Handlers running at once.
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub concurrency: usize,
-    /// The claim's lease; heartbeats renew it every third.
+    /// The claim's lease; heartbeats renew it every third. Between 1s and 24h.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub lease: String,
     /// On shutdown, how long in-flight attempts may finish before they are released.
@@ -312,12 +312,15 @@ pub(crate) struct WorkerArgs {
     /// How long a published wake-up is trusted before the scheduler wakes the operation again.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub rewake_after: String,
-    /// Vanished attempts in a row (lease expired, no outcome) before an operation is dead
-    /// (crash_loop).
+    /// Isolated vanished attempts in a row (lease expired, no outcome, while the operation ran
+    /// alone in its worker) before an operation is dead (crash_loop). An attempt that vanished
+    /// beside other work only makes its operation a suspect, retried alone.
     #[arg(long, value_name = "K", default_value_t = 3)]
     pub vanish_limit: u32,
-    /// The code version recorded with each attempt (default: this binary's version).
-    #[arg(long, value_name = "V")]
+    /// The application's code version, recorded with each attempt and on the operation: the
+    /// version of the code that runs the handlers (a release tag, a commit), not oprec's, so that
+    /// dead operations can be counted by the deploy that made them [default: none].
+    #[arg(long, value_name = "V", env = "OPREC_CODE_VERSION")]
     pub code_version: Option<String>,
     /// Register the demo kinds (demo.noop, demo.flaky, demo.crash, demo.slow, demo.effect).
     #[arg(long)]

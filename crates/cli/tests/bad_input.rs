@@ -163,6 +163,32 @@ fn worker_without_kinds() {
 }
 
 #[test]
+fn a_lease_out_of_range_is_refused_naming_the_bounds() {
+    let o = Oprec::migrated();
+    for lease in ["1ms", "999ms", "25h", "100000000000h"] {
+        o.run(&["worker", "--demo", "--lease", lease, "--exit-when-idle"])
+            .bad_input("--lease must be between 1s and 24h");
+    }
+}
+
+#[test]
+fn a_ladder_that_retries_at_once_is_refused() {
+    let o = Oprec::migrated();
+    for (ladder, rung) in [("0,0,0", "attempt 2"), ("0,60,0", "attempt 3")] {
+        o.run(&[
+            "worker",
+            "--demo",
+            "--demo-ladder",
+            ladder,
+            "--exit-when-idle",
+        ])
+        .bad_input(&format!(
+            "positive delay before every retry: the schedule retries at once before {rung}"
+        ));
+    }
+}
+
+#[test]
 fn unsupported_database_url() {
     let o = Oprec::new();
     let run = o.run(&[

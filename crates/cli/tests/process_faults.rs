@@ -5,7 +5,9 @@
 //! - a worker SIGKILLed mid-handler: the lease expires, a second worker retries, one `vanished`
 //!   attempt then `succeeded`;
 //! - `demo.crash` under a restarting worker: dead (`crash_loop`) after exactly `--vanish-limit`
-//!   vanished attempts;
+//!   isolated vanished attempts;
+//! - suspect isolation: one `demo.crash` among 40 `demo.effect` under a restarting worker: only
+//!   the culprit ends dead (`crash_loop`), the 40 innocent operations succeed;
 //! - SIGTERM during work: the worker drains and exits 0 by itself, short work finishes, long work
 //!   is released, nothing is left `running`;
 //! - `demo.effect` × 300 under two workers, one SIGKILLed and restarted twice: nothing lost, one
@@ -71,8 +73,9 @@ fn sigkill_mid_handler(kind: RigKind) {
 }
 
 /// Scenario 2: `demo.crash` (crash_times 99) under a worker restarted whenever it dies: each attempt
-/// aborts the process, the next worker's rescuer records it `vanished`, and after
-/// `--vanish-limit 3` the operation is dead (crash_loop), with exactly 3 attempts.
+/// aborts the process, the next worker's rescuer records it `vanished`; the first makes it a
+/// suspect, run alone from then on, and after `--vanish-limit 3` isolated ones the operation is
+/// dead (crash_loop), with exactly 4 attempts.
 fn crash_loop(kind: RigKind) {
     const MAX_STARTS: usize = 8;
     let rig = Rig::new(kind, "crash_loop");
@@ -105,10 +108,11 @@ fn crash_loop(kind: RigKind) {
         (status.as_str(), reason.as_deref()),
         ("dead", Some("crash_loop"))
     );
-    assert_eq!(outcomes, ["vanished", "vanished", "vanished"]);
-    assert_eq!(aborts, 3, "one process abort per attempt");
+    assert_eq!(outcomes, ["vanished"; 4]);
+    assert_eq!(aborts, 4, "one process abort per attempt");
     rig.report(&format!(
-        "{aborts} aborts, {} worker starts, 1 operation dead (crash_loop) after 3 vanished attempts",
+        "{aborts} aborts, {} worker starts, 1 operation dead (crash_loop) after 1 + 3 isolated \
+         vanished attempts",
         aborts + 1
     ));
 }
@@ -499,8 +503,19 @@ fn zombie_worker(kind: RigKind) {
         "{}",
         zombie.stdout()
     );
-    // Changed nothing: the rows, their histories and the effect are as they were.
-    let after = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    // Changed nothing: the rows, their histories and the effect are as they were, but for the
+    // note of the refused completion on the attempt it belonged to (the vanished one).
+    let mut after = (snapshot(&slow), snapshot(&effect), effect_of(&rig, &effect));
+    let late = after.0["attempts"][0]["stale_outcome"].take();
+    after.0["attempts"][0]["stale_at"] = serde_json::Value::Null;
+    if slow_refused == "completion" {
+        assert_eq!(
+            late, "succeeded",
+            "the refused completion is in the history"
+        );
+    } else {
+        assert_eq!(late, serde_json::Value::Null);
+    }
     assert_eq!(before, after, "the zombie changed something");
     assert_eq!(after.2.0, 1, "the zombie never reached the effect");
     assert_eq!(rig.running(), 0);
@@ -508,6 +523,130 @@ fn zombie_worker(kind: RigKind) {
         "1 SIGSTOP past the lease then SIGCONT, 2 operations, 2 succeeded, lost 0, \
          duplicate effects 0, 2 vanished attempts, 2 stale claims reported (the slow one's \
          {slow_refused}, the paused one's heartbeat), nothing changed"
+    ));
+}
+
+/// Scenario 7, suspect isolation: 20 `demo.effect`, one `demo.crash {"crash_times": 100}` and
+/// 20 more `demo.effect`, under one worker (32 handlers, claiming ahead) restarted whenever it
+/// dies. The culprit's first attempt aborts the process with its neighbours in flight: every
+/// operation the worker held vanishes and becomes a suspect, each retried alone. The innocent
+/// ones succeed on their isolated attempt; the culprit's isolated attempts abort the worker
+/// again, and after `--vanish-limit 3` of them it alone is dead (`crash_loop`), its error saying
+/// that its own attempts killed the worker. Every worker's summary agrees with the history it
+/// wrote.
+fn suspects_isolate_the_culprit(kind: RigKind) {
+    const MAX_STARTS: usize = 10;
+    let rig = Rig::new(kind, "suspects_isolate_the_culprit");
+    let effects = |n: &str| {
+        rig.oprec_ok(&[
+            "enqueue",
+            "--kind",
+            "demo.effect",
+            "--payload",
+            "{}",
+            "--count",
+            n,
+        ]);
+    };
+    effects("20");
+    let culprit = rig.enqueue("demo.crash", r#"{"crash_times": 100}"#);
+    effects("20");
+    let flags = ["--lease", "1s", "--vanish-limit", "3", "--exit-when-idle"];
+    let mut aborts = 0;
+    let mut clean_exit = false;
+    let mut summaries = Vec::new();
+    for n in 0..MAX_STARTS {
+        let mut w = rig.worker(&format!("pf-iso{n}"), &flags);
+        let Some(status) = w.wait_for_exit(Duration::from_secs(60)) else {
+            panic!("worker {n} neither crashed nor went idle in 60 s");
+        };
+        if status.success() {
+            clean_exit = true;
+            summaries.push((format!("pf-iso{n}-"), w.stdout()));
+            break;
+        }
+        assert_eq!(status.signal(), Some(SIGABRT), "worker {n}: {status}");
+        assert!(
+            w.stderr().contains(&culprit),
+            "worker {n} died of another operation"
+        );
+        aborts += 1;
+    }
+    assert!(clean_exit, "still crashing after {MAX_STARTS} starts");
+
+    // Only the culprit is dead, of a crash loop; every innocent operation succeeded.
+    let (status, reason, outcomes, _) = rig.history(&culprit);
+    assert_eq!(
+        (status.as_str(), reason.as_deref()),
+        ("dead", Some("crash_loop"))
+    );
+    assert_eq!(
+        outcomes, ["vanished"; 4],
+        "one attempt beside others, 3 isolated"
+    );
+    assert_eq!(aborts, 4, "one process abort per attempt of the culprit");
+    let innocents_ok = rig.scalar(
+        "SELECT count(*) FROM operations WHERE kind = 'demo.effect' AND status = 'succeeded'",
+    );
+    assert_eq!(innocents_ok, 40, "{:?}", rig.statuses());
+    assert_eq!(
+        rig.statuses(),
+        [("dead".to_owned(), 1), ("succeeded".to_owned(), 40)]
+    );
+    // The culprit's history: the first attempt ran beside others, the next three alone.
+    let isolated = rig.counts(&format!(
+        "SELECT CASE WHEN isolated THEN 'isolated' ELSE 'beside others' END, count(*) \
+         FROM operation_attempts WHERE operation_id = '{culprit}' GROUP BY 1 ORDER BY 1"
+    ));
+    assert_eq!(
+        isolated,
+        [("beside others".to_owned(), 1), ("isolated".to_owned(), 3)]
+    );
+    // An innocent attempt vanished only beside the culprit, and every innocent that lost one
+    // succeeded on an isolated attempt: no innocent ever vanished alone.
+    let victims = rig.scalar(
+        "SELECT count(DISTINCT operation_id) FROM operation_attempts a \
+         JOIN operations o ON o.id = a.operation_id \
+         WHERE o.kind = 'demo.effect' AND a.outcome = 'vanished'",
+    );
+    assert!(victims >= 1, "the first abort took neighbours down with it");
+    let innocent_isolated_vanish = rig.scalar(
+        "SELECT count(*) FROM operation_attempts a JOIN operations o ON o.id = a.operation_id \
+         WHERE o.kind = 'demo.effect' AND a.outcome = 'vanished' AND a.isolated",
+    );
+    assert_eq!(innocent_isolated_vanish, 0);
+    let rescued_alone = rig.scalar(
+        "SELECT count(*) FROM operation_attempts a JOIN operations o ON o.id = a.operation_id \
+         WHERE o.kind = 'demo.effect' AND a.outcome = 'succeeded' AND a.isolated",
+    );
+    assert_eq!(rescued_alone, victims, "each victim succeeded alone");
+    // `ops show` blames the culprit's own attempts and marks the isolated ones.
+    let shown = rig.oprec_ok(&["ops", "show", &culprit]);
+    assert!(shown.contains("own attempt"), "{shown}");
+    assert!(shown.contains("crash loop"), "{shown}");
+    assert_eq!(shown.matches("vanished (isolated)").count(), 3, "{shown}");
+    // The summary of the worker that finished agrees with the history it wrote.
+    for (worker, summary) in &summaries {
+        let wrote = |outcome: &str| {
+            rig.scalar(&format!(
+                "SELECT count(*) FROM operation_attempts \
+                 WHERE worker_id LIKE '{worker}%' AND outcome = '{outcome}'"
+            ))
+        };
+        let ran_alone = rig.scalar(&format!(
+            "SELECT count(*) FROM operation_attempts WHERE worker_id LIKE '{worker}%' AND isolated"
+        ));
+        assert!(
+            summary.contains(&format!("succeeded {},", wrote("succeeded")))
+                && summary.contains(&format!("failed {},", wrote("error")))
+                && summary.contains(&format!("isolated {ran_alone},")),
+            "{worker}: {summary}"
+        );
+    }
+    rig.report(&format!(
+        "{aborts} aborts by 1 culprit among 40 innocents: culprit dead (crash_loop) after 1 + 3 \
+         isolated vanished attempts, 40 of 40 innocents succeeded ({victims} of them after \
+         vanishing beside the culprit, each then alone)"
     ));
 }
 
@@ -536,7 +675,8 @@ on_every_rig!(
     crash_loop,
     sigterm_drains,
     kills_during_a_run,
-    sigkill_around_the_effect
+    sigkill_around_the_effect,
+    suspects_isolate_the_culprit
 );
 
 /// The zombie runs on the PostgreSQL rigs only. On SQLite the write lock is a file lock: a process

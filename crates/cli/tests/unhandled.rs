@@ -26,6 +26,7 @@ fn enqueue_unknown_kind(url: &str) -> String {
             .timeout(chrono::Duration::seconds(10))
             .max_attempts(3)
             .local_only()
+            .jitter(oprec::Jitter::None)
             .build()
             .expect("policy");
         let kind = Kind::new("nobody.knows", policy, |_ctx, _p: Value| async { Ok(()) });

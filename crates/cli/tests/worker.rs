@@ -27,6 +27,40 @@ fn work(o: &Oprec, extra: &[&str]) -> String {
     out
 }
 
+/// The code version a worker records is the application's, as it is told it (`--code-version`,
+/// or `OPREC_CODE_VERSION`), and none when it is told none: never oprec's own version.
+#[test]
+fn the_code_version_recorded_is_the_applications() {
+    let o = Oprec::migrated();
+    let untold = o.enqueue("demo.noop", "{}");
+    work(&o, &[]);
+    let by_env = o.enqueue("demo.noop", "{}");
+    let run = o
+        .command(&[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--exit-when-idle",
+        ])
+        .env("OPREC_CODE_VERSION", "app-7")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run oprec");
+    assert!(run.status.success(), "{run:?}");
+    let by_flag = o.enqueue("demo.noop", "{}");
+    work(&o, &["--code-version", "app-8"]);
+    for (id, want) in [
+        (&untold, serde_json::Value::Null),
+        (&by_env, "app-7".into()),
+        (&by_flag, "app-8".into()),
+    ] {
+        let d = o.show(id);
+        assert_eq!(d["attempts"][0]["code_version"], want, "{d:#}");
+        assert_eq!(d["operation"]["code_version"], want, "{d:#}");
+    }
+}
+
 fn status(o: &Oprec, id: &str) -> (String, Vec<String>) {
     let d = o.show(id);
     let outcomes = d["attempts"]

@@ -282,6 +282,7 @@ mod tests {
             .timeout(Duration::seconds(30))
             .max_attempts(3)
             .external_io(Ladder::schedule_secs(&[0, 60, 300]))
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap()
     }

@@ -181,6 +181,42 @@ impl Ladder {
         }
     }
 
+    /// Why this ladder can retry at once, over and over, if it can: a schedule with a zero delay
+    /// before any retry (`[0, 0, 0]`, `[0, 60, 0]`), or an exponential ladder whose base (for
+    /// any class) is zero, since every rung of it is then zero. The first rung, the wait before
+    /// the first attempt, may be zero.
+    pub fn immediate_retry(&self) -> Option<String> {
+        match &self.rungs {
+            Rungs::Schedule(d) => d
+                .iter()
+                .enumerate()
+                .skip(1)
+                .find(|(_, x)| **x <= Duration::zero())
+                .map(|(i, _)| {
+                    format!(
+                        "the schedule retries at once before attempt {} (a zero delay after the \
+                         first rung)",
+                        i + 1
+                    )
+                }),
+            Rungs::Exponential(e) => {
+                if e.base <= Duration::zero() {
+                    Some("an exponential ladder with a zero base retries at once every time".into())
+                } else {
+                    e.base_for
+                        .iter()
+                        .find(|(_, b)| *b <= Duration::zero())
+                        .map(|(c, _)| {
+                            format!(
+                                "an exponential ladder with a zero base for {c} retries those \
+                                 failures at once every time"
+                            )
+                        })
+                }
+            }
+        }
+    }
+
     pub(crate) fn validate(&self) -> Result<(), String> {
         if !self.jitter.is_valid() {
             return Err("proportional jitter must be in (0, 1]".into());

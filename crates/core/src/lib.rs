@@ -54,7 +54,8 @@ pub use operation::{Attempt, Operation, OperationDetail, PayloadMode};
 pub use operator::OperatorStore;
 pub use outcome::Outcome;
 pub use policy::{
-    Bounded, DeclaredIo, NoBound, NoTimeout, PolicyBuilder, RetryPolicy, Timed, UndeclaredIo,
+    Bounded, DEFAULT_SNOOZE_BUDGET, DEFAULT_UNKNOWN_RETRIES, DeclaredIo, NoBound, NoTimeout,
+    PolicyBuilder, RetryPolicy, StatedJitter, Timed, UndeclaredIo, UnstatedJitter,
 };
 pub use resolution::{Resolution, Settlement};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};

@@ -74,8 +74,24 @@ pub struct Operation {
     pub redrive_root: Option<OperationId>,
     /// How many times this operation was re-driven.
     pub redrive_count: u32,
-    /// Attempts in a row that vanished (lease expired, no outcome): the crash-loop counter.
+    /// Isolated attempts in a row that vanished (lease expired, no outcome): the crash-loop
+    /// counter. A vanished attempt that ran beside others makes the operation a suspect instead.
     pub vanished_streak: u32,
+    /// A suspect: an attempt vanished (its worker died or stalled with it in flight), so its next
+    /// attempt runs isolated, alone in its worker, to tell a culprit from an innocent neighbour.
+    #[serde(default)]
+    pub suspect: bool,
+    /// The current (or last) claim runs alone in its worker: a suspect's isolated attempt.
+    #[serde(default)]
+    pub isolated: bool,
+    /// Backpressure snoozes taken (each refunds its attempt); bounded by the policy's snooze
+    /// budget, after which backpressure climbs the ordinary ladder.
+    #[serde(default)]
+    pub snoozes: u32,
+    /// Unknown outcomes retried automatically (a kind whose remote side honours the effect key);
+    /// bounded by the policy's unknown-outcome budget, after which they reconcile.
+    #[serde(default)]
+    pub unknowns: u32,
     /// When a wake-up was last published.
     pub last_woken_at: Option<DateTime<Utc>>,
     /// Enqueue time; backlog age is measured from here.
@@ -117,8 +133,18 @@ pub struct Attempt {
     pub error: Option<OperationError>,
     /// The worker that held the claim.
     pub worker_id: Option<String>,
-    /// The code version that ran it.
+    /// The code version that ran it: the application's, as its worker was configured.
     pub code_version: Option<String>,
+    /// The attempt ran isolated: a suspect, alone in its worker.
+    #[serde(default)]
+    pub isolated: bool,
+    /// A completion that arrived after the claim was taken over (refused by the fence, so it
+    /// changed nothing): the outcome it brought.
+    #[serde(default)]
+    pub stale_outcome: Option<AttemptOutcome>,
+    /// When that stale completion arrived.
+    #[serde(default)]
+    pub stale_at: Option<DateTime<Utc>>,
 }
 
 /// An operation with its whole attempt history, oldest first.

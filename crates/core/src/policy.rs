@@ -5,7 +5,15 @@ use std::marker::PhantomData;
 
 use chrono::Duration;
 
-use crate::{Error, Ladder, Result};
+use crate::{Error, Jitter, Ladder, Result};
+
+/// The refunded backpressure snoozes one operation may take by default: at the default snooze
+/// of five seconds, about ten minutes of local pressure before its attempts count.
+pub const DEFAULT_SNOOZE_BUDGET: u32 = 120;
+
+/// The automatic retries of unknown outcomes a kind whose remote side honours the effect key
+/// gets by default: the seed's "small attempt budget" for ambiguous failures.
+pub const DEFAULT_UNKNOWN_RETRIES: u32 = 2;
 
 /// The lower of two optional bounds; no bound is no limit.
 fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
@@ -33,22 +41,30 @@ pub struct UndeclaredIo;
 /// Builder state: the kind said whether it does external I/O (and, if it does, gave a ladder).
 #[derive(Debug)]
 pub struct DeclaredIo;
+/// Builder state: the jitter rule is not stated yet.
+#[derive(Debug)]
+pub struct UnstatedJitter;
+/// Builder state: the jitter rule is stated (possibly [`Jitter::None`]).
+#[derive(Debug)]
+pub struct StatedJitter;
 
 /// A kind's retry policy: a decision, not a default.
 ///
 /// The builder makes the rule "a job must declare a positive timeout, a positive attempt limit or
-/// retry expiry, and a backoff when it does external I/O" a compile-time rule: `build` exists only
-/// once all three are declared.
+/// retry expiry, and a backoff when it does external I/O" a compile-time rule, with the seed's
+/// "a production policy should state the jitter rule": `build` exists only once all four are
+/// declared (stating [`Jitter::None`] is allowed; leaving the jitter out is not).
 ///
 /// ```
 /// use chrono::Duration;
-/// use oprec_core::{Ladder, RetryPolicy};
+/// use oprec_core::{Jitter, Ladder, RetryPolicy};
 ///
 /// let policy = RetryPolicy::builder()
 ///     .timeout(Duration::seconds(30))
 ///     .max_attempts(6)
 ///     .give_up_after(Duration::hours(48))
 ///     .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+///     .jitter(Jitter::Equal)
 ///     .build()
 ///     .unwrap();
 /// assert_eq!(policy.max_attempts(), Some(6));
@@ -60,7 +76,11 @@ pub struct DeclaredIo;
 /// use chrono::Duration;
 /// use oprec_core::RetryPolicy;
 /// // No ladder for a kind that calls a provider: refused.
-/// let policy = RetryPolicy::builder().timeout(Duration::seconds(30)).max_attempts(3).build();
+/// let policy = RetryPolicy::builder()
+///     .timeout(Duration::seconds(30))
+///     .max_attempts(3)
+///     .jitter(oprec_core::Jitter::None)
+///     .build();
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct RetryPolicy {
@@ -71,11 +91,13 @@ pub struct RetryPolicy {
     external_io: bool,
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
+    snooze_budget: u32,
+    unknown_retries: u32,
 }
 
 impl RetryPolicy {
     /// Starts a policy; see the type's documentation for what must be declared.
-    pub fn builder() -> PolicyBuilder<NoTimeout, NoBound, UndeclaredIo> {
+    pub fn builder() -> PolicyBuilder<NoTimeout, NoBound, UndeclaredIo, UnstatedJitter> {
         PolicyBuilder {
             timeout: None,
             max_attempts: None,
@@ -84,6 +106,9 @@ impl RetryPolicy {
             external_io: false,
             rate_limit_max: Duration::hours(1),
             backpressure_snooze: Duration::seconds(5),
+            snooze_budget: DEFAULT_SNOOZE_BUDGET,
+            unknown_retries: 0,
+            jitter: None,
             _state: PhantomData,
         }
     }
@@ -129,12 +154,25 @@ impl RetryPolicy {
     pub fn backpressure_snooze(&self) -> Duration {
         self.backpressure_snooze
     }
+
+    /// How many backpressure snoozes (each refunding its attempt) one operation may take; past
+    /// it, backpressure climbs the ordinary ladder and counts against the attempt bound.
+    pub fn snooze_budget(&self) -> u32 {
+        self.snooze_budget
+    }
+
+    /// How many unknown outcomes (an unrecognised error, a timeout of an external-I/O attempt)
+    /// are retried automatically on the ladder before the next one reconciles: 0 (reconcile at
+    /// once) unless the kind declared that its remote side honours the effect key.
+    pub fn unknown_retries(&self) -> u32 {
+        self.unknown_retries
+    }
 }
 
 /// Builds a [`RetryPolicy`]; the type parameters track which declarations were made.
 #[derive(Debug)]
 #[must_use = "a policy builder does nothing until `build` is called"]
-pub struct PolicyBuilder<T, B, I> {
+pub struct PolicyBuilder<T, B, I, J> {
     timeout: Option<Duration>,
     max_attempts: Option<u32>,
     give_up_after: Option<Duration>,
@@ -142,11 +180,14 @@ pub struct PolicyBuilder<T, B, I> {
     external_io: bool,
     rate_limit_max: Duration,
     backpressure_snooze: Duration,
-    _state: PhantomData<(T, B, I)>,
+    snooze_budget: u32,
+    unknown_retries: u32,
+    _state: PhantomData<(T, B, I, J)>,
+    jitter: Option<Jitter>,
 }
 
-impl<T, B, I> PolicyBuilder<T, B, I> {
-    fn into_state<T2, B2, I2>(self) -> PolicyBuilder<T2, B2, I2> {
+impl<T, B, I, J> PolicyBuilder<T, B, I, J> {
+    fn into_state<T2, B2, I2, J2>(self) -> PolicyBuilder<T2, B2, I2, J2> {
         PolicyBuilder {
             timeout: self.timeout,
             max_attempts: self.max_attempts,
@@ -155,30 +196,33 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
             external_io: self.external_io,
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
+            snooze_budget: self.snooze_budget,
+            unknown_retries: self.unknown_retries,
+            jitter: self.jitter,
             _state: PhantomData,
         }
     }
 
     /// Declares the execution timeout of one attempt (must be positive).
-    pub fn timeout(mut self, timeout: Duration) -> PolicyBuilder<Timed, B, I> {
+    pub fn timeout(mut self, timeout: Duration) -> PolicyBuilder<Timed, B, I, J> {
         self.timeout = Some(timeout);
         self.into_state()
     }
 
     /// Bounds the number of attempts (must be positive).
-    pub fn max_attempts(mut self, n: u32) -> PolicyBuilder<T, Bounded, I> {
+    pub fn max_attempts(mut self, n: u32) -> PolicyBuilder<T, Bounded, I, J> {
         self.max_attempts = Some(n);
         self.into_state()
     }
 
     /// Gives up this long after enqueue unless the caller sets its own deadline (must be positive).
-    pub fn give_up_after(mut self, d: Duration) -> PolicyBuilder<T, Bounded, I> {
+    pub fn give_up_after(mut self, d: Duration) -> PolicyBuilder<T, Bounded, I, J> {
         self.give_up_after = Some(d);
         self.into_state()
     }
 
     /// Declares that the kind calls something outside the process, with the ladder its retries climb.
-    pub fn external_io(mut self, ladder: Ladder) -> PolicyBuilder<T, B, DeclaredIo> {
+    pub fn external_io(mut self, ladder: Ladder) -> PolicyBuilder<T, B, DeclaredIo, J> {
         self.ladder = Some(ladder);
         self.external_io = true;
         self.into_state()
@@ -186,8 +230,16 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
 
     /// Declares that the kind does no external I/O; retries are immediate unless a ladder is given
     /// with [`PolicyBuilder::ladder`].
-    pub fn local_only(mut self) -> PolicyBuilder<T, B, DeclaredIo> {
+    pub fn local_only(mut self) -> PolicyBuilder<T, B, DeclaredIo, J> {
         self.external_io = false;
+        self.into_state()
+    }
+
+    /// States the jitter rule of the ladder's delays: how retries that failed together are
+    /// spread, and so how far a retry may move (never past `give_up_at`: the policy clamps it).
+    /// Required, like the timeout and the bound; [`Jitter::None`] is a statement too.
+    pub fn jitter(mut self, jitter: Jitter) -> PolicyBuilder<T, B, I, StatedJitter> {
+        self.jitter = Some(jitter);
         self.into_state()
     }
 
@@ -208,9 +260,33 @@ impl<T, B, I> PolicyBuilder<T, B, I> {
         self.backpressure_snooze = d;
         self
     }
+
+    /// Declares that the remote side honours the effect key (`ctx.effect_key()`, sent as its
+    /// idempotency key): a retry of an effect that did happen is deduplicated there, so an
+    /// unknown outcome (an unrecognised error, a timeout) is retried automatically up to
+    /// [`DEFAULT_UNKNOWN_RETRIES`] times before it reconciles. Without this declaration an
+    /// unknown outcome reconciles at once: no blind retry.
+    pub fn remote_honours_effect_key(mut self) -> Self {
+        self.unknown_retries = DEFAULT_UNKNOWN_RETRIES;
+        self
+    }
+
+    /// Sets how many unknown outcomes are retried automatically before reconciling (see
+    /// [`PolicyBuilder::remote_honours_effect_key`]; 0: reconcile at once).
+    pub fn unknown_retries(mut self, n: u32) -> Self {
+        self.unknown_retries = n;
+        self
+    }
+
+    /// How many refunded backpressure snoozes one operation may take before backpressure
+    /// climbs the ordinary ladder (default [`DEFAULT_SNOOZE_BUDGET`]; 0: never snooze).
+    pub fn snooze_budget(mut self, n: u32) -> Self {
+        self.snooze_budget = n;
+        self
+    }
 }
 
-impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
+impl PolicyBuilder<Timed, Bounded, DeclaredIo, StatedJitter> {
     /// The policy, once every declaration is there; values must be positive and the ladder sound.
     pub fn build(self) -> Result<RetryPolicy> {
         let invalid = |m: &str| Err(Error::InvalidInput(format!("retry policy: {m}")));
@@ -227,12 +303,25 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
         if self.rate_limit_max < Duration::zero() || self.backpressure_snooze < Duration::zero() {
             return invalid("rate-limit maximum and backpressure snooze must not be negative");
         }
+        let stated = self.jitter.unwrap_or_default();
         let ladder = self.ladder.unwrap_or_else(Ladder::immediate);
+        if ladder.jitter() != Jitter::None && ladder.jitter() != stated {
+            return invalid(&format!(
+                "the jitter is stated twice, differently: {:?} on the ladder, {stated:?} on the \
+                 policy",
+                ladder.jitter()
+            ));
+        }
+        let ladder = ladder.with_jitter(stated);
         if let Err(m) = ladder.validate() {
             return invalid(&m);
         }
-        if self.external_io && ladder == Ladder::immediate() {
-            return invalid("a kind that does external I/O needs a ladder with a positive delay");
+        if self.external_io
+            && let Some(why) = ladder.immediate_retry()
+        {
+            return invalid(&format!(
+                "a kind that does external I/O needs a positive delay before every retry: {why}"
+            ));
         }
         Ok(RetryPolicy {
             timeout,
@@ -242,6 +331,8 @@ impl PolicyBuilder<Timed, Bounded, DeclaredIo> {
             external_io: self.external_io,
             rate_limit_max: self.rate_limit_max,
             backpressure_snooze: self.backpressure_snooze,
+            snooze_budget: self.snooze_budget,
+            unknown_retries: self.unknown_retries,
         })
     }
 }
@@ -252,11 +343,12 @@ mod tests {
 
     #[test]
     fn values_must_be_positive() {
-        let base = || RetryPolicy::builder().local_only();
+        let base = || RetryPolicy::builder().local_only().jitter(Jitter::None);
         assert!(
             base()
                 .timeout(Duration::zero())
                 .max_attempts(3)
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -279,6 +371,7 @@ mod tests {
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
                 .external_io(Ladder::schedule_secs(&[]))
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -287,6 +380,7 @@ mod tests {
                 .timeout(Duration::seconds(1))
                 .max_attempts(3)
                 .external_io(Ladder::immediate())
+                .jitter(crate::Jitter::None)
                 .build()
                 .is_err()
         );
@@ -300,11 +394,70 @@ mod tests {
     }
 
     #[test]
+    fn an_external_io_ladder_that_can_retry_at_once_is_refused() {
+        use crate::{Exponential, FailureClass};
+        let build = |ladder: Ladder| {
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .external_io(ladder)
+                .jitter(crate::Jitter::None)
+                .build()
+        };
+        let refused = |ladder: Ladder, says: &str| {
+            let e = build(ladder).expect_err("refused").to_string();
+            assert!(e.contains(says), "{e}");
+        };
+        refused(Ladder::schedule_secs(&[0, 0, 0]), "before attempt 2");
+        refused(Ladder::schedule_secs(&[0, 60, 0]), "before attempt 3");
+        refused(Ladder::schedule_secs(&[5, 0]), "before attempt 2");
+        refused(Ladder::immediate(), "zero base");
+        refused(
+            Ladder::exponential(Exponential::new(
+                Duration::zero(),
+                2.0,
+                Duration::seconds(60),
+            )),
+            "zero base",
+        );
+        refused(
+            Ladder::exponential(
+                Exponential::new(Duration::seconds(1), 2.0, Duration::seconds(60))
+                    .base_for(FailureClass::RateLimited, Duration::zero()),
+            ),
+            "zero base for rate_limited",
+        );
+        // A first rung of zero is the first attempt, not a retry.
+        assert!(build(Ladder::schedule_secs(&[0, 1, 60])).is_ok());
+        assert!(build(Ladder::schedule_secs(&[0])).is_ok());
+        assert!(
+            build(Ladder::exponential(Exponential::new(
+                Duration::milliseconds(100),
+                2.0,
+                Duration::seconds(60)
+            )))
+            .is_ok()
+        );
+        // A local-only kind may retry at once (bounded by its attempts).
+        assert!(
+            RetryPolicy::builder()
+                .timeout(Duration::seconds(1))
+                .max_attempts(3)
+                .local_only()
+                .ladder(Ladder::schedule_secs(&[0, 0, 0]))
+                .jitter(crate::Jitter::None)
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
     fn effective_bound_is_the_smaller_of_bound_and_schedule() {
         let p = RetryPolicy::builder()
             .timeout(Duration::seconds(1))
             .max_attempts(10)
             .external_io(Ladder::schedule_secs(&[0, 1, 2]))
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         assert_eq!(p.max_attempts(), Some(3));
@@ -312,6 +465,7 @@ mod tests {
             .timeout(Duration::seconds(1))
             .give_up_after(Duration::hours(1))
             .local_only()
+            .jitter(crate::Jitter::None)
             .build()
             .unwrap();
         assert_eq!(p.max_attempts(), None);

@@ -132,6 +132,18 @@ pub struct ClaimEligibleParams {
     pub claimant: Claimant,
 }
 
+/// Claim one suspect (an operation whose last attempt vanished) to run isolated, alone in its
+/// worker: pending, eligible, within its deadline and held back by no control, oldest eligible
+/// first. The ordinary claims ([`ClaimByIdsParams`], [`ClaimEligibleParams`]) never return a
+/// suspect.
+#[derive(Clone, Debug)]
+pub struct ClaimSuspectParams {
+    /// Only these kinds (the ones this worker can run); empty means any kind.
+    pub kinds: Vec<String>,
+    /// Who claims.
+    pub claimant: Claimant,
+}
+
 /// Extend a claim's lease.
 #[derive(Clone, Debug)]
 pub struct HeartbeatParams {
@@ -360,14 +372,22 @@ pub trait EnqueueStore: Store {
 /// The worker's side: claims and what a claim may write, and the worker's presence.
 #[async_trait]
 pub trait WorkerStore: Store {
-    /// Claims the named operations that are pending, eligible, within their deadline and held
-    /// back by no control: each gets attempt + 1, a new claim token and a lease. Others are
-    /// skipped (and absent from the result).
+    /// Claims the named operations that are pending, eligible, within their deadline, held back
+    /// by no control and not suspects: each gets attempt + 1, a new claim token and a lease.
+    /// Others are skipped (and absent from the result).
     async fn operation_claim_by_ids(&self, params: ClaimByIdsParams) -> Result<Vec<Claimed>>;
 
-    /// Claims up to `limit` eligible operations, oldest eligible first, skipping rows another
-    /// claimer holds.
+    /// Claims up to `limit` eligible operations that are not suspects, oldest eligible first,
+    /// skipping rows another claimer holds.
     async fn operation_claim_eligible(&self, params: ClaimEligibleParams) -> Result<Vec<Claimed>>;
+
+    /// Claims one suspect to run isolated, as [`ClaimSuspectParams`] says; the claim is marked
+    /// isolated, so that if it vanishes too the vanished attempt counts toward the crash loop.
+    async fn operation_claim_suspect(&self, params: ClaimSuspectParams) -> Result<Option<Claimed>>;
+
+    /// Whether a suspect of the kinds waits, claimable now: the worker's cue to run its work
+    /// down and take the suspect alone.
+    async fn operation_suspect_exists(&self, params: WorkExistsParams) -> Result<bool>;
 
     /// Extends a running claim's lease. A stale token changes nothing and is
     /// [`Error::StaleClaim`].
@@ -387,7 +407,8 @@ pub trait WorkerStore: Store {
         params: ClaimGiveBackParams,
     ) -> Result<Vec<OperationId>>;
 
-    /// Ends claims with their transitions, recording each attempt; a stale token changes nothing.
+    /// Ends claims with their transitions, recording each attempt; a stale token changes nothing
+    /// but is written to the history of the attempt its claim belonged to (its late outcome).
     /// Results are in input order.
     async fn operation_complete_many(
         &self,

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `read` | `migrate`, `now`, `operation_get`, `operation_list`, `operation_count` |
 //! | `enqueue` | `operation_insert_many`, `operation_mark_woken` |
-//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_give_back`, `operation_work_exists` |
+//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_claim_suspect`, `operation_suspect_exists`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_give_back`, `operation_work_exists` |
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
@@ -102,6 +102,18 @@ macro_rules! impl_store_traits {
                 params: $crate::store::ClaimEligibleParams,
             ) -> $crate::Result<Vec<$crate::Claimed>> {
                 crate::claim::operation_claim_eligible(self, params).await
+            }
+            async fn operation_claim_suspect(
+                &self,
+                params: $crate::store::ClaimSuspectParams,
+            ) -> $crate::Result<Option<$crate::Claimed>> {
+                crate::claim::operation_claim_suspect(self, params).await
+            }
+            async fn operation_suspect_exists(
+                &self,
+                params: $crate::store::WorkExistsParams,
+            ) -> $crate::Result<bool> {
+                crate::claim::operation_suspect_exists(self, params).await
             }
             async fn operation_heartbeat(
                 &self,

@@ -19,6 +19,10 @@ pub struct ClaimContext {
     pub max_attempts: Option<u32>,
     /// The caller's deadline.
     pub give_up_at: Option<DateTime<Utc>>,
+    /// Backpressure snoozes the operation has taken (each refunded its attempt).
+    pub snoozes: u32,
+    /// Unknown outcomes the operation has had retried automatically.
+    pub unknowns: u32,
 }
 
 impl ClaimContext {
@@ -40,6 +44,8 @@ impl From<&Operation> for ClaimContext {
             attempt: op.attempt,
             max_attempts: op.max_attempts,
             give_up_at: op.give_up_at,
+            snoozes: op.snoozes,
+            unknowns: op.unknowns,
         }
     }
 }
@@ -75,6 +81,8 @@ enum Target {
         /// Back to pending at this time, or dead for this reason.
         next: Result<DateTime<Utc>, TerminalReason>,
         error: OperationError,
+        /// The attempt ran isolated (alone in its worker): it counts toward the crash loop.
+        isolated: bool,
     },
 }
 
@@ -89,9 +97,15 @@ pub enum Fence {
 }
 
 /// The rescuer's rule for attempts that vanished (the lease expired with no outcome).
+///
+/// Suspect isolation: an attempt that vanished beside other work does not say which operation
+/// killed the worker, so it only makes the operation a suspect, retried alone. Only vanished
+/// attempts that ran isolated count toward the crash loop, so the innocent neighbours of an
+/// operation that kills its worker succeed on their isolated attempt and only the culprit ends
+/// dead (`crash_loop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VanishRule {
-    /// Vanished attempts in a row after which the operation is dead (`crash_loop`).
+    /// Isolated vanished attempts in a row after which the operation is dead (`crash_loop`).
     pub vanish_limit: u32,
     /// How long a rescued operation waits before it is eligible again.
     pub retry_delay: chrono::Duration,
@@ -179,7 +193,8 @@ impl Transition {
         }
     }
 
-    /// Released unfinished (drain on shutdown): pending again from `at`. The attempt stays counted.
+    /// Released unfinished (drain on shutdown): pending again from `at`, with the attempt
+    /// refunded: a deploy that interrupts an attempt is not a failure of the operation.
     pub fn release(at: DateTime<Utc>) -> Self {
         Transition {
             target: Target::Release { at },
@@ -194,14 +209,22 @@ impl Transition {
     }
 
     /// The lease of `claim` expired with no outcome: the attempt vanished (the worker crashed,
-    /// was killed, or ran past its lease). After `rule.vanish_limit` vanished attempts in a row
-    /// the operation is dead (`crash_loop`); past its stored attempt bound, or when the retry
-    /// would come after its deadline, it is dead too; otherwise it is pending again after
+    /// was killed, or ran past its lease). The operation becomes a suspect, whose next attempt
+    /// runs isolated. An isolated attempt that vanished counts toward the crash loop: after
+    /// `rule.vanish_limit` of them in a row the operation is dead (`crash_loop`), blamed on its own
+    /// attempts; one that ran beside other work counts for nothing, since any operation in the
+    /// worker may have killed it. Past its stored attempt bound, or when the retry would come after
+    /// its deadline, the operation is dead too; otherwise it is pending again after
     /// `rule.retry_delay`. Decided from the row, so every store writes the same thing.
     pub fn vanished(claim: &Claimed, rule: &VanishRule, now: DateTime<Utc>) -> Self {
-        let streak = claim.vanished_streak.saturating_add(1);
+        let isolated = claim.isolated;
+        let streak = if isolated {
+            claim.vanished_streak.saturating_add(1)
+        } else {
+            0
+        };
         let retry_at = now + rule.retry_delay;
-        let reason = if streak >= rule.vanish_limit.max(1) {
+        let reason = if isolated && streak >= rule.vanish_limit.max(1) {
             Some(TerminalReason::CrashLoop)
         } else if claim.max_attempts.is_some_and(|max| claim.attempt >= max) {
             Some(TerminalReason::AttemptsExhausted)
@@ -210,24 +233,42 @@ impl Transition {
         } else {
             None
         };
+        let summary = if isolated {
+            format!(
+                "{VANISHED_SUMMARY}; the attempt ran isolated, alone in its worker, so this \
+                 operation's own attempt killed or stalled it ({streak} isolated in a row)"
+            )
+        } else {
+            format!(
+                "{VANISHED_SUMMARY}; the attempt ran beside other work, so the operation is a \
+                 suspect: its next attempt runs isolated, alone in its worker"
+            )
+        };
         let decision = match reason {
-            Some(TerminalReason::CrashLoop) => {
-                format!("dead: {streak} attempts in a row vanished (crash loop)")
-            }
+            Some(TerminalReason::CrashLoop) => format!(
+                "dead: {streak} isolated attempts in a row vanished: its own attempts kill or \
+                 stall the worker (crash loop)"
+            ),
             Some(TerminalReason::AttemptsExhausted) => "dead: attempts exhausted".to_owned(),
             Some(_) => "dead: the deadline passed".to_owned(),
-            None => "retry".to_owned(),
+            None if isolated => "retry alone (isolated)".to_owned(),
+            None => "retry alone (isolated), as a suspect".to_owned(),
         };
         let next_action = match reason {
             None => "none: retried automatically",
+            Some(TerminalReason::CrashLoop) => {
+                "inspect this operation's input for what kills or stalls the worker, fix the \
+                 handler or the input, then re-drive this operation alone"
+            }
             Some(_) => "inspect the input for what kills or stalls the worker, then re-drive",
         };
         Transition {
             target: Target::Vanished {
                 next: reason.map_or(Ok(retry_at), Err),
-                error: OperationError::new(VANISHED_SUMMARY)
+                error: OperationError::new(summary)
                     .decision(decision)
                     .next_action(next_action),
+                isolated,
             },
         }
     }
@@ -240,10 +281,28 @@ impl Transition {
         }
     }
 
-    /// Whether the attempt vanished: the crash-loop counter (`vanished_streak`) goes up by one;
-    /// every other end of a claim sets it back to zero.
+    /// Whether the attempt vanished.
     pub fn is_vanished(&self) -> bool {
         matches!(self.target, Target::Vanished { .. })
+    }
+
+    /// Whether the crash-loop counter (`vanished_streak`) goes up by one: an isolated attempt
+    /// vanished. A release keeps it ([`Transition::suspect_after`] is `None`); every other end of
+    /// a claim sets it back to zero.
+    pub fn counts_toward_crash_loop(&self) -> bool {
+        matches!(self.target, Target::Vanished { isolated: true, .. })
+    }
+
+    /// Whether the operation is a suspect after this transition: yes after a vanished attempt
+    /// that is retried, no after any outcome the attempt wrote itself (it neither crashed nor stalled its worker);
+    /// `None` keeps the flag and the crash-loop counter (a release at shutdown says nothing
+    /// about the operation).
+    pub fn suspect_after(&self) -> Option<bool> {
+        match self.target {
+            Target::Vanished { next: Ok(_), .. } => Some(true),
+            Target::Release { .. } => None,
+            _ => Some(false),
+        }
     }
 
     /// The status the operation moves to.
@@ -328,8 +387,14 @@ impl Transition {
         }
     }
 
-    /// Whether the claim's attempt is given back (backpressure snooze).
+    /// Whether the claim's attempt is given back (a backpressure snooze, within the snooze
+    /// budget; a release at shutdown).
     pub fn refunds_attempt(&self) -> bool {
+        matches!(self.target, Target::Snooze { .. } | Target::Release { .. })
+    }
+
+    /// Whether this is a backpressure snooze, which spends one of the operation's snooze budget.
+    pub fn is_snooze(&self) -> bool {
         matches!(self.target, Target::Snooze { .. })
     }
 
@@ -388,6 +453,33 @@ impl RetryPolicy {
                 );
                 Transition::hold(failure)
             }
+            FailureClass::Unknown if claim.unknowns < self.unknown_retries() => {
+                // The remote side honours the effect key: a retry of an effect that did happen
+                // is deduplicated there, so a small budget of automatic retries is safe.
+                match self.retry_at(claim, FailureClass::Unknown, None, now, rng) {
+                    RetryDecision::At(at) => {
+                        default_text(
+                            &mut failure,
+                            format!(
+                                "outcome unknown; the remote side honours the effect key: retry at \
+                                 {at} (automatic retry {} of {})",
+                                claim.unknowns + 1,
+                                self.unknown_retries()
+                            ),
+                            "none: retried automatically, then reconciled if still unknown",
+                        );
+                        Transition::retry(at, failure)
+                    }
+                    RetryDecision::Exhausted | RetryDecision::DeadlinePassed { .. } => {
+                        default_text(
+                            &mut failure,
+                            "outcome unknown and no attempt left: no blind retry".into(),
+                            "reconcile: find out whether the effect was applied",
+                        );
+                        Transition::reconcile(failure)
+                    }
+                }
+            }
             FailureClass::Unknown => {
                 default_text(
                     &mut failure,
@@ -396,21 +488,32 @@ impl RetryPolicy {
                 );
                 Transition::reconcile(failure)
             }
-            FailureClass::Backpressure => {
+            FailureClass::Backpressure if claim.snoozes < self.snooze_budget() => {
                 let until = now + self.backpressure_snooze();
                 default_text(
                     &mut failure,
-                    format!("snoozed until {until} (attempt refunded)"),
+                    format!(
+                        "snoozed until {until} (attempt refunded; snooze {} of {})",
+                        claim.snoozes + 1,
+                        self.snooze_budget()
+                    ),
                     "none: retried automatically",
                 );
                 Transition::snooze(until, failure)
             }
-            FailureClass::Transient | FailureClass::RateLimited => {
+            // Past the snooze budget, backpressure climbs the ordinary ladder like a transient
+            // failure, so that an operation cannot snooze forever without a deadline.
+            FailureClass::Backpressure | FailureClass::Transient | FailureClass::RateLimited => {
+                let spent = if failure.class == FailureClass::Backpressure {
+                    format!("snooze budget of {} spent: ", self.snooze_budget())
+                } else {
+                    String::new()
+                };
                 match self.retry_at(claim, failure.class, failure.retry_after, now, rng) {
                     RetryDecision::At(at) => {
                         default_text(
                             &mut failure,
-                            format!("retry at {at} (attempt {})", claim.attempt + 1),
+                            format!("{spent}retry at {at} (attempt {})", claim.attempt + 1),
                             "none: retried automatically",
                         );
                         Transition::retry(at, failure)
@@ -503,9 +606,8 @@ mod tests {
         RetryPolicy::builder()
             .timeout(Duration::seconds(30))
             .max_attempts(6)
-            .external_io(
-                Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]).with_jitter(jitter),
-            )
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .jitter(jitter)
             .build()
             .unwrap()
     }
@@ -519,6 +621,8 @@ mod tests {
             attempt,
             max_attempts: Some(6),
             give_up_at,
+            snoozes: 0,
+            unknowns: 0,
         }
     }
 
@@ -538,6 +642,109 @@ mod tests {
         let snooze = p.transition_for(&ctx(1, None), f(FailureClass::Backpressure), now, rng);
         assert!(snooze.refunds_attempt());
         assert_eq!(snooze.attempt_outcome(), AttemptOutcome::Snoozed);
+    }
+
+    #[test]
+    fn backpressure_snoozes_within_its_budget_then_climbs_the_ladder() {
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .snooze_budget(2)
+            .jitter(crate::Jitter::None)
+            .build()
+            .unwrap();
+        let rng = &mut StdRng::seed_from_u64(0);
+        let pressure = || Outcome::Failed(Failure::backpressure("pool exhausted"));
+        let at = |snoozes| ClaimContext {
+            snoozes,
+            ..ctx(1, None)
+        };
+        for snoozes in 0..2 {
+            let t = p.transition_for(&at(snoozes), pressure(), t0(), rng);
+            assert!(t.is_snooze() && t.refunds_attempt(), "snooze {snoozes}");
+            assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(5)));
+        }
+        // The budget is spent: the ordinary ladder, and the attempt counts.
+        let t = p.transition_for(&at(2), pressure(), t0(), rng);
+        assert!(!t.is_snooze() && !t.refunds_attempt());
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Error);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(60)));
+        assert!(
+            t.error()
+                .and_then(|e| e.decision.as_deref())
+                .is_some_and(|d| d.contains("snooze budget of 2 spent")),
+            "{t:?}"
+        );
+        // ... and ends with the attempt bound like any retry.
+        let last = ClaimContext {
+            snoozes: 2,
+            ..ctx(6, None)
+        };
+        let t = p.transition_for(&last, pressure(), t0(), rng);
+        assert_eq!(t.terminal_reason(), Some(TerminalReason::AttemptsExhausted));
+        assert_eq!(p.snooze_budget(), 2);
+        assert_eq!(
+            policy(Jitter::None).snooze_budget(),
+            crate::DEFAULT_SNOOZE_BUDGET
+        );
+    }
+
+    #[test]
+    fn an_unknown_outcome_reconciles_at_once_unless_the_effect_key_is_honoured() {
+        let rng = &mut StdRng::seed_from_u64(0);
+        let unknown = || Outcome::Failed(Failure::unknown("unclassified error: reset"));
+        // Not declared: no blind retry.
+        let t = policy(Jitter::None).transition_for(&ctx(1, None), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
+        assert_eq!(policy(Jitter::None).unknown_retries(), 0);
+        // Declared: the stated default budget of automatic retries on the ladder, then reconcile.
+        let p = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+            .remote_honours_effect_key()
+            .jitter(crate::Jitter::None)
+            .build()
+            .unwrap();
+        assert_eq!(p.unknown_retries(), crate::DEFAULT_UNKNOWN_RETRIES);
+        let at = |attempt, unknowns| ClaimContext {
+            unknowns,
+            ..ctx(attempt, None)
+        };
+        let t = p.transition_for(&at(1, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Pending);
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Error);
+        assert_eq!(t.failure_class(), Some(FailureClass::Unknown));
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(60)));
+        let t = p.transition_for(&at(2, 1), unknown(), t0(), rng);
+        assert_eq!(t.next_eligible_at(), Some(t0() + Duration::seconds(300)));
+        let t = p.transition_for(&at(3, 2), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling, "the budget is spent");
+        // No attempt left: reconcile, not dead: the effect may have happened.
+        let t = p.transition_for(&at(6, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
+        // Configurable.
+        let none = RetryPolicy::builder()
+            .timeout(Duration::seconds(30))
+            .max_attempts(6)
+            .external_io(Ladder::schedule_secs(&[0, 60]))
+            .remote_honours_effect_key()
+            .unknown_retries(0)
+            .jitter(crate::Jitter::None)
+            .build()
+            .unwrap();
+        let t = none.transition_for(&at(1, 0), unknown(), t0(), rng);
+        assert_eq!(t.status(), Status::Reconciling);
+    }
+
+    #[test]
+    fn a_release_is_refunded_and_keeps_the_suspect() {
+        let t = Transition::release(t0());
+        assert!(t.refunds_attempt());
+        assert_eq!(t.suspect_after(), None);
+        assert!(!t.counts_toward_crash_loop());
+        assert_eq!(t.attempt_outcome(), AttemptOutcome::Released);
     }
 
     #[test]

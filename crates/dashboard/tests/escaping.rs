@@ -115,6 +115,7 @@ fn policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(3)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }

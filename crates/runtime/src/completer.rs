@@ -1,36 +1,72 @@
 //! Writes attempt outcomes in batches: many finished attempts become one fenced store call.
 //! An outcome is never dropped because the database is briefly unreachable: the batch is kept and
 //! retried until it is written or the process stops.
+//!
+//! The worker's counters of outcomes (succeeded, failed, released, obsolete) count what was
+//! written, not what handlers returned, so that a worker's summary agrees with the attempt
+//! history: an outcome the fence refused counts as a stale claim only.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::WorkerStore;
 use oprec_core::store::{CompleteParams, CompleteResult};
-use tokio::sync::mpsc;
+use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::Stats;
 
 /// The most outcomes written by one store call.
 const BATCH: usize = 1000;
 
+/// What the completer is sent: an outcome to write, or a flush.
+pub(crate) enum Completion {
+    /// An attempt's outcome.
+    Outcome(CompleteParams),
+    /// Answered once every outcome sent before it is written (or found stale): the worker waits
+    /// for it before it runs a suspect alone, so that if the suspect kills the process no
+    /// finished attempt is lost with it.
+    Flush(oneshot::Sender<()>),
+}
+
 /// Sends outcomes to the completer task.
-pub(crate) type CompletionSender = mpsc::UnboundedSender<CompleteParams>;
+pub(crate) type CompletionSender = mpsc::UnboundedSender<Completion>;
+
+/// Waits until every outcome sent on `tx` so far is written (or the completer is gone).
+pub(crate) async fn flush(tx: &CompletionSender) {
+    let (done, written) = oneshot::channel();
+    if tx.send(Completion::Flush(done)).is_ok() {
+        let _ = written.await;
+    }
+}
 
 /// Runs until every sender is dropped and the queue is empty.
 pub(crate) async fn run(
     store: Arc<dyn WorkerStore>,
-    mut rx: mpsc::UnboundedReceiver<CompleteParams>,
+    mut rx: mpsc::UnboundedReceiver<Completion>,
     stats: Arc<Stats>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut flushes = Vec::new();
     while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < BATCH {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(c) = next.take() {
+            match c {
+                Completion::Outcome(p) => batch.push(p),
+                // Outcomes sent after a flush wait for the next batch.
+                Completion::Flush(done) => {
+                    flushes.push(done);
+                    break;
+                }
             }
+            if batch.len() < BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        if batch.is_empty() {
+            for done in flushes.drain(..) {
+                let _ = done.send(());
+            }
+            continue;
         }
         let mut backoff = Duration::from_millis(50);
         loop {
@@ -38,7 +74,10 @@ pub(crate) async fn run(
                 Ok(results) => {
                     for (p, r) in batch.iter().zip(results) {
                         match r {
-                            CompleteResult::Applied => Stats::add(&stats.completions, 1),
+                            CompleteResult::Applied => {
+                                Stats::add(&stats.completions, 1);
+                                Stats::add(counter(&stats, &p.transition), 1);
+                            }
                             CompleteResult::Stale => {
                                 Stats::add(&stats.stale_claims, 1);
                                 tracing::warn!(operation = %p.id,
@@ -56,5 +95,21 @@ pub(crate) async fn run(
             }
         }
         batch.clear();
+        for done in flushes.drain(..) {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// The counter an applied transition adds to: its attempt's outcome as the history records it.
+fn counter<'s>(stats: &'s Stats, t: &Transition) -> &'s std::sync::atomic::AtomicU64 {
+    match t.attempt_outcome() {
+        AttemptOutcome::Succeeded => &stats.succeeded,
+        AttemptOutcome::Released => &stats.released,
+        AttemptOutcome::Rejected if t.terminal_reason() == Some(TerminalReason::Obsolete) => {
+            &stats.obsolete
+        }
+        AttemptOutcome::Vanished => &stats.vanished,
+        _ => &stats.failed,
     }
 }

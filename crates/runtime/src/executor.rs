@@ -1,15 +1,21 @@
 //! Runs one claimed operation: the still-needed check, the handler under its timeout (abandoned
 //! if the worker's heartbeat finds the lease lost, see [`crate::held`]), and the policy's
-//! decision, sent to the completer.
+//! decision, sent to the completer. A handler that panics is caught: its attempt is recorded at
+//! once as an unrecognised error carrying the panic's message, instead of waiting for its lease
+//! to expire and counting as vanished.
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use oprec_core::store::CompleteParams;
 use oprec_core::{ClaimContext, Claimed, Clock, Failure, Outcome, Transition, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
-use crate::completer::CompletionSender;
+use crate::completer::{Completion, CompletionSender};
 use crate::{Context, Registry, Stats};
 
 pub(crate) struct Executor {
@@ -25,11 +31,11 @@ impl Executor {
     pub async fn execute(&self, op: Claimed, lost: CancellationToken) {
         let token = op.claim_token();
         let finish = |transition: Transition| {
-            let _ = self.completions.send(CompleteParams {
+            let _ = self.completions.send(Completion::Outcome(CompleteParams {
                 id: op.id,
                 claim_token: token,
                 transition,
-            });
+            }));
         };
         let Some(kind) = self.registry.get(&op.kind) else {
             // Claims filter by known kinds; this only happens if the registry changed under us.
@@ -37,7 +43,6 @@ impl Executor {
             return;
         };
         if !kind.is_still_needed(op.payload.clone()).await {
-            Stats::add(&self.stats.obsolete, 1);
             finish(Transition::cancel_obsolete());
             return;
         }
@@ -47,7 +52,7 @@ impl Executor {
             .timeout()
             .to_std()
             .unwrap_or(Duration::from_secs(30));
-        let handler = kind.run(ctx, op.payload.clone());
+        let handler = AssertUnwindSafe(kind.run(ctx, op.payload.clone())).catch_unwind();
         let started = std::time::Instant::now();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, handler) => r,
@@ -65,16 +70,16 @@ impl Executor {
         #[cfg(not(feature = "metrics"))]
         let _ = started;
         let outcome = match result {
-            Ok(Ok(())) => {
-                Stats::add(&self.stats.succeeded, 1);
-                Outcome::success()
-            }
-            Ok(Err(failure)) => {
-                Stats::add(&self.stats.failed, 1);
-                Outcome::Failed(failure)
+            Ok(Ok(Ok(()))) => Outcome::success(),
+            Ok(Ok(Err(failure))) => Outcome::Failed(failure),
+            Ok(Err(panic)) => {
+                Stats::add(&self.stats.panicked, 1);
+                let message = panic_message(panic.as_ref());
+                tracing::warn!(operation = %op.id, kind = %op.kind, panic = %message,
+                    "the handler panicked; recorded as an unrecognised error");
+                Outcome::Failed(Failure::unknown(format!("the handler panicked: {message}")))
             }
             Err(_elapsed) => {
-                Stats::add(&self.stats.failed, 1);
                 let summary = format!("the attempt exceeded its timeout of {timeout:?}");
                 // Whether the effect happened is unknown for a kind that calls out; a local-only
                 // kind has no remote effect to doubt.
@@ -93,5 +98,31 @@ impl Executor {
             &mut rand::rng(),
         );
         finish(transition);
+    }
+}
+
+/// What a panic said: its message when it was a string (as `panic!` makes), or a placeholder.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic without a message)".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_message_is_read_from_either_string_type() {
+        let s = std::panic::catch_unwind(|| panic!("boom {}", 7)).unwrap_err();
+        assert_eq!(panic_message(s.as_ref()), "boom 7");
+        let s = std::panic::catch_unwind(|| panic!("static")).unwrap_err();
+        assert_eq!(panic_message(s.as_ref()), "static");
+        let s = std::panic::catch_unwind(|| std::panic::panic_any(3_u8)).unwrap_err();
+        assert_eq!(panic_message(s.as_ref()), "(a panic without a message)");
     }
 }

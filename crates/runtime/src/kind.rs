@@ -327,6 +327,7 @@ mod registry_tests {
             .timeout(chrono::Duration::seconds(5))
             .max_attempts(1)
             .local_only()
+            .jitter(oprec_core::Jitter::None)
             .build()
             .unwrap();
         Kind::new(name, policy, |_ctx, _p: serde_json::Value| async { Ok(()) })

@@ -50,4 +50,6 @@ pub use scheduler::{SchedulePass, Scheduler, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
 #[cfg(feature = "webhook")]
 pub use webhook::WebhookSink;
-pub use worker::{RunReport, Worker, WorkerConfig};
+pub use worker::{
+    CODE_VERSION_ENV, MAX_LEASE, MIN_LEASE, RunReport, Worker, WorkerConfig, code_version_from_env,
+};

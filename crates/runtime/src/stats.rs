@@ -23,6 +23,8 @@ pub struct Stats {
     pub(crate) given_back: AtomicU64,
     pub(crate) obsolete: AtomicU64,
     pub(crate) retention_removed: AtomicU64,
+    pub(crate) isolated: AtomicU64,
+    pub(crate) panicked: AtomicU64,
 }
 
 /// A copy of [`Stats`] at one moment.
@@ -30,9 +32,9 @@ pub struct Stats {
 pub struct StatsSnapshot {
     /// Operations claimed.
     pub claimed: u64,
-    /// Attempts that succeeded.
+    /// Attempts this worker recorded as succeeded (written, not refused as stale).
     pub succeeded: u64,
-    /// Attempts that failed (any class).
+    /// Attempts this worker recorded as failed, any class (written, not refused as stale).
     pub failed: u64,
     /// Outcomes written (applied).
     pub completions: u64,
@@ -52,7 +54,7 @@ pub struct StatsSnapshot {
     pub vanished: u64,
     /// Operations ended because their deadline passed while waiting.
     pub deadline_dead: u64,
-    /// Attempts released unfinished on shutdown.
+    /// Attempts released unfinished on shutdown (written, not refused as stale).
     pub released: u64,
     /// Claims never started, given back on shutdown with their attempts refunded.
     pub given_back: u64,
@@ -60,6 +62,10 @@ pub struct StatsSnapshot {
     pub obsolete: u64,
     /// Finished operations removed by retention (with their attempts and steps).
     pub retention_removed: u64,
+    /// Suspects claimed and run isolated, alone in this worker.
+    pub isolated: u64,
+    /// Handlers that panicked (each recorded at once as an unrecognised error).
+    pub panicked: u64,
 }
 
 impl Stats {
@@ -87,6 +93,8 @@ impl Stats {
             given_back: g(&self.given_back),
             obsolete: g(&self.obsolete),
             retention_removed: g(&self.retention_removed),
+            isolated: g(&self.isolated),
+            panicked: g(&self.panicked),
         }
     }
 }

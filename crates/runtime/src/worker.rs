@@ -2,19 +2,29 @@
 //! broker does not answer), claims in batches sized by the throughput it achieves (the claim
 //! buffer, [`ClaimAhead`]), runs handlers with a concurrency limit, heartbeats every claim it
 //! holds in one statement, writes outcomes in batches, and drains on shutdown, giving back the
-//! claims it never started. Beside it run the loops of `background.rs` (presence, metrics, and on
+//! claims it never started.
+//!
+//! Suspect isolation: an operation whose attempt vanished (a worker died or stalled with it in
+//! flight) is a suspect, which the ordinary claims never return. Every second or so the worker
+//! asks whether a suspect of its kinds waits; if one does, it stops claiming, lets its running
+//! and buffered work finish, then claims suspects one at a time ([`WorkerStore::operation_claim_suspect`])
+//! and runs each alone, so that if the process dies again only that operation is to blame. When
+//! none is left it claims as before. Without suspects the claim path is unchanged.
+//!
+//! [`WorkerStore::operation_claim_suspect`]: oprec_core::WorkerStore::operation_claim_suspect Beside it run the loops of `background.rs` (presence, metrics, and on
 //! the fleet's leader the maintenance loops).
 
 use std::collections::{HashSet, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, CompleteParams, HeldClaim,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, Claimant,
+    CompleteParams, HeldClaim, WorkExistsParams,
 };
 use oprec_core::{
     ClaimAhead, ClaimAheadRule, Claimed, Clock, FullStore, SystemClock, Transition, Transport,
@@ -26,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
+use crate::completer::Completion;
 use crate::executor::Executor;
 use crate::held::{self, Held, LetGoOnPanic};
 use crate::{
@@ -53,8 +64,14 @@ pub struct WorkerConfig {
     pub drain_timeout: Duration,
     /// This worker's id in claims and history.
     pub worker_id: String,
-    /// The code version recorded with each attempt.
+    /// The application's code version, recorded with each attempt and on the operation, so
+    /// that "dead since the deploy of version X" can be asked of the history. It is the version
+    /// of the code that runs the handlers, not oprec's: by default the environment variable
+    /// `OPREC_CODE_VERSION`, or none.
     pub code_version: Option<String>,
+    /// How often the worker asks whether a suspect waits for an isolated attempt (see the
+    /// module's documentation).
+    pub suspect_probe: Duration,
     /// Scheduler settings (used when there is a transport).
     pub scheduler: SchedulerConfig,
     /// Rescuer settings.
@@ -91,7 +108,8 @@ impl Default for WorkerConfig {
                 std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into()),
                 std::process::id()
             ),
-            code_version: Some(env!("CARGO_PKG_VERSION").to_owned()),
+            code_version: code_version_from_env(),
+            suspect_probe: Duration::from_secs(1),
             scheduler: SchedulerConfig::default(),
             rescuer: RescuerConfig::default(),
             reconciler: ReconcilerConfig::default(),
@@ -102,6 +120,46 @@ impl Default for WorkerConfig {
             #[cfg(feature = "metrics")]
             figures_every: None,
         }
+    }
+}
+
+/// The shortest lease a worker accepts: a heartbeat every third of it must reach the store in
+/// time, or claims are lost while their handlers run.
+pub const MIN_LEASE: chrono::Duration = chrono::Duration::seconds(1);
+
+/// The longest lease a worker accepts: a worker that dies holds its claims this long before the
+/// rescuer takes them back.
+pub const MAX_LEASE: chrono::Duration = chrono::Duration::hours(24);
+
+/// The environment variable naming the application's code version ([`WorkerConfig::code_version`]).
+pub const CODE_VERSION_ENV: &str = "OPREC_CODE_VERSION";
+
+/// The application's code version from [`CODE_VERSION_ENV`], if set and not blank.
+pub fn code_version_from_env() -> Option<String> {
+    std::env::var(CODE_VERSION_ENV)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+impl WorkerConfig {
+    /// Refuses settings a worker cannot run with: a lease outside [`MIN_LEASE`]..=[`MAX_LEASE`]
+    /// (too short, heartbeats cannot keep it; too long, a crashed worker's claims wait for days)
+    /// and a zero probe interval.
+    pub fn validate(&self) -> oprec_core::Result<()> {
+        let invalid = |m: String| Err(oprec_core::Error::InvalidInput(m));
+        if self.lease < MIN_LEASE || self.lease > MAX_LEASE {
+            return invalid(format!(
+                "the lease must be between {} s and {} h; got {} ms",
+                MIN_LEASE.num_seconds(),
+                MAX_LEASE.num_hours(),
+                self.lease.num_milliseconds()
+            ));
+        }
+        if self.suspect_probe.is_zero() {
+            return invalid("the suspect probe interval must be positive".to_owned());
+        }
+        Ok(())
     }
 }
 
@@ -155,13 +213,32 @@ const GIVE_BACK_TRIES: u32 = 3;
 
 impl Worker {
     /// A worker over `store`; with a transport it consumes wake-ups, without one it polls.
+    ///
+    /// # Panics
+    ///
+    /// When [`WorkerConfig::validate`] refuses `config`; [`Worker::try_new`] returns the error
+    /// instead.
     pub fn new(
         store: Arc<dyn FullStore>,
         transport: Option<Arc<dyn Transport>>,
         registry: Arc<Registry>,
         config: WorkerConfig,
     ) -> Self {
-        Worker {
+        match Self::try_new(store, transport, registry, config) {
+            Ok(w) => w,
+            Err(e) => panic!("invalid worker configuration: {e}"),
+        }
+    }
+
+    /// A worker over `store`, or the reason [`WorkerConfig::validate`] refuses `config`.
+    pub fn try_new(
+        store: Arc<dyn FullStore>,
+        transport: Option<Arc<dyn Transport>>,
+        registry: Arc<Registry>,
+        config: WorkerConfig,
+    ) -> oprec_core::Result<Self> {
+        config.validate()?;
+        Ok(Worker {
             store,
             transport,
             registry,
@@ -170,7 +247,7 @@ impl Worker {
             stats: Arc::new(Stats::default()),
             failures: AtomicU32::new(0),
             broker: BrokerHealth::default(),
-        }
+        })
     }
 
     /// Uses `clock` for policy decisions.
@@ -226,7 +303,7 @@ impl Worker {
     /// waiting in the buffer (attempts refunded), lets in-flight attempts finish up to the drain
     /// timeout, releases the rest, and writes every outcome.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
-        let (tx, rx) = mpsc::unbounded_channel::<CompleteParams>();
+        let (tx, rx) = mpsc::unbounded_channel::<Completion>();
         let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
         let background = Background::start(BackgroundParams {
             store: &self.store,
@@ -269,10 +346,26 @@ impl Worker {
         let kinds = self.registry.names();
         let mut claims: FuturesUnordered<ClaimFuture<'_>> = FuturesUnordered::new();
         let (this, kinds_ref, stop) = (&self, &kinds, &shutdown);
+        // Suspect isolation: the probe raises `suspects`; the loop then stops claiming, runs its
+        // work down, and runs suspects one at a time while `isolating`.
+        let suspects = Arc::new(AtomicBool::new(false));
+        let stop_probe = CancellationToken::new();
+        let probe = tokio::spawn(probe_suspects(
+            self.store.clone(),
+            kinds.clone(),
+            self.config.suspect_probe,
+            suspects.clone(),
+            stop_probe.clone(),
+        ));
+        let mut isolating = false;
 
         loop {
             while tasks.try_join_next().is_some() {
                 done += 1;
+            }
+            if !isolating && suspects.load(Ordering::Relaxed) {
+                isolating = true;
+                tracing::info!("a suspect waits: running this worker's work down to run it alone");
             }
             let now = Instant::now();
             ahead.observe(std::mem::take(&mut done), now - observed_at);
@@ -301,7 +394,31 @@ impl Worker {
             if shutdown.is_cancelled() && claims.is_empty() {
                 break;
             }
-            if !shutdown.is_cancelled() && claims.len() < CLAIMS_IN_FLIGHT {
+            if isolating
+                && !shutdown.is_cancelled()
+                && claims.is_empty()
+                && buffer.is_empty()
+                && tasks.is_empty()
+            {
+                // Nothing else runs here: the next suspect runs alone, or isolation ends. First
+                // every finished attempt's outcome is written, so that a suspect that kills the
+                // process takes no finished attempt down with it.
+                completer::flush(&tx).await;
+                match self.claim_suspect(kinds_ref, stop).await {
+                    Some(op) => {
+                        tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
+                            "running a suspect alone (isolated attempt)");
+                        let lost = held.insert(HeldClaim::from(&op));
+                        buffer.push_back((op, lost));
+                    }
+                    None => {
+                        isolating = false;
+                        suspects.store(false, Ordering::Relaxed);
+                    }
+                }
+                continue;
+            }
+            if !shutdown.is_cancelled() && !isolating && claims.len() < CLAIMS_IN_FLIGHT {
                 let want = ahead.to_claim(tasks.len(), buffer.len(), asked);
                 if want > 0 {
                     asked += want;
@@ -349,33 +466,69 @@ impl Worker {
             while tasks.join_next().await.is_some() {}
         })
         .await;
-        let mut released = 0;
         if drained.is_err() {
+            let mut released = 0;
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
             let now = self.clock.now();
             for claim in held.take_all() {
                 released += 1;
-                let _ = tx.send(CompleteParams {
+                let _ = tx.send(Completion::Outcome(CompleteParams {
                     id: claim.id,
                     claim_token: claim.claim_token,
                     transition: Transition::release(now),
-                });
+                }));
             }
-            Stats::add(&self.stats.released, released);
-            tracing::info!(released, "drain timeout: released unfinished attempts");
+            tracing::info!(released, "drain timeout: releasing unfinished attempts");
         }
         stop_heartbeat.cancel();
         let _ = heartbeat.await;
+        stop_probe.cancel();
+        let _ = probe.await;
         drop(tx);
         drop(executor);
         let _ = completer.await;
         background.stop().await;
+        let stats = self.stats.snapshot();
         RunReport {
-            stats: self.stats.snapshot(),
-            released,
+            stats,
+            // Those written: a release the fence refused counts as a stale claim.
+            released: stats.released,
             given_back,
             idle: false,
+        }
+    }
+
+    /// Claims one suspect to run alone; `None` when none waits (or the store failed, after a
+    /// pause).
+    async fn claim_suspect(
+        &self,
+        kinds: &[String],
+        shutdown: &CancellationToken,
+    ) -> Option<Claimed> {
+        match self
+            .store
+            .operation_claim_suspect(ClaimSuspectParams {
+                kinds: kinds.to_vec(),
+                claimant: self.claimant(),
+            })
+            .await
+        {
+            Ok(Some(op)) => {
+                self.recovered();
+                Stats::add(&self.stats.claimed, 1);
+                Stats::add(&self.stats.isolated, 1);
+                Some(op)
+            }
+            Ok(None) => {
+                self.recovered();
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "claiming a suspect failed");
+                self.pause(shutdown).await;
+                None
+            }
         }
     }
 
@@ -550,5 +703,36 @@ impl Worker {
     /// A call succeeded: the next failure waits the shortest pause again.
     fn recovered(&self) {
         self.failures.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Asks every `every` whether a suspect of `kinds` waits, and raises `suspects` when one does
+/// (the worker lowers it once it finds none left to claim). A store error is logged and asked
+/// again at the next beat.
+async fn probe_suspects(
+    store: Arc<dyn FullStore>,
+    kinds: Vec<String>,
+    every: Duration,
+    suspects: Arc<AtomicBool>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        if suspects.load(Ordering::Relaxed) {
+            continue;
+        }
+        match store
+            .operation_suspect_exists(WorkExistsParams {
+                kinds: kinds.clone(),
+            })
+            .await
+        {
+            Ok(true) => suspects.store(true, Ordering::Relaxed),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "asking for suspects failed"),
+        }
     }
 }

@@ -67,6 +67,7 @@ impl std::str::FromStr for PolicySpec {
                         1.0,
                         Duration::seconds(d),
                     )))
+                    .jitter(oprec_core::Jitter::None)
                     .build()
             }
             "ladder" => {
@@ -78,6 +79,7 @@ impl std::str::FromStr for PolicySpec {
                     .timeout(timeout)
                     .max_attempts(rungs.len() as u32)
                     .external_io(Ladder::schedule_secs(&rungs))
+                    .jitter(oprec_core::Jitter::None)
                     .build()
             }
             "exp" => {
@@ -111,15 +113,15 @@ impl std::str::FromStr for PolicySpec {
                     Duration::seconds(base),
                     factor,
                     Duration::seconds(ceiling),
-                ))
-                .with_jitter(jitter);
+                ));
                 let b = RetryPolicy::builder().timeout(timeout).max_attempts(max);
                 match giveup {
                     Some(g) => b
                         .give_up_after(Duration::seconds(g))
                         .external_io(ladder)
+                        .jitter(jitter)
                         .build(),
-                    None => b.external_io(ladder).build(),
+                    None => b.external_io(ladder).jitter(jitter).build(),
                 }
             }
             _ => return Err(bad("unknown form")),

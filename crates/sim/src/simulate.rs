@@ -90,6 +90,8 @@ pub fn simulate(outage: &Outage, spec: &PolicySpec) -> SimReport {
             attempt: 0,
             max_attempts: policy.max_attempts(),
             give_up_at: give_up.map(|g| enqueued + g),
+            snoozes: 0,
+            unknowns: 0,
         };
         let mut t = enqueued + first;
         loop {

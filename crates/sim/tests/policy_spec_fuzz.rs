@@ -50,7 +50,7 @@ proptest! {
                             let drawn = ladder.jitter().apply(d, &mut rng);
                             prop_assert!(drawn >= Duration::zero(), "negative draw {drawn}");
                         }
-                        let claim = ClaimContext { attempt, max_attempts: None, give_up_at: None };
+                        let claim = ClaimContext { attempt, max_attempts: None, give_up_at: None, snoozes: 0, unknowns: 0 };
                         let _ = p.policy.retry_at(&claim, class, None, now, &mut rng);
                     }
                 }

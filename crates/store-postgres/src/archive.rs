@@ -258,6 +258,10 @@ async fn insert_operations(
         .bind(col(recs, |r| {
             r.operation.redrive_root.map(|p| *p.as_uuid())
         }))
+        .bind(col(recs, |r| r.operation.suspect))
+        .bind(col(recs, |r| r.operation.isolated))
+        .bind(col(recs, |r| r.operation.snoozes as i32))
+        .bind(col(recs, |r| r.operation.unknowns as i32))
         .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;
@@ -307,6 +311,13 @@ async fn insert_attempts(tx: &mut sqlx::PgConnection, recs: &[&ArchivedOperation
                 .map(|(_, a)| a.code_version.clone())
                 .collect::<Vec<_>>(),
         )
+        .bind(rows.iter().map(|(_, a)| a.isolated).collect::<Vec<_>>())
+        .bind(
+            rows.iter()
+                .map(|(_, a)| a.stale_outcome.map(|o| o.as_str()))
+                .collect::<Vec<_>>(),
+        )
+        .bind(rows.iter().map(|(_, a)| a.stale_at).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await
         .map_err(backend_error)?;

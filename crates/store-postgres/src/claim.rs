@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, HeartbeatManyParams,
-    HeartbeatParams, HeldClaim, WorkExistsParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, Claimant,
+    HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
 };
 use oprec_core::{Claimed, Error, OperationId, Result};
 use sqlx::postgres::PgRow;
@@ -77,6 +77,37 @@ async fn claim_eligible_rows(
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
     Ok(rows)
+}
+
+/// Claims one suspect, to run isolated (alone in its worker).
+pub(crate) async fn operation_claim_suspect(
+    store: &PgStore,
+    params: ClaimSuspectParams,
+) -> Result<Option<Claimed>> {
+    let c = &params.claimant;
+    let row = sqlx::query(sql::CLAIM_SUSPECT.as_str())
+        .bind(store.now_bind())
+        .bind(&params.kinds)
+        .bind(millis(c.lease))
+        .bind(&c.worker_id)
+        .bind(&c.code_version)
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    row.as_ref().map(row::claimed).transpose()
+}
+
+/// Whether a suspect of the kinds waits for an isolated attempt.
+pub(crate) async fn operation_suspect_exists(
+    store: &PgStore,
+    params: WorkExistsParams,
+) -> Result<bool> {
+    sqlx::query_scalar(sql::CLAIM_SUSPECT_EXISTS.as_str())
+        .bind(store.now_bind())
+        .bind(&params.kinds)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)
 }
 
 /// Extends a running claim's lease; a stale token is [`Error::StaleClaim`].

@@ -47,8 +47,10 @@ struct Columns<'a> {
     refunds: Vec<bool>,
     remote_ids: Vec<Option<&'a str>>,
     outcomes: Vec<&'static str>,
-    vanished: Vec<bool>,
+    crash_counted: Vec<bool>,
     expired_only: Vec<bool>,
+    suspect: Vec<Option<bool>>,
+    snoozed: Vec<bool>,
 }
 
 impl<'a> Columns<'a> {
@@ -65,8 +67,10 @@ impl<'a> Columns<'a> {
         self.refunds.push(t.refunds_attempt());
         self.remote_ids.push(t.remote_id());
         self.outcomes.push(t.attempt_outcome().as_str());
-        self.vanished.push(t.is_vanished());
+        self.crash_counted.push(t.counts_toward_crash_loop());
         self.expired_only.push(t.fence() == Fence::ExpiredClaim);
+        self.suspect.push(t.suspect_after());
+        self.snoozed.push(t.is_snooze());
         Ok(())
     }
 }
@@ -93,14 +97,16 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
         .bind(c.refunds)
         .bind(c.remote_ids)
         .bind(c.outcomes)
-        .bind(c.vanished)
+        .bind(c.crash_counted)
         .bind(c.expired_only)
+        .bind(c.suspect)
+        .bind(c.snoozed)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?
         .into_iter()
         .collect();
-    Ok(params
+    let results: Vec<CompleteResult> = params
         .iter()
         .map(|p| {
             if applied.contains(&(*p.id.as_uuid(), p.claim_token)) {
@@ -109,5 +115,36 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
                 CompleteResult::Stale
             }
         })
-        .collect())
+        .collect();
+    record_stale(store, params, &results).await?;
+    Ok(results)
+}
+
+/// Writes the worker completions the fence refused into the history of the attempts they
+/// belong to (a rescue the fence refused brought no outcome: a heartbeat won).
+async fn record_stale(
+    store: &PgStore,
+    params: &[CompleteParams],
+    results: &[CompleteResult],
+) -> Result<()> {
+    let (mut ids, mut tokens, mut outcomes) = (Vec::new(), Vec::new(), Vec::new());
+    for (p, r) in params.iter().zip(results) {
+        if *r == CompleteResult::Stale && !p.transition.is_vanished() {
+            ids.push(*p.id.as_uuid());
+            tokens.push(p.claim_token);
+            outcomes.push(p.transition.attempt_outcome().as_str());
+        }
+    }
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(sql::COMPLETE_STALE)
+        .bind(store.now_bind())
+        .bind(ids)
+        .bind(tokens)
+        .bind(outcomes)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
 }

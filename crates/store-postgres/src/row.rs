@@ -125,6 +125,10 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
             .map(OperationId::from_uuid),
         redrive_count: c.count("redrive_count")?,
         vanished_streak: c.count("vanished_streak")?,
+        suspect: c.get("suspect")?,
+        isolated: c.get("isolated")?,
+        snoozes: c.count("snoozes")?,
+        unknowns: c.count("unknowns")?,
         last_woken_at: c.get("last_woken_at")?,
         created_at: c.get("created_at")?,
         updated_at: c.get("updated_at")?,
@@ -149,6 +153,9 @@ pub(crate) fn attempt(row: &PgRow) -> Result<Attempt> {
         error: c.opt_json("error")?,
         worker_id: c.get("worker_id")?,
         code_version: c.get("code_version")?,
+        isolated: c.get("isolated")?,
+        stale_outcome: c.opt_parsed("stale_outcome")?,
+        stale_at: c.get("stale_at")?,
     })
 }
 

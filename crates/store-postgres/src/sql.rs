@@ -3,7 +3,7 @@
 //! constant. Each file starts with what the statement does and which index it walks. Statements
 //! whose shape depends on an operator's filter are built in `filter.rs` instead.
 //!
-//! Four statements splice in core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! Six statements splice in core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
 //! says `/*not_held_back*/`; their final text is built once, on first use.
 
 use std::sync::LazyLock;
@@ -106,6 +106,15 @@ pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
 pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible.sql"), "operations"));
 
+/// Claims one suspect, to run isolated.
+pub(crate) static CLAIM_SUSPECT: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_suspect.sql"), "operations"));
+
+/// Whether a suspect waits for an isolated attempt.
+pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> = LazyLock::new(|| {
+    with_not_held_back(include_str!("sql/claim_suspect_exists.sql"), "operations")
+});
+
 /// Extends a claim's lease.
 pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
 
@@ -121,6 +130,9 @@ pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
 
 /// Ends claims with decided transitions: completions and rescues alike.
 pub(crate) const COMPLETE_APPLY: &str = include_str!("sql/complete_apply.sql");
+
+/// Writes refused completions into the history of their attempts.
+pub(crate) const COMPLETE_STALE: &str = include_str!("sql/complete_stale.sql");
 
 /// The controls in force.
 pub(crate) const CONTROLS_LIST: &str = include_str!("sql/controls_list.sql");

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use chrono::Duration;
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams, OperationGetParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimSuspectParams, Claimant, CompleteParams,
+    OperationGetParams,
 };
 use oprec_core::{
-    EnqueueOptions, EnqueueStore, Error, NewOperation, RetryPolicy, Status, Store, Transition,
-    VanishRule, WorkerStore,
+    AttemptOutcome, EnqueueOptions, EnqueueStore, Error, NewOperation, RetryPolicy, Status, Store,
+    Transition, VanishRule, WorkerStore,
 };
 use serde_json::json;
 use tokio::sync::Barrier;
@@ -20,6 +21,7 @@ fn policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(3)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .unwrap()
 }
@@ -157,15 +159,24 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(rescued, 1);
-    let new = store
+    // Its attempt vanished: a suspect, which a wake-up does not claim; it runs alone.
+    let by_id = store
         .operation_claim_by_ids(ClaimByIdsParams {
             kinds: vec![],
             ids: vec![id],
             claimant: claimant(1),
         })
         .await
+        .unwrap();
+    assert!(by_id.is_empty());
+    let new = store
+        .operation_claim_suspect(ClaimSuspectParams {
+            kinds: vec![],
+            claimant: claimant(1),
+        })
+        .await
         .unwrap()
-        .remove(0);
+        .expect("the suspect");
     assert_eq!(new.attempt, 2);
     store
         .operation_complete(CompleteParams {
@@ -190,4 +201,8 @@ async fn a_late_completion_after_a_reclaim_is_rejected() {
         .unwrap();
     assert_eq!(op.operation.remote_id.as_deref(), Some("from-new"));
     assert_eq!(op.attempts.len(), 2);
+    assert_eq!(
+        op.attempts[0].stale_outcome,
+        Some(AttemptOutcome::Succeeded)
+    );
 }

@@ -30,6 +30,7 @@ async fn a_stalled_scheduler_session_is_ended_and_another_leads() {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(3)
         .external_io(Ladder::schedule_secs(&[0, 1, 2]))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy");
     let op = NewOperation::new(

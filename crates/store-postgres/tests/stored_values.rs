@@ -32,6 +32,7 @@ async fn a_negative_stored_count_is_an_error_not_zero() {
         .timeout(chrono::Duration::seconds(30))
         .max_attempts(3)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy");
     let op = NewOperation::new(

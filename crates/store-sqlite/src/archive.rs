@@ -198,6 +198,10 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
         .bind(time::opt_text(b.alert_due_at)?)
         .bind(i64::from(b.alert_failures))
         .bind(o.redrive_root.map(|p| uuid_text(p.as_uuid())))
+        .bind(o.suspect)
+        .bind(o.isolated)
+        .bind(i64::from(o.snoozes))
+        .bind(i64::from(o.unknowns))
         .fetch_optional(tx.conn())
         .await
         .map_err(backend_error)?;
@@ -215,6 +219,9 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
             .bind(a.error.as_ref().map(json_text).transpose()?)
             .bind(&a.worker_id)
             .bind(&a.code_version)
+            .bind(a.isolated)
+            .bind(a.stale_outcome.map(|o| o.as_str()))
+            .bind(time::opt_text(a.stale_at)?)
             .execute(tx.conn())
             .await
             .map_err(backend_error)?;

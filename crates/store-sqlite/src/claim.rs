@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, Claimant, Claimed,
-    HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, Claimant,
+    Claimed, HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
 };
 use oprec_core::{Error, OperationId, Result};
 use serde::Serialize;
@@ -33,7 +33,7 @@ pub(crate) async fn operation_claim_by_ids(
     }
     let now = store.clock_now();
     let mut tx = store.begin_write().await?;
-    let mut claimed = claim(tx.conn(), &ids, &params.kinds, &params.claimant, now).await?;
+    let mut claimed = claim(tx.conn(), &ids, &params.kinds, &params.claimant, now, false).await?;
     tx.commit().await?;
     claimed.sort_by_key(|c| c.id);
     Ok(claimed)
@@ -59,20 +59,53 @@ pub(crate) async fn operation_claim_eligible(
         .fetch_all(tx.conn())
         .await
         .map_err(backend_error)?;
-    let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now).await?;
+    let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now, false).await?;
     tx.commit().await?;
     claimed.sort_by_key(|c| (c.next_eligible_at, c.id));
     Ok(claimed)
 }
 
+/// See [`WorkerStore::operation_claim_suspect`](oprec_core::WorkerStore::operation_claim_suspect).
+pub(crate) async fn operation_claim_suspect(
+    store: &SqliteStore,
+    params: ClaimSuspectParams,
+) -> Result<Option<Claimed>> {
+    let now = store.clock_now();
+    let mut tx = store.begin_write().await?;
+    let ids: Vec<String> = sqlx::query_scalar(sql::CLAIM_SUSPECT.as_str())
+        .bind(time::text(now)?)
+        .bind(json_text(&params.kinds)?)
+        .fetch_all(tx.conn())
+        .await
+        .map_err(backend_error)?;
+    let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now, true).await?;
+    tx.commit().await?;
+    Ok(claimed.pop())
+}
+
+/// See [`WorkerStore::operation_suspect_exists`](oprec_core::WorkerStore::operation_suspect_exists).
+pub(crate) async fn operation_suspect_exists(
+    store: &SqliteStore,
+    params: WorkExistsParams,
+) -> Result<bool> {
+    sqlx::query_scalar(sql::CLAIM_SUSPECT_EXISTS.as_str())
+        .bind(time::text(store.clock_now())?)
+        .bind(json_text(&params.kinds)?)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)
+}
+
 /// Claims those of `ids` (distinct, as stored text) that are still claimable at `now` (and of
-/// one of `kinds`, unless empty), on the caller's write transaction.
+/// one of `kinds`, unless empty), on the caller's write transaction: with `isolated`, suspects
+/// only, marked isolated; otherwise operations that are not suspects.
 async fn claim(
     conn: &mut SqliteConnection,
     ids: &[String],
     kinds: &[String],
     claimant: &Claimant,
     now: DateTime<Utc>,
+    isolated: bool,
 ) -> Result<Vec<Claimed>> {
     if ids.is_empty() {
         return Ok(Vec::new());
@@ -91,6 +124,7 @@ async fn claim(
         .bind(&claimant.code_version)
         .bind(json_text(&input)?)
         .bind(json_text(kinds)?)
+        .bind(isolated)
         .fetch_all(conn)
         .await
         .map_err(backend_error)?;

@@ -27,8 +27,10 @@ struct ApplyRow {
     terminal_at: Option<String>,
     remote_id: Option<String>,
     refund: bool,
-    vanished: bool,
+    crash_counted: bool,
     expired_fence: bool,
+    suspect: Option<bool>,
+    snoozed: bool,
     /// For the attempt row only.
     #[serde(skip)]
     outcome: &'static str,
@@ -48,8 +50,10 @@ impl ApplyRow {
             terminal_at: t.status().is_terminal().then(|| now.to_owned()),
             remote_id: t.remote_id().map(str::to_owned),
             refund: t.refunds_attempt(),
-            vanished: t.is_vanished(),
+            crash_counted: t.counts_toward_crash_loop(),
             expired_fence: t.fence() == Fence::ExpiredClaim,
+            suspect: t.suspect_after(),
+            snoozed: t.is_snooze(),
             outcome: t.attempt_outcome().as_str(),
         })
     }
@@ -67,6 +71,8 @@ struct AttemptRow<'a> {
     error: Option<&'a str>,
     worker_id: Option<String>,
     code_version: Option<String>,
+    isolated: bool,
+    claim_token: &'a str,
 }
 
 /// See [`WorkerStore::operation_complete_many`](oprec_core::WorkerStore::operation_complete_many).
@@ -112,8 +118,47 @@ async fn apply(store: &SqliteStore, params: &[CompleteParams]) -> Result<Vec<Com
             results[index] = CompleteResult::Applied;
         }
     }
+    record_stale(tx.conn(), params, &results, &now).await?;
     tx.commit().await?;
     Ok(results)
+}
+
+/// One refused completion, as `complete_stale.sql` reads it.
+#[derive(Serialize)]
+struct StaleRow {
+    id: String,
+    token: String,
+    outcome: &'static str,
+}
+
+/// Writes the worker completions the fence refused into the history of the attempts they
+/// belong to (a rescue the fence refused brought no outcome: a heartbeat won).
+async fn record_stale(
+    conn: &mut SqliteConnection,
+    params: &[CompleteParams],
+    results: &[CompleteResult],
+    now: &str,
+) -> Result<()> {
+    let stale: Vec<StaleRow> = params
+        .iter()
+        .zip(results)
+        .filter(|(p, r)| **r == CompleteResult::Stale && !p.transition.is_vanished())
+        .map(|(p, _)| StaleRow {
+            id: uuid_text(p.id.as_uuid()),
+            token: uuid_text(&p.claim_token),
+            outcome: p.transition.attempt_outcome().as_str(),
+        })
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(sql::COMPLETE_STALE)
+        .bind(now)
+        .bind(json_text(&stale)?)
+        .execute(conn)
+        .await
+        .map_err(backend_error)?;
+    Ok(())
 }
 
 /// Applies one round (distinct operations, each with its batch index), writes the attempt rows
@@ -155,6 +200,8 @@ async fn apply_round(
             error: row.error.as_deref(),
             worker_id: c.opt_text("worker_id")?,
             code_version: c.opt_text("code_version")?,
+            isolated: c.flag("isolated")?,
+            claim_token: &row.token,
         });
     }
     sqlx::query(sql::COMPLETE_ATTEMPTS)

@@ -81,6 +81,10 @@ impl Columns<'_> {
             .transpose()
     }
 
+    pub(crate) fn flag(&self, column: &str) -> Result<bool> {
+        Ok(self.int(column)? != 0)
+    }
+
     pub(crate) fn u32(&self, column: &str) -> Result<u32> {
         self.opt_u32(column)?
             .ok_or_else(|| unreadable(column, "NULL in a NOT NULL column"))
@@ -125,6 +129,10 @@ pub(crate) fn operation(row: &SqliteRow) -> Result<Operation> {
         redrive_root: c.opt_parsed("redrive_root")?.map(OperationId::from_uuid),
         redrive_count: c.u32("redrive_count")?,
         vanished_streak: c.u32("vanished_streak")?,
+        suspect: c.flag("suspect")?,
+        isolated: c.flag("isolated")?,
+        snoozes: c.u32("snoozes")?,
+        unknowns: c.u32("unknowns")?,
         last_woken_at: c.opt_time("last_woken_at")?,
         created_at: c.time("created_at")?,
         updated_at: c.time("updated_at")?,
@@ -144,6 +152,9 @@ pub(crate) fn attempt(row: &SqliteRow) -> Result<Attempt> {
         error: c.opt_json("error")?,
         worker_id: c.opt_text("worker_id")?,
         code_version: c.opt_text("code_version")?,
+        isolated: c.flag("isolated")?,
+        stale_outcome: c.opt_parsed("stale_outcome")?,
+        stale_at: c.opt_time("stale_at")?,
     })
 }
 

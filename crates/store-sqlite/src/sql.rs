@@ -7,7 +7,7 @@
 //! statement keeps one text whatever the list's length (SQLite prepares and caches it once per
 //! connection) and no list meets SQLite's limit on bind parameters.
 //!
-//! Four statements splice core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! Six statements splice core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
 //! says `/*not_held_back*/`; their final text is built once, on first use.
 
 use std::sync::LazyLock;
@@ -85,6 +85,8 @@ statements! {
     COMPLETE_APPLY = "complete_apply.sql";
     /// The attempt rows of ended claims.
     COMPLETE_ATTEMPTS = "complete_attempts.sql";
+    /// Refused completions written into the history of their attempts.
+    COMPLETE_STALE = "complete_stale.sql";
     /// Expired claims.
     RESCUE_LEASE_EXPIRED = "rescue_lease_expired.sql";
     /// Waiting operations past their deadline ended.
@@ -179,6 +181,14 @@ pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
 pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_by_ids.sql"), "operations", "?1"));
 
+/// A suspect to claim isolated, picked.
+pub(crate) static CLAIM_SUSPECT: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_suspect.sql"), "o", "?1"));
+
+/// Whether a suspect waits for an isolated attempt.
+pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_suspect_exists.sql"), "o", "?1"));
+
 /// Whether a worker of some kinds has work.
 pub(crate) static CLAIM_WORK_EXISTS: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_work_exists.sql"), "o", "?1"));
@@ -223,6 +233,8 @@ mod tests {
             &CLAIM_ELIGIBLE,
             &CLAIM_BY_IDS,
             &CLAIM_WORK_EXISTS,
+            &CLAIM_SUSPECT,
+            &CLAIM_SUSPECT_EXISTS,
             &WAKE_DUE,
             &WAKE_REWAKE,
             &WAKE_FIGURES,
@@ -258,6 +270,14 @@ mod tests {
             (
                 STATS_OLDEST_ELIGIBLE,
                 "USING INDEX operations_pending_eligible",
+            ),
+            (
+                CLAIM_SUSPECT.as_str(),
+                "SEARCH o USING INDEX operations_pending_suspect",
+            ),
+            (
+                CLAIM_SUSPECT_EXISTS.as_str(),
+                "SEARCH o USING INDEX operations_pending_suspect",
             ),
             (RESCUE_LEASE_EXPIRED, "USING INDEX operations_running_lease"),
             (

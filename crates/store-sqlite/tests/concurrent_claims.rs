@@ -9,8 +9,8 @@ use std::sync::Arc;
 use oprec_core::store::OperationGetParams;
 use oprec_core::store::{ClaimByIdsParams, ClaimEligibleParams, Claimant, CompleteParams};
 use oprec_core::{
-    AttemptOutcome, Claimed, EnqueueOptions, EnqueueStore, NewOperation, OperationId, Status,
-    Store, Transition, WorkerStore,
+    AttemptOutcome, Claimed, EnqueueOptions, EnqueueStore, Failure, NewOperation, OperationId,
+    Status, Store, Transition, WorkerStore,
 };
 use oprec_sqlite::SqliteStore;
 use oprec_testkit::store_cases::plain_policy;
@@ -31,7 +31,7 @@ async fn open(path: &Path, connections: u32) -> SqliteStore {
 }
 
 /// Enqueues one operation, then runs `rounds` races of one claimer per store for it; the winner
-/// releases it at once so that the next round races again.
+/// sends it back to pending at once (a retry due now) so that the next round races again.
 async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
     let first = stores[0].clone();
     first.migrate().await.expect("migrate");
@@ -77,7 +77,10 @@ async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
             .operation_complete(CompleteParams {
                 id,
                 claim_token: token,
-                transition: Transition::release(first.now().await.unwrap()),
+                transition: Transition::retry(
+                    first.now().await.unwrap(),
+                    Failure::transient("again"),
+                ),
             })
             .await
             .unwrap_or_else(|e| panic!("round {round}: release failed: {e}"));
@@ -93,7 +96,7 @@ async fn race(stores: Vec<Arc<SqliteStore>>, rounds: u32) {
     assert!(
         d.attempts
             .iter()
-            .all(|a| a.outcome == AttemptOutcome::Released)
+            .all(|a| a.outcome == AttemptOutcome::Error)
     );
     let numbers: Vec<u32> = d.attempts.iter().map(|a| a.attempt).collect();
     assert_eq!(numbers, (1..=rounds).collect::<Vec<_>>());

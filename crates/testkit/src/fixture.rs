@@ -35,6 +35,7 @@ pub fn fixture_policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(6)
         .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("fixture policy")
 }
@@ -320,7 +321,8 @@ pub async fn deadline_before_the_next_rung_ends_dead<S: FullStore>(h: Harness<S>
 }
 
 /// A crash loop: claims whose leases expire with no outcome end dead (crash_loop) after
-/// [`VANISH_LIMIT`], with each vanished attempt in the history.
+/// [`VANISH_LIMIT`] isolated ones in a row (the first, an ordinary claim, only makes the
+/// operation a suspect), with each vanished attempt in the history.
 pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: FullStore>(h: Harness<S>) {
     let id = enqueue_shipment(
         &h,
@@ -332,11 +334,19 @@ pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: FullStore>
         vanish_limit: VANISH_LIMIT,
         retry_delay: Duration::seconds(60),
     };
-    for round in 1..=VANISH_LIMIT {
+    // The first attempt ran as any other (it may have died with neighbours): a suspect; then
+    // VANISH_LIMIT isolated attempts in a row vanish too.
+    for round in 1..=VANISH_LIMIT + 1 {
         // The worker claims, then dies: no outcome is ever written.
-        let claimed = h.claim_all("doomed-worker").await;
+        let claimed = if round == 1 {
+            h.claim_all("doomed-worker").await
+        } else {
+            assert!(h.claim_all("doomed-worker").await.is_empty(), "a suspect");
+            h.claim_suspect("doomed-worker").await.into_iter().collect()
+        };
         assert_eq!(claimed.len(), 1, "round {round}");
         assert_eq!(claimed[0].attempt, round);
+        assert_eq!(claimed[0].isolated, round > 1);
         h.advance_secs(31);
         let r = h.rescue_with(rule).await;
         assert_eq!(r.vanished, 1);
@@ -345,8 +355,8 @@ pub async fn crash_loop_ends_dead_with_every_vanished_attempt_kept<S: FullStore>
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Dead);
     assert_eq!(d.operation.terminal_reason, Some(TerminalReason::CrashLoop));
-    assert_eq!(d.operation.attempt, VANISH_LIMIT);
-    assert_eq!(d.attempts.len(), VANISH_LIMIT as usize);
+    assert_eq!(d.operation.attempt, VANISH_LIMIT + 1);
+    assert_eq!(d.attempts.len(), VANISH_LIMIT as usize + 1);
     assert!(
         d.attempts
             .iter()

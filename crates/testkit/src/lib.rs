@@ -21,7 +21,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use oprec_core::maintenance::{LeaseExpiredListParams, ReconcileResolveParams, RescueManyParams};
 use oprec_core::store::{
-    ClaimEligibleParams, Claimant, CompleteParams, CompleteResult, OperationGetParams,
+    ClaimEligibleParams, ClaimSuspectParams, Claimant, CompleteParams, CompleteResult,
+    OperationGetParams,
 };
 use oprec_core::{
     Claimed, FullStore, ManualClock, OperationDetail, OperationId, Resolution, Status, Transition,
@@ -138,6 +139,17 @@ impl<S: FullStore> Harness<S> {
             .expect("claim eligible")
     }
 
+    /// Claims one suspect to run isolated, as `worker`.
+    pub async fn claim_suspect(&self, worker: &str) -> Option<Claimed> {
+        self.store
+            .operation_claim_suspect(ClaimSuspectParams {
+                kinds: vec![],
+                claimant: self.claimant(worker),
+            })
+            .await
+            .expect("claim suspect")
+    }
+
     /// The operation and its history; panics if it does not exist.
     pub async fn get(&self, id: OperationId) -> OperationDetail {
         self.store
@@ -190,6 +202,9 @@ macro_rules! store_conformance_tests {
             store_cases::rescue_turns_expired_leases_into_vanished_attempts,
             store_cases::rescue_respects_the_attempt_bound_and_deadline,
             store_cases::rescue_is_fenced_by_the_token_and_the_expired_lease,
+            store_cases::suspects_are_claimed_only_alone,
+            store_cases::only_isolated_vanished_attempts_count_toward_the_crash_loop,
+            store_cases::a_release_is_refunded_and_keeps_the_suspect,
             store_cases::work_exists_only_for_claimable_or_running_operations,
             store_cases::end_past_deadline_kills_waiting_operations_only,
             store_cases::cancel_touches_only_waiting_operations,

@@ -8,8 +8,8 @@ use oprec_core::operator::{
     CancelParams, ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
 };
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, CompleteParams, CompleteResult,
-    HeartbeatManyParams, HeartbeatParams, HeldClaim, ListParams, MarkWokenParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, CompleteParams,
+    CompleteResult, HeartbeatManyParams, HeartbeatParams, HeldClaim, ListParams, MarkWokenParams,
     OperationGetParams, StepsGetParams, WorkExistsParams,
 };
 use oprec_core::{
@@ -27,6 +27,7 @@ pub fn plain_policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(6)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }
@@ -437,7 +438,11 @@ pub async fn late_completion_with_an_old_token_changes_nothing<S: FullStore>(h: 
     h.advance_secs(31);
     let r = h.rescue(3).await;
     assert_eq!(r.vanished, 1);
-    let new = h.claim_all("healthy").await.remove(0);
+    assert!(
+        h.claim_all("healthy").await.is_empty(),
+        "a suspect: claimed only alone"
+    );
+    let new = h.claim_suspect("healthy").await.expect("the suspect");
     assert_eq!(new.attempt, 2);
     h.store
         .operation_complete(CompleteParams {
@@ -467,6 +472,11 @@ pub async fn late_completion_with_an_old_token_changes_nothing<S: FullStore>(h: 
         outcomes,
         vec![AttemptOutcome::Vanished, AttemptOutcome::Succeeded]
     );
+    // The refused completion is in the history of the attempt it belonged to, the first.
+    assert_eq!(d.attempts[0].stale_outcome, Some(AttemptOutcome::Error));
+    assert_eq!(d.attempts[0].stale_at, Some(h.clock.now()));
+    assert_eq!(d.attempts[1].stale_outcome, None);
+    assert!(!d.attempts[0].isolated && d.attempts[1].isolated);
 }
 
 /// A batch of completions reports applied and stale per item, in order.
@@ -592,7 +602,7 @@ pub async fn each_transition_sets_status_and_history<S: FullStore>(h: Harness<S>
         let d = h.get(id).await;
         let o = &d.operation;
         assert_eq!(o.status, status, "{t:?}");
-        assert_eq!(o.attempt, 1);
+        assert_eq!(o.attempt, if t.refunds_attempt() { 0 } else { 1 }, "{t:?}");
         assert!(o.claim_token.is_none() && o.lease_until.is_none());
         assert_eq!(o.terminal_at.is_some(), status.is_terminal(), "{t:?}");
         assert_eq!(o.terminal_reason, t.terminal_reason());
@@ -633,7 +643,9 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: FullStore>(h:
     assert_eq!((r.vanished, r.retried, r.dead), (1, 1, 0));
     let d = h.get(id).await;
     assert_eq!(d.operation.status, Status::Pending);
-    assert_eq!(d.operation.vanished_streak, 1);
+    // The attempt ran beside others (an ordinary claim): a suspect, not yet a crash.
+    assert!(d.operation.suspect);
+    assert_eq!(d.operation.vanished_streak, 0);
     assert_eq!(
         d.operation.next_eligible_at,
         h.clock.now() + Duration::seconds(10)
@@ -646,9 +658,11 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: FullStore>(h:
     assert_eq!(d.attempts[0].error.as_ref(), decided.error());
     assert_eq!(d.operation.last_error.as_ref(), decided.error());
     assert_eq!(d.attempts[0].failure_class, None);
-    // A completed attempt resets the streak.
+    // A completed (isolated) attempt clears the suspect and resets the streak.
     h.advance_secs(10);
-    let c2 = h.claim_all("w").await.remove(0);
+    assert!(h.claim_all("w").await.is_empty());
+    let c2 = h.claim_suspect("w").await.expect("the suspect");
+    assert!(c2.isolated);
     h.store
         .operation_complete(CompleteParams {
             id,
@@ -657,7 +671,193 @@ pub async fn rescue_turns_expired_leases_into_vanished_attempts<S: FullStore>(h:
         })
         .await
         .unwrap();
-    assert_eq!(h.get(id).await.operation.vanished_streak, 0);
+    let d = h.get(id).await;
+    assert_eq!(d.operation.vanished_streak, 0);
+    assert!(!d.operation.suspect);
+    assert!(d.attempts[1].isolated);
+    assert_eq!(h.claim_all("w").await.len(), 1, "no longer a suspect");
+}
+
+/// After a worker died with two operations in flight, both are suspects: the ordinary claims
+/// (eligible and by id) leave them alone, the probe sees them, and the suspects' claim hands out
+/// one at a time, oldest eligible first, marked isolated; an isolated attempt that ends with an
+/// outcome clears its operation's flag and is recorded isolated.
+pub async fn suspects_are_claimed_only_alone<S: FullStore>(h: Harness<S>) {
+    let a = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let exists = |kinds: Vec<String>| h.store.operation_suspect_exists(WorkExistsParams { kinds });
+    assert!(!exists(vec![]).await.unwrap());
+    assert_eq!(h.claim_all("dies").await.len(), 2);
+    h.advance_secs(31);
+    assert_eq!(h.rescue(3).await.vanished, 2);
+    assert!(exists(vec![]).await.unwrap());
+    assert!(exists(vec!["k".into()]).await.unwrap());
+    assert!(!exists(vec!["other".into()]).await.unwrap());
+    assert!(h.claim_all("w").await.is_empty());
+    let by_ids = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![a, b],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert!(by_ids.is_empty(), "a wake-up does not claim a suspect");
+    let other_kind = h
+        .store
+        .operation_claim_suspect(ClaimSuspectParams {
+            kinds: vec!["other".into()],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert!(other_kind.is_none());
+    let first = h.claim_suspect("alone").await.expect("a suspect");
+    assert_eq!((first.id, first.attempt, first.isolated), (a, 2, true));
+    let second = h.claim_suspect("alone-too").await.expect("the other");
+    assert_eq!((second.id, second.isolated), (b, true));
+    assert!(h.claim_suspect("w").await.is_none());
+    assert!(!exists(vec![]).await.unwrap(), "both are running");
+    for (c, t) in [
+        (&first, Transition::succeeded(None)),
+        (
+            &second,
+            Transition::retry(h.clock.now(), Failure::transient("503")),
+        ),
+    ] {
+        h.store
+            .operation_complete(CompleteParams {
+                id: c.id,
+                claim_token: c.claim_token(),
+                transition: t,
+            })
+            .await
+            .unwrap();
+        let d = h.get(c.id).await;
+        assert!(!d.operation.suspect, "an outcome clears the flag");
+        assert_eq!(
+            d.attempts.iter().map(|a| a.isolated).collect::<Vec<_>>(),
+            [false, true]
+        );
+    }
+    // No longer a suspect: the ordinary claim takes it, not isolated.
+    let again = h.claim_all("w").await;
+    assert_eq!(again.len(), 1);
+    assert!(!again[0].isolated);
+}
+
+/// The crash-loop counter counts isolated vanished attempts only: an operation whose attempts
+/// vanish beside other work is retried alone, however often; one whose isolated attempts vanish
+/// `vanish_limit` times in a row is dead (`crash_loop`), and its error says its own attempts
+/// killed the worker.
+pub async fn only_isolated_vanished_attempts_count_toward_the_crash_loop<S: FullStore>(
+    h: Harness<S>,
+) {
+    let innocent = enqueue(&h, "k", EnqueueOptions::default()).await;
+    // Beside the culprit, twice: a suspect each time, never dead.
+    for round in 1..=2 {
+        let c = h.claim_all("w").await;
+        assert_eq!(c.len(), 1, "round {round}");
+        h.advance_secs(31);
+        let r = h.rescue(2).await;
+        assert_eq!((r.vanished, r.dead), (1, 0), "round {round}");
+        // Its isolated attempt succeeds... until the next crash beside someone else.
+        let alone = h.claim_suspect("w").await.expect("suspect");
+        h.store
+            .operation_complete(CompleteParams {
+                id: alone.id,
+                claim_token: alone.claim_token(),
+                transition: Transition::retry(h.clock.now(), Failure::transient("x")),
+            })
+            .await
+            .unwrap();
+    }
+    let d = h.get(innocent).await;
+    assert_eq!(
+        (d.operation.status, d.operation.vanished_streak),
+        (Status::Pending, 0)
+    );
+
+    let culprit = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let c = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![culprit],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    assert_eq!(c.len(), 1);
+    h.advance_secs(31);
+    assert_eq!(h.rescue(2).await.dead, 0, "not isolated: a suspect only");
+    for n in 1..=2u32 {
+        let alone = h.claim_suspect("w").await.expect("suspect");
+        assert_eq!(alone.id, culprit);
+        h.advance_secs(31);
+        let r = h.rescue(2).await;
+        assert_eq!(r.dead, u64::from(n == 2), "isolated vanish {n}");
+    }
+    let d = h.get(culprit).await;
+    assert_eq!(d.operation.status, Status::Dead);
+    assert_eq!(d.operation.terminal_reason, Some(TerminalReason::CrashLoop));
+    assert!(!d.operation.suspect);
+    assert_eq!(
+        d.attempts
+            .iter()
+            .map(|a| (a.outcome, a.isolated))
+            .collect::<Vec<_>>(),
+        [
+            (AttemptOutcome::Vanished, false),
+            (AttemptOutcome::Vanished, true),
+            (AttemptOutcome::Vanished, true),
+        ]
+    );
+    let error = d.operation.last_error.expect("error");
+    assert!(error.summary.contains("own attempt"), "{error:?}");
+    assert!(
+        error
+            .decision
+            .as_deref()
+            .unwrap_or_default()
+            .contains("crash loop"),
+        "{error:?}"
+    );
+}
+
+/// A release at shutdown gives the attempt back and says nothing about the operation: a suspect
+/// released from its isolated attempt stays a suspect, with its crash-loop counter.
+pub async fn a_release_is_refunded_and_keeps_the_suspect<S: FullStore>(h: Harness<S>) {
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.claim_all("dies").await;
+    h.advance_secs(31);
+    h.rescue(3).await;
+    let alone = h.claim_suspect("w").await.expect("suspect");
+    h.advance_secs(31);
+    h.rescue(3).await;
+    let d = h.get(id).await;
+    assert_eq!((d.operation.attempt, d.operation.vanished_streak), (2, 1));
+    let alone2 = h.claim_suspect("w").await.expect("suspect");
+    assert_ne!(alone.claim_token(), alone2.claim_token());
+    h.store
+        .operation_complete(CompleteParams {
+            id,
+            claim_token: alone2.claim_token(),
+            transition: Transition::release(h.clock.now()),
+        })
+        .await
+        .unwrap();
+    let d = h.get(id).await;
+    assert_eq!(d.operation.status, Status::Pending);
+    assert_eq!(d.operation.attempt, 2, "the released attempt is refunded");
+    assert!(d.operation.suspect);
+    assert_eq!(d.operation.vanished_streak, 1);
+    let last = d.attempts.last().expect("released row");
+    assert_eq!(
+        (last.outcome, last.attempt, last.isolated),
+        (AttemptOutcome::Released, 3, true)
+    );
 }
 
 /// A vanished attempt that was the last allowed, or whose retry would pass the deadline, ends dead.

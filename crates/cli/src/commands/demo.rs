@@ -87,10 +87,25 @@ pub(crate) async fn run(
     let transport: Arc<dyn Transport> = Arc::new(MemoryTransport::new());
     let client = Client::new(store.clone(), Some(transport.clone()), registry.clone())
         .with_clock(clock.clone());
-    let worker = Worker::new(store.clone(), Some(transport), registry, worker_config())
-        .with_clock(clock.clone());
+    // Two workers, as a fleet has: while one runs a suspect alone (suspect isolation), the other
+    // goes on with the rest of the work.
     let stop = CancellationToken::new();
-    let running = tokio::spawn(worker.run(stop.clone()));
+    let running: Vec<_> = (0..2)
+        .map(|n| {
+            let config = WorkerConfig {
+                worker_id: format!("demo-worker-{n}"),
+                ..worker_config()
+            };
+            let worker = Worker::new(
+                store.clone(),
+                Some(transport.clone()),
+                registry.clone(),
+                config,
+            )
+            .with_clock(clock.clone());
+            tokio::spawn(worker.run(stop.clone()))
+        })
+        .collect();
 
     let played = play(store.as_ref(), &client, &clock, &provider, start).await;
     let report = played.map(|scenarios| DemoReport {
@@ -113,7 +128,9 @@ pub(crate) async fn run(
     // Stop after printing: the hung attempts are released by the drain, which changes nothing
     // (their claims were taken over) and is not part of the story.
     stop.cancel();
-    let _ = running.await;
+    for r in running {
+        let _ = r.await;
+    }
 
     let failed: Vec<&str> = report?
         .scenarios

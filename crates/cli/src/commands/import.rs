@@ -69,6 +69,7 @@ fn any_kind_policy() -> oprec::Result<RetryPolicy> {
         .max_attempts(6)
         .give_up_after(Duration::days(7))
         .external_io(Ladder::schedule_secs(&[0, 60, 300, 1500, 7500, 37500]))
+        .jitter(oprec::Jitter::None)
         .build()
 }
 

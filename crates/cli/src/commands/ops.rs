@@ -50,6 +50,19 @@ pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// An attempt's outcome, marked when it ran isolated (a suspect, alone in its worker) and with
+/// the outcome of a completion that came after its claim was taken over.
+fn outcome_of(a: &oprec::Attempt) -> String {
+    let mut s = a.outcome.to_string();
+    if a.isolated {
+        s.push_str(" (isolated)");
+    }
+    if let Some(late) = a.stale_outcome {
+        s.push_str(&format!(" (late: {late}, refused)"));
+    }
+    s
+}
+
 /// The readable layout of `ops show`: key fields, then a table of attempts.
 fn render_detail(d: &OperationDetail) -> String {
     let o = &d.operation;
@@ -84,6 +97,16 @@ fn render_detail(d: &OperationDetail) -> String {
             }),
         );
     }
+    if o.suspect {
+        opt(
+            "suspect",
+            Some(
+                "its last attempt vanished beside other work; the next runs isolated, alone in \
+                 its worker"
+                    .to_owned(),
+            ),
+        );
+    }
     opt("remote id", o.remote_id.clone());
     opt("last class", o.last_failure_class.map(|c| c.to_string()));
     if let Some(e) = &o.last_error {
@@ -115,7 +138,7 @@ fn render_detail(d: &OperationDetail) -> String {
             a.attempt.to_string(),
             output::time(a.claimed_at),
             output::time(a.ended_at),
-            a.outcome.to_string(),
+            outcome_of(a),
             a.failure_class.map(|c| c.to_string()).unwrap_or_default(),
             a.error
                 .as_ref()

@@ -30,6 +30,15 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         return Err(bad("--vanish-limit must be at least 1"));
     }
     let lease = duration::parse_positive("--lease", &args.lease)?;
+    if lease < oprec::runtime::MIN_LEASE || lease > oprec::runtime::MAX_LEASE {
+        return Err(bad(format!(
+            "--lease must be between {}s and {}h (got {}): shorter, heartbeats cannot keep it; \
+             longer, a crashed worker's claims wait that long",
+            oprec::runtime::MIN_LEASE.num_seconds(),
+            oprec::runtime::MAX_LEASE.num_hours(),
+            args.lease
+        )));
+    }
     let drain_timeout = duration::parse("--drain-timeout", &args.drain_timeout)?;
     let rewake_after = duration::parse("--rewake-after", &args.rewake_after)?;
     let mut policy = DemoPolicy::default();
@@ -67,11 +76,12 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         concurrency: args.concurrency,
         lease,
         drain_timeout: drain_timeout.to_std().unwrap_or_default(),
-        code_version: Some(
-            args.code_version
-                .clone()
-                .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
-        ),
+        code_version: args
+            .code_version
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned),
         scheduler: SchedulerConfig {
             rewake_after,
             ..SchedulerConfig::default()
@@ -186,7 +196,8 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     let s = report.stats;
     output::line!(
         "worker stopped ({why}): claimed {}, succeeded {}, failed {}, vanished {}, released {}, \
-         given back {}, stale claims {}, wake-ups received {} (ignored {}, garbage {}), published {}",
+         given back {}, stale claims {}, isolated {}, panicked {}, wake-ups received {} \
+         (ignored {}, garbage {}), published {}",
         s.claimed,
         s.succeeded,
         s.failed,
@@ -194,6 +205,8 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
         report.released,
         report.given_back,
         s.stale_claims,
+        s.isolated,
+        s.panicked,
         s.wakeups_received,
         s.wakeups_ignored,
         s.garbage_frames,

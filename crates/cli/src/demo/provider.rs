@@ -116,6 +116,7 @@ pub(crate) fn policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(LADDER.len() as u32)
         .external_io(Ladder::schedule_secs(&LADDER))
+        .jitter(oprec::Jitter::None)
         .build()
         .expect("the demo's policy is valid")
 }

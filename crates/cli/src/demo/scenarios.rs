@@ -126,16 +126,17 @@ pub(crate) fn all() -> Vec<Scenario> {
         },
         Scenario {
             name: "crash_loop",
-            title: "a worker that hangs on every attempt (as if crashed): 3 vanished attempts, dead (crash_loop)",
+            title: "a worker that hangs on every attempt (as if crashed): vanished beside others, then 3 times alone, dead (crash_loop)",
             payload: shipment(Script {
                 hang: true,
                 ..Script::default()
             }),
             deadline_after: None,
-            // Each attempt vanishes one second after its lease expires and is claimed again.
+            // Each attempt vanishes one second after its lease expires and is claimed again: the
+            // first beside the other scenarios, the next three isolated (suspect isolation).
             expected: dead(
                 TerminalReason::CrashLoop,
-                (0..3).map(|i| i * (LEASE_SECS + 1)).collect(),
+                (0..4).map(|i| i * (LEASE_SECS + 1)).collect(),
             ),
         },
     ]

@@ -58,6 +58,7 @@ impl DemoPolicy {
             .timeout(self.timeout)
             .max_attempts(self.max_attempts.unwrap_or(self.ladder.len() as u32))
             .external_io(Ladder::schedule_secs(&self.ladder))
+            .jitter(oprec::Jitter::None)
             .build()
     }
 }

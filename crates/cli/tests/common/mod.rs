@@ -59,6 +59,7 @@ pub fn bin() -> Command {
     c.env_remove("OPREC_DATABASE_URL")
         .env_remove("OPREC_TRANSPORT_URL")
         .env_remove("OPREC_ACTOR")
+        .env_remove("OPREC_CODE_VERSION")
         .env_remove("RUST_LOG")
         .env("RUST_BACKTRACE", "1");
     c

@@ -6,5 +6,6 @@ fn main() {
         .timeout(Duration::seconds(30))
         .give_up_after(Duration::hours(48))
         .external_io()
+        .jitter(oprec_core::Jitter::None)
         .build();
 }

@@ -5,5 +5,6 @@ fn main() {
     let _ = RetryPolicy::builder()
         .timeout(Duration::seconds(30))
         .external_io(Ladder::schedule_secs(&[0, 60, 300]))
+        .jitter(oprec_core::Jitter::None)
         .build();
 }

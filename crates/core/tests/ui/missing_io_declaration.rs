@@ -7,5 +7,6 @@ fn main() {
     let _ = RetryPolicy::builder()
         .timeout(Duration::seconds(30))
         .max_attempts(3)
+        .jitter(oprec_core::Jitter::None)
         .build();
 }

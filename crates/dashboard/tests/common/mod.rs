@@ -64,6 +64,7 @@ fn policy() -> RetryPolicy {
         .timeout(Duration::seconds(30))
         .max_attempts(4)
         .local_only()
+        .jitter(oprec_core::Jitter::None)
         .build()
         .expect("policy")
 }

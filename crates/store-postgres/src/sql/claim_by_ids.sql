@@ -1,19 +1,20 @@
 -- Claims the operations named by wake-ups ($2) that are pending, eligible, within their
 -- deadline, of the worker's kinds ($3; empty: any) and held back by no control: attempt + 1, a
 -- new claim token, a lease of $4 ms, the claimant ($5 worker, $6 code version). $1 is "now"
--- (NULL: the database's clock). Walks the primary key: the rows are found by id alone, locked
+-- (NULL: the database's clock). Suspects are left out: they are claimed only alone
+-- (claim_suspect.sql). Walks the primary key: the rows are found by id alone, locked
 -- (skipping rows another claimer holds) and only then checked, because a condition on status
 -- beside the ids would let a planner with a stale estimate scan every pending row instead.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 locked AS MATERIALIZED (
-    SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class, dependency
+    SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class, dependency, suspect
     FROM operations
     WHERE id = ANY($2)
     FOR UPDATE SKIP LOCKED
 ),
 picked AS (
     SELECT id AS pid FROM locked, now
-    WHERE status = 'pending' AND next_eligible_at <= now.t
+    WHERE status = 'pending' AND NOT suspect AND next_eligible_at <= now.t
       AND (give_up_at IS NULL OR give_up_at >= now.t)
       AND (cardinality($3::text[]) = 0 OR kind = ANY($3))
       AND /*not_held_back*/
@@ -21,7 +22,7 @@ picked AS (
 UPDATE operations o
 SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
     lease_until = now.t + $4::int8 * interval '1 millisecond', claimed_at = now.t,
-    worker_id = $5, code_version = $6, updated_at = now.t
+    worker_id = $5, code_version = $6, isolated = false, updated_at = now.t
 FROM picked, now
 WHERE o.id = picked.pid
 RETURNING o.*

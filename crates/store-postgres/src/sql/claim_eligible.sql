@@ -1,14 +1,16 @@
 -- Claims up to $3 operations of the worker's kinds ($2; empty: any) that are pending, eligible,
 -- within their deadline and held back by no control, oldest eligible first, skipping rows another
 -- claimer holds: attempt + 1, a new claim token, a lease of $4 ms, the claimant ($5 worker, $6
--- code version). $1 is "now" (NULL: the database's clock). Walks the partial index
+-- code version). $1 is "now" (NULL: the database's clock). Suspects are left out: they are
+-- claimed only alone (claim_suspect.sql). Walks the partial index
 -- operations_pending_eligible (next_eligible_at, id) in order and stops after $3 rows; it runs in
 -- a transaction opened with WALK_PENDING_IN_ORDER (sql.rs), so that the planner never fetches and
 -- sorts every pending row instead.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 picked AS (
     SELECT id AS pid FROM operations
-    WHERE status = 'pending' AND next_eligible_at <= coalesce($1::timestamptz, now())
+    WHERE status = 'pending' AND NOT suspect
+      AND next_eligible_at <= coalesce($1::timestamptz, now())
       AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back*/
@@ -19,7 +21,7 @@ picked AS (
 UPDATE operations o
 SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
     lease_until = now.t + $4::int8 * interval '1 millisecond', claimed_at = now.t,
-    worker_id = $5, code_version = $6, updated_at = now.t
+    worker_id = $5, code_version = $6, isolated = false, updated_at = now.t
 FROM picked, now
 WHERE o.id = picked.pid
 RETURNING o.*

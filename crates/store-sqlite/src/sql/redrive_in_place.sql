@@ -1,6 +1,6 @@
 -- Re-drives picked terminal operations in place: ?2 is a JSON array of {from, at, deadline}. Each
--- becomes pending with attempt 0, eligible at its `at`, its terminal fields, claim, reconcile
--- tries, alert and last wake-up cleared, and one more re-drive counted. With a deadline given
+-- becomes pending with attempt 0, eligible at its `at`, its terminal fields, claim, crash-loop,
+-- suspect and snooze counters, reconcile tries, alert and last wake-up cleared, and one more re-drive counted. With a deadline given
 -- it replaces give_up_at; otherwise a give_up_at before `at` is cleared and a later one kept.
 -- MATERIALIZED: the input is read once and each row looked up by primary key.
 WITH input AS MATERIALIZED (
@@ -17,6 +17,10 @@ SET status = 'pending',
     terminal_reason = NULL,
     terminal_at = NULL,
     vanished_streak = 0,
+    suspect = 0,
+    isolated = 0,
+    snoozes = 0,
+    unknowns = 0,
     reconcile_attempts = 0,
     alerted_at = NULL,
     last_woken_at = NULL,

@@ -8,7 +8,8 @@ use oprec_core::operator::{
     OperationFilter, QuarantineParams, RedriveMode, RedriveParams, ReleaseParams, Resolution,
 };
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, CompleteParams, CompleteResult, HeartbeatParams,
+    ClaimByIdsParams, ClaimEligibleParams, ClaimSuspectParams, CompleteParams, CompleteResult,
+    HeartbeatParams,
 };
 use oprec_core::{
     Claimed, Error, Failure, FailureClass, FullStore, NewOperation, Operation, OperationError,
@@ -180,6 +181,16 @@ impl<S: FullStore> Driver<S> {
                     .await
                     .map_err(|e| format!("claim eligible: {e}"))?;
                 Expect::Claimed(self.claimed(got))
+            }
+            Action::ClaimSuspect => {
+                let got = store
+                    .operation_claim_suspect(ClaimSuspectParams {
+                        kinds: vec![],
+                        claimant,
+                    })
+                    .await
+                    .map_err(|e| format!("claim suspect: {e}"))?;
+                Expect::Claimed(self.claimed(got.into_iter().collect()))
             }
             Action::Heartbeat { op, token } => {
                 let r = store
@@ -386,7 +397,11 @@ impl<S: FullStore> Driver<S> {
                 m.vanished_streak,
                 m.redrive_count,
                 m.history,
-                (m.last_woken_at, m.redrive_of.map(|o| self.ids[o])),
+                (
+                    m.last_woken_at,
+                    m.redrive_of.map(|o| self.ids[o]),
+                    m.suspect,
+                ),
             );
             let have = (
                 row.status,
@@ -400,12 +415,12 @@ impl<S: FullStore> Driver<S> {
                 row.vanished_streak,
                 row.redrive_count,
                 *history,
-                (row.last_woken_at, row.redrive_of),
+                (row.last_woken_at, row.redrive_of, row.suspect),
             );
             ensure!(
                 want == have,
                 "operation {i}: the store has (status, attempt, max, eligible, give up, lease, \
-                 reason, class, streak, redrives, history, (woken, redrive of)) = {have:?}, \
+                 reason, class, streak, redrives, history, (woken, redrive of, suspect)) = {have:?}, \
                  the model {want:?}"
             );
             let token = self.tokens[i].last().copied();
@@ -433,10 +448,11 @@ impl<S: FullStore> Driver<S> {
         after: &[(Operation, usize)],
     ) -> StepResult {
         let redrive = matches!(action, Action::Redrive { .. });
+        // The ends of a claim that give its attempt back: a snooze, a release.
         let snooze = matches!(
             action,
             Action::Complete {
-                ending: Ending::Snooze(_),
+                ending: Ending::Snooze(_) | Ending::Release(_),
                 ..
             }
         );

@@ -87,6 +87,8 @@ pub enum Action {
         /// The limit.
         limit: u32,
     },
+    /// Claim one suspect, to run isolated.
+    ClaimSuspect,
     /// Extend a lease.
     Heartbeat {
         /// Which operation.
@@ -181,6 +183,10 @@ pub struct ModelOp {
     pub(super) terminal_reason: Option<TerminalReason>,
     pub(super) last_failure_class: Option<FailureClass>,
     pub(super) vanished_streak: u32,
+    /// Its last attempt vanished: claimed only alone, by the suspects' claim.
+    pub(super) suspect: bool,
+    /// The current (or last) claim was a suspect's isolated one.
+    pub(super) isolated: bool,
     pub(super) redrive_count: u32,
     /// Rows of attempt history.
     pub(super) history: usize,
@@ -227,6 +233,11 @@ impl Model {
             && o.give_up_at.is_none_or(|g| g >= self.now)
     }
 
+    /// Eligible and claimable by the ordinary claims: not a suspect.
+    fn claimable(&self, o: &ModelOp) -> bool {
+        self.eligible(o) && !o.suspect
+    }
+
     /// Up to `limit` operations matching `wanted`, by index, in the stores' order: eligible time,
     /// then id (= creation order).
     fn first_eligible(&self, limit: u32, wanted: impl Fn(&ModelOp) -> bool) -> Vec<usize> {
@@ -253,9 +264,10 @@ impl Model {
                 .is_none_or(|w| w < o.next_eligible_at || w < self.now - rewake)
     }
 
-    fn claim(&mut self, i: usize) {
+    fn claim(&mut self, i: usize, isolated: bool) {
         let now = self.now;
         let o = &mut self.ops[i];
+        o.isolated = isolated;
         o.status = Status::Running;
         o.attempt += 1;
         o.claims += 1;
@@ -302,6 +314,8 @@ impl Model {
                     terminal_reason: None,
                     last_failure_class: None,
                     vanished_streak: 0,
+                    suspect: false,
+                    isolated: false,
                     redrive_count: 0,
                     history: 0,
                     last_woken_at: woken.then_some(now),
@@ -313,17 +327,24 @@ impl Model {
                 }
             }
             Action::ClaimById { op, same_kind } => {
-                if same_kind && self.eligible(&self.ops[op]) {
-                    self.claim(op);
+                if same_kind && self.claimable(&self.ops[op]) {
+                    self.claim(op, false);
                     Expect::Claimed(vec![op])
                 } else {
                     Expect::Claimed(vec![])
                 }
             }
             Action::ClaimEligible { limit } => {
-                let picked = self.first_eligible(limit, |o| self.eligible(o));
+                let picked = self.first_eligible(limit, |o| self.claimable(o));
                 for &i in &picked {
-                    self.claim(i);
+                    self.claim(i, false);
+                }
+                Expect::Claimed(picked)
+            }
+            Action::ClaimSuspect => {
+                let picked = self.first_eligible(1, |o| self.eligible(o) && o.suspect);
+                for &i in &picked {
+                    self.claim(i, true);
                 }
                 Expect::Claimed(picked)
             }
@@ -340,7 +361,12 @@ impl Model {
                 }
                 let o = &mut self.ops[op];
                 o.history += 1;
-                o.vanished_streak = 0;
+                // A release says nothing about the operation: it keeps the suspect flag and the
+                // crash-loop counter. Any other outcome clears both.
+                if !matches!(ending, Ending::Release(_)) {
+                    o.vanished_streak = 0;
+                    o.suspect = false;
+                }
                 let at = |secs: i64| now + Duration::seconds(secs);
                 match ending {
                     Ending::Succeed => Self::end(o, Status::Succeeded, None),
@@ -378,6 +404,7 @@ impl Model {
                     Ending::Release(s) => {
                         Self::end(o, Status::Pending, None);
                         o.next_eligible_at = at(s);
+                        o.attempt -= 1;
                     }
                     Ending::Obsolete => {
                         Self::end(o, Status::Cancelled, Some(TerminalReason::Obsolete))
@@ -398,7 +425,9 @@ impl Model {
                     }
                     vanished += 1;
                     o.history += 1;
-                    let reason = if o.vanished_streak + 1 >= VANISH_LIMIT {
+                    // Only an isolated attempt counts toward the crash loop.
+                    let streak = if o.isolated { o.vanished_streak + 1 } else { 0 };
+                    let reason = if o.isolated && streak >= VANISH_LIMIT {
                         Some(TerminalReason::CrashLoop)
                     } else if o.max_attempts.is_some_and(|m| o.attempt >= m) {
                         Some(TerminalReason::AttemptsExhausted)
@@ -407,7 +436,8 @@ impl Model {
                     } else {
                         None
                     };
-                    o.vanished_streak += 1;
+                    o.vanished_streak = streak;
+                    o.suspect = reason.is_none();
                     match reason {
                         Some(r) => {
                             dead += 1;
@@ -503,6 +533,8 @@ impl Model {
                     o.attempt = 0;
                     o.next_eligible_at = now;
                     o.vanished_streak = 0;
+                    o.suspect = false;
+                    o.isolated = false;
                     o.redrive_count += 1;
                     o.last_woken_at = None;
                     o.give_up_at = match extend {
@@ -532,6 +564,8 @@ impl Model {
                         terminal_reason: None,
                         last_failure_class: None,
                         vanished_streak: 0,
+                        suspect: false,
+                        isolated: false,
                         redrive_count: old.redrive_count + 1,
                         history: 0,
                         last_woken_at: None,
@@ -613,6 +647,7 @@ impl ReferenceStateMachine for Model {
                 .prop_map(|limit| Action::ClaimEligible { limit }),
             4 => prop_oneof![1..10i64, 25..45i64].prop_map(|secs| Action::Advance { secs }),
             2 => Just(Action::Rescue),
+            2 => Just(Action::ClaimSuspect),
             1 => Just(Action::EndPastDeadline),
             1 => any::<bool>().prop_map(|on| Action::Pause { on }),
             4 => (prop_oneof![Just(0i64), Just(10i64), Just(300i64)], prop_oneof![Just(1u32), Just(1000u32)])

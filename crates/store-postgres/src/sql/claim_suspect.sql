@@ -1,0 +1,25 @@
+-- Claims one suspect (an operation whose last attempt vanished) of the worker's kinds ($2;
+-- empty: any) that is pending, eligible, within its deadline and held back by no control, oldest
+-- eligible first, skipping rows another claimer holds, to run isolated: alone in its worker.
+-- attempt + 1, a new claim token, a lease of $3 ms, the claimant ($4 worker, $5 code version),
+-- isolated. $1 is "now" (NULL: the database's clock). Walks the partial index
+-- operations_pending_suspect, which holds only waiting suspects.
+WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
+picked AS (
+    SELECT id AS pid FROM operations
+    WHERE status = 'pending' AND suspect
+      AND next_eligible_at <= coalesce($1::timestamptz, now())
+      AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
+      AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+      AND /*not_held_back*/
+    ORDER BY next_eligible_at, id
+    LIMIT 1
+    FOR UPDATE OF operations SKIP LOCKED
+)
+UPDATE operations o
+SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
+    lease_until = now.t + $3::int8 * interval '1 millisecond', claimed_at = now.t,
+    worker_id = $4, code_version = $5, isolated = true, updated_at = now.t
+FROM picked, now
+WHERE o.id = picked.pid
+RETURNING o.*
