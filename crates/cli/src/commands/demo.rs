@@ -36,6 +36,10 @@ fn worker_config() -> WorkerConfig {
         concurrency: 16,
         lease: chrono::Duration::seconds(LEASE_SECS),
         idle_wait: StdDuration::from_millis(20),
+        // Suspects are looked for as often as the rest moves: on the default second, a demo
+        // slowed by a busy machine lives long enough in real time for a heartbeat (a third of the
+        // lease, in real seconds) to renew a hung attempt's lease on the virtual clock.
+        suspect_probe: StdDuration::from_millis(20),
         // The hung attempt is released (as a stale, harmless write) when the demo ends.
         drain_timeout: StdDuration::from_millis(200),
         worker_id: "demo-worker".to_owned(),
@@ -83,7 +87,8 @@ pub(crate) async fn run(
     store.migrate().await.map_err(store_error)?;
 
     let provider = Arc::new(Provider::new(clock.clone(), start));
-    let registry = Arc::new(Registry::new().register(provider::kind(provider.clone())));
+    let registry =
+        Arc::new(Registry::new().register(provider::kind(provider.clone(), store.clone())));
     let transport: Arc<dyn Transport> = Arc::new(MemoryTransport::new());
     let client = Client::new(store.clone(), Some(transport.clone()), registry.clone())
         .with_clock(clock.clone());

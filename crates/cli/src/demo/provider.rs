@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Duration, Utc};
-use oprec::{Clock, Context, Failure, Kind, Ladder, ManualClock, OperationId, RetryPolicy};
+use oprec::store::OperationGetParams;
+use oprec::{
+    Clock, Context, Failure, FullStore, Kind, Ladder, ManualClock, OperationId, RetryPolicy, Status,
+};
 use serde::{Deserialize, Serialize};
 
 /// The kind's name.
@@ -110,6 +113,25 @@ impl Provider {
     }
 }
 
+/// A hung attempt, as if its worker had crashed: no outcome while the claim is this attempt's.
+/// Once the lease has run out on the virtual clock and the rescuer has taken the claim, the
+/// attempt wakes and replies late, and the fence refuses the reply. (Hanging for ever instead
+/// would keep the task alive in a live worker, which then never runs a suspect alone, and its
+/// heartbeats would renew the lease in real time.)
+async fn hang(store: &dyn FullStore, ctx: &Context) -> anyhow::Result<()> {
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        let op = store
+            .operation_get(OperationGetParams { id: ctx.id() })
+            .await?
+            .map(|d| d.operation);
+        match op {
+            Some(op) if op.status == Status::Running && op.attempt == ctx.attempt() => {}
+            _ => anyhow::bail!("woke after the claim was taken over"),
+        }
+    }
+}
+
 /// The demo's policy: its ladder, six attempts, 30 s per attempt.
 pub(crate) fn policy() -> RetryPolicy {
     RetryPolicy::builder()
@@ -123,12 +145,12 @@ pub(crate) fn policy() -> RetryPolicy {
 
 /// `demo.shipment`: creates a shipment at the provider, handing it the operation's effect key,
 /// and records the provider's shipment id as the remote id.
-pub(crate) fn kind(provider: Arc<Provider>) -> Kind {
+pub(crate) fn kind(provider: Arc<Provider>, store: Arc<dyn FullStore>) -> Kind {
     Kind::new(KIND, policy(), move |ctx: Context, s: Shipment| {
-        let provider = provider.clone();
+        let (provider, store) = (provider.clone(), store.clone());
         async move {
             if s.script.hang {
-                std::future::pending::<()>().await;
+                hang(store.as_ref(), &ctx).await?;
             }
             let shipment = provider.create(ctx.id(), ctx.effect_key(), &s)?;
             ctx.set_remote_id(shipment).await?;
