@@ -52,8 +52,8 @@ fn migrations_at(commit: &str) -> usize {
         .count()
 }
 
-/// The newest commit on HEAD's first-parent line with one PostgreSQL migration fewer than the
-/// working tree: the release before the newest migration.
+/// The newest commit on HEAD's first-parent line with fewer PostgreSQL migrations than the
+/// working tree: the release before the newest migrations (a merge may bring several at once).
 fn old_commit() -> String {
     let now = std::fs::read_dir(root().join("migrations/postgres"))
         .unwrap()
@@ -64,8 +64,8 @@ fn old_commit() -> String {
         .count();
     git(&["rev-list", "--first-parent", "HEAD"])
         .lines()
-        .find(|c| migrations_at(c) == now - 1)
-        .unwrap_or_else(|| panic!("no commit on HEAD's line has {} migrations", now - 1))
+        .find(|c| migrations_at(c) < now)
+        .unwrap_or_else(|| panic!("no commit on HEAD's line has fewer than {now} migrations"))
         .to_owned()
 }
 
