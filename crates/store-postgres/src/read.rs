@@ -16,6 +16,7 @@ use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 /// tests in parallel). Outside the lock, two processes building the same index are harmless:
 /// the loser finds it made, which [`online_index`] treats as done.
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
+    refuse_newer_schema(store).await?;
     let mut locked = sqlx::migrate::Migrator::with_migrations(
         MIGRATOR.iter().filter(|m| !m.no_tx).cloned().collect(),
     );
@@ -29,6 +30,36 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
         online_index(store, m).await?;
     }
     Ok(())
+}
+
+/// Refuses a schema that a newer release migrated: an applied migration this binary does not know
+/// (the locked run below ignores missing ones, because it leaves the online indexes out). Only the
+/// newest release migrates; an older one changes nothing and says so.
+async fn refuse_newer_schema(store: &PgStore) -> Result<()> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    if !exists {
+        return Ok(());
+    }
+    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    match applied
+        .iter()
+        .find(|v| !MIGRATOR.iter().any(|m| m.version == **v))
+    {
+        Some(v) => Err(Error::backend(
+            false,
+            format!(
+                "migration {v} was previously applied but is missing in this release: the schema \
+                 is newer than this binary; migrate with the newer release"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Below this many operations an online index is built in place: it takes a moment, and a
