@@ -17,7 +17,8 @@ async fn a_schema_migrated_by_a_newer_release_is_refused() {
     .expect("record a newer migration");
     let err = store.migrate().await.expect_err("a newer schema");
     assert!(
-        err.to_string().contains("migration 9999 was previously applied but is missing"),
+        err.to_string()
+            .contains("migration 9999 was previously applied but is missing"),
         "{err}"
     );
 }
