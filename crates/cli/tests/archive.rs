@@ -17,28 +17,7 @@ use serde_json::Value;
 
 /// `n` dead demo.flaky operations (transient, one attempt allowed), worked poll-only.
 fn dead(o: &Oprec, n: u32) {
-    o.run(&[
-        "enqueue",
-        "--kind",
-        "demo.flaky",
-        "--payload",
-        r#"{"fail_times": 99, "class": "transient"}"#,
-        "--count",
-        &n.to_string(),
-    ])
-    .ok();
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--demo-max-attempts",
-        "1",
-        "--concurrency",
-        "64",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.dead_flaky(n);
 }
 
 /// Every dead operation that ended more than 30 days ago, as PostgreSQL itself renders the rows:

@@ -26,28 +26,7 @@ fn count(o: &Oprec, status: &str) -> usize {
 
 /// `n` dead demo.flaky operations (transient, one attempt allowed).
 fn dead(o: &Oprec, n: u32) {
-    o.run(&[
-        "enqueue",
-        "--kind",
-        "demo.flaky",
-        "--payload",
-        r#"{"fail_times": 99, "class": "transient"}"#,
-        "--count",
-        &n.to_string(),
-    ])
-    .ok();
-    o.run(&[
-        "--transport",
-        "poll",
-        "worker",
-        "--demo",
-        "--demo-max-attempts",
-        "1",
-        "--concurrency",
-        "64",
-        "--exit-when-idle",
-    ])
-    .ok();
+    o.dead_flaky(n);
     assert_eq!(count(o, "dead"), n as usize);
 }
 

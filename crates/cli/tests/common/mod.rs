@@ -146,6 +146,33 @@ impl Oprec {
         Run::from(child.wait_with_output().expect("wait"))
     }
 
+    /// Makes `n` dead `demo.flaky` operations: transient failures, one attempt allowed, worked
+    /// poll-only until idle.
+    pub fn dead_flaky(&self, n: u32) {
+        self.run(&[
+            "enqueue",
+            "--kind",
+            "demo.flaky",
+            "--payload",
+            r#"{"fail_times": 99, "class": "transient"}"#,
+            "--count",
+            &n.to_string(),
+        ])
+        .ok();
+        self.run(&[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--demo-max-attempts",
+            "1",
+            "--concurrency",
+            "64",
+            "--exit-when-idle",
+        ])
+        .ok();
+    }
+
     /// Enqueues one operation and returns its id.
     pub fn enqueue(&self, kind: &str, payload: &str) -> String {
         let v = self
