@@ -357,6 +357,11 @@ pub(crate) struct WorkerArgs {
     /// How long finished operations are kept (the maintenance leader removes them).
     #[command(flatten)]
     pub retention: crate::commands::retention::RetentionFlags,
+    /// `auto`: while this process leads maintenance, it vacuums oprec's tables every minute when
+    /// the PostgreSQL server's autovacuum is off for them (never when autovacuum is on); `off`:
+    /// leave vacuuming to the database administrator.
+    #[arg(long, value_name = "auto|off", default_value = "auto", value_parser = ["auto", "off"])]
+    pub vacuum: String,
 }
 
 /// `oprec demo`.

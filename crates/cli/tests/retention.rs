@@ -218,3 +218,63 @@ fn bad_retention_flags_are_bad_input() {
     o.run(&["worker", "--demo", "--retention", "sometimes"])
         .bad_input("--retention");
 }
+
+/// A process killed (and reaped) when the test ends, passed or not.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn show_previews_the_policy_the_live_leader_applies() {
+    let (db, o) = Pg::fresh();
+    finished_history(&db, &o);
+    // Without a live leader: the defaults, and said so.
+    let p = o.run(&["retention", "show", "--json"]).json();
+    assert_eq!(p["source"]["from"], "defaults");
+    // A worker that keeps succeeded operations 30 days leads maintenance and publishes that.
+    let _worker = Running(
+        o.command(&[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--retain-succeeded",
+            "30d",
+            "--retain-cancelled",
+            "off",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("worker"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let p = loop {
+        let p = o.run(&["retention", "show", "--json"]).json();
+        if p["source"]["from"] == "leader" || std::time::Instant::now() > deadline {
+            break p;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(p["source"]["from"], "leader", "{p}");
+    assert!(p["source"]["holder"].is_string(), "{p}");
+    let s = row(&p, "demo.noop", "succeeded");
+    assert_eq!(s["keep_for_seconds"], 30 * 24 * 3600);
+    assert_eq!(s["past_retention"], 0, "8 days old is within 30 days");
+    assert_eq!(
+        row(&p, "demo.noop", "cancelled")["keep_for_seconds"],
+        Value::Null
+    );
+    assert_eq!(p["past_retention"], 0);
+    // Flags preview another policy, and say so.
+    let flagged = o
+        .run(&["retention", "show", "--json", "--retain-succeeded", "1d"])
+        .json();
+    assert_eq!(flagged["source"]["from"], "flags");
+    assert_eq!(flagged["past_retention"], 22);
+}

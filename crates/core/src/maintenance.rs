@@ -218,6 +218,11 @@ pub struct LeaderAcquireParams {
     pub holder: String,
     /// How long the leadership lasts unless renewed: a leader that dies is replaced after it.
     pub lease: Duration,
+    /// What the holder applies, published for operators with the leadership (a JSON object:
+    /// the maintenance leader's `{"retention": ...}`, see
+    /// [`RetentionPolicy::to_settings`](crate::RetentionPolicy::to_settings)); written on every
+    /// renewal.
+    pub settings: Option<serde_json::Value>,
 }
 
 /// Give a leadership up (a clean shutdown), so that another candidate takes it at once.
@@ -240,6 +245,8 @@ pub struct Leadership {
     pub lease_until: DateTime<Utc>,
     /// Since when this holder leads.
     pub since: DateTime<Utc>,
+    /// What the holder published that it applies (see [`LeaderAcquireParams::settings`]).
+    pub settings: Option<serde_json::Value>,
 }
 
 /// The maintenance side of a store.

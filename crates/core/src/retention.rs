@@ -101,6 +101,75 @@ pub struct RetentionPolicy {
     pub kinds: BTreeMap<String, Retention>,
 }
 
+/// One [`Retention`] in the settings a leader publishes: ages in whole seconds, `null` for kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+struct RetentionSettings {
+    succeeded_seconds: Option<i64>,
+    cancelled_seconds: Option<i64>,
+}
+
+impl From<Retention> for RetentionSettings {
+    fn from(r: Retention) -> Self {
+        RetentionSettings {
+            succeeded_seconds: r.succeeded.map(|d| d.num_seconds()),
+            cancelled_seconds: r.cancelled.map(|d| d.num_seconds()),
+        }
+    }
+}
+
+impl RetentionSettings {
+    /// The retention, if every age is positive.
+    fn retention(self) -> Option<Retention> {
+        let age = |s: Option<i64>| match s {
+            None => Some(None),
+            Some(s) if s > 0 => Some(Some(Duration::seconds(s))),
+            Some(_) => None,
+        };
+        Some(Retention {
+            succeeded: age(self.succeeded_seconds)?,
+            cancelled: age(self.cancelled_seconds)?,
+        })
+    }
+}
+
+/// A [`RetentionPolicy`] as a leader publishes it.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct PolicySettings {
+    default: RetentionSettings,
+    kinds: BTreeMap<String, RetentionSettings>,
+}
+
+impl RetentionPolicy {
+    /// The policy as the maintenance leader publishes it with its leadership
+    /// (`{"retention": {"default": {"succeeded_seconds": 604800, "cancelled_seconds": ...},
+    /// "kinds": {...}}}`), so that operators preview the fleet's policy, kinds' own ages included.
+    pub fn to_settings(&self) -> serde_json::Value {
+        let p = PolicySettings {
+            default: self.default.into(),
+            kinds: self
+                .kinds
+                .iter()
+                .map(|(k, r)| (k.clone(), (*r).into()))
+                .collect(),
+        };
+        serde_json::json!({ "retention": p })
+    }
+
+    /// The policy a leader published ([`to_settings`](Self::to_settings)); `None` when the
+    /// settings hold none, or one that does not read (a negative age, another shape).
+    pub fn from_settings(settings: &serde_json::Value) -> Option<Self> {
+        let p: PolicySettings = serde_json::from_value(settings.get("retention")?.clone()).ok()?;
+        Some(RetentionPolicy {
+            default: p.default.retention()?,
+            kinds: p
+                .kinds
+                .into_iter()
+                .map(|(k, r)| Some((k, r.retention()?)))
+                .collect::<Option<_>>()?,
+        })
+    }
+}
+
 /// Which kinds a rule covers: one kind, or every kind but those with their own rules.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,8 +297,51 @@ pub struct RetentionFigures {
     pub oldest_finished_at: Option<DateTime<Utc>>,
 }
 
+/// How long the per-minute attempt counts (behind `stats`' attempts by dependency and the
+/// dashboard's chart) are kept, in days: the chart covers a day at most.
+pub const ATTEMPT_MINUTES_KEPT_DAYS: i64 = 2;
+
+/// Remove the per-minute attempt counts of the minutes before `before`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptMinutesRemoveParams {
+    /// Minutes that started before this time go.
+    pub before: DateTime<Utc>,
+}
+
+impl AttemptMinutesRemoveParams {
+    /// The minutes past [`ATTEMPT_MINUTES_KEPT_DAYS`] at `now`.
+    pub fn past_keeping(now: DateTime<Utc>) -> Self {
+        AttemptMinutesRemoveParams {
+            before: now - Duration::days(ATTEMPT_MINUTES_KEPT_DAYS),
+        }
+    }
+}
+
+/// Reclaim the space of removed and rewritten rows in oprec's tables, when nothing else does (a
+/// PostgreSQL server whose autovacuum is off, for the server or for these tables).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreVacuumParams {}
+
+/// What [`RetentionStore::store_vacuum`] did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum VacuumOutcome {
+    /// The tables were vacuumed (and analyzed).
+    Vacuumed {
+        /// The tables, in the order vacuumed.
+        tables: Vec<String>,
+    },
+    /// Nothing was done: something else keeps the tables (autovacuum), or the store needs no
+    /// vacuum.
+    NotNeeded {
+        /// Why, for the log.
+        reason: String,
+    },
+}
+
 /// The retention side of a store: the maintenance leader's batch removal and the operator's
-/// preview. Reads and removals walk the partial index of finished operations by finish time.
+/// preview, and the upkeep of the tables removal leaves behind. Reads and removals walk the
+/// partial index of finished operations by finish time.
 #[async_trait]
 pub trait RetentionStore: Store {
     /// Removes one batch as [`RetentionDeleteParams`] says; returns how many operations went.
@@ -240,11 +352,47 @@ pub trait RetentionStore: Store {
         &self,
         params: RetentionFiguresParams,
     ) -> Result<RetentionFigures>;
+
+    /// Removes the per-minute attempt counts of old minutes; returns how many rows went.
+    async fn attempt_minutes_remove(&self, params: AttemptMinutesRemoveParams) -> Result<u64>;
+
+    /// Vacuums oprec's tables if nothing else does, as [`StoreVacuumParams`] says.
+    async fn store_vacuum(&self, params: StoreVacuumParams) -> Result<VacuumOutcome>;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_published_policy_reads_back_the_same() {
+        let mut p = RetentionPolicy {
+            default: Retention::both(Duration::days(3)),
+            ..RetentionPolicy::default()
+        };
+        p.kinds.insert(
+            "audit".into(),
+            Retention {
+                succeeded: Some(Duration::days(90)),
+                cancelled: None,
+            },
+        );
+        p.kinds.insert("forever".into(), Retention::off());
+        assert_eq!(RetentionPolicy::from_settings(&p.to_settings()), Some(p));
+        let off = RetentionPolicy::off();
+        assert_eq!(
+            RetentionPolicy::from_settings(&off.to_settings()),
+            Some(off)
+        );
+        for bad in [
+            serde_json::json!({}),
+            serde_json::json!({"retention": 7}),
+            serde_json::json!({"retention": {"default": {"succeeded_seconds": -1,
+                "cancelled_seconds": null}, "kinds": {}}}),
+        ] {
+            assert_eq!(RetentionPolicy::from_settings(&bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn only_succeeded_and_cancelled_can_be_removed() {

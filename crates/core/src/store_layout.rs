@@ -24,7 +24,7 @@
 //! | `cancel` | `operation_cancel` |
 //! | `stats` | `stats`, `activity_per_minute` |
 //! | `audit` | `audit_insert`, `audit_list` |
-//! | `retention` | `operation_retention_delete`, `operation_retention_figures` |
+//! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `store_vacuum` |
 //! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
 //!
 //! Each function takes the store and the method's params (`async fn operation_claim_by_ids(store:
@@ -386,6 +386,18 @@ macro_rules! impl_store_traits {
                 params: $crate::retention::RetentionFiguresParams,
             ) -> $crate::Result<$crate::retention::RetentionFigures> {
                 crate::retention::operation_retention_figures(self, params).await
+            }
+            async fn attempt_minutes_remove(
+                &self,
+                params: $crate::retention::AttemptMinutesRemoveParams,
+            ) -> $crate::Result<u64> {
+                crate::retention::attempt_minutes_remove(self, params).await
+            }
+            async fn store_vacuum(
+                &self,
+                params: $crate::retention::StoreVacuumParams,
+            ) -> $crate::Result<$crate::retention::VacuumOutcome> {
+                crate::retention::store_vacuum(self, params).await
             }
         }
     };

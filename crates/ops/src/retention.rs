@@ -1,12 +1,15 @@
 //! Retention as operators see it: the policy read from what they typed (the worker's and the
 //! preview's flags: `--retain-succeeded 7d`, `--retain-cancelled 30d`, `--retention off`), and
 //! the preview (`oprec retention show`): per kind and status, how many operations are past their
-//! retention now, the longest finished, and when the next removal is due. Read-only.
+//! retention now, the longest finished, and when the next removal is due. Read-only. Without
+//! flags the preview applies the policy the maintenance leader published with its leadership
+//! (the fleet's, kinds' own ages included), else the defaults.
 //!
 //! The decisions (which statuses, what age) are `oprec-core`'s [`RetentionPolicy`]; this module
 //! only reads input and the store's figures.
 
 use chrono::{DateTime, Duration, Utc};
+use oprec_core::maintenance::MAINTENANCE_LEADER;
 use oprec_core::retention::{FinishedStatus, RetentionFiguresParams};
 use oprec_core::{FullStore, Retention, RetentionPolicy, Status};
 use serde::Serialize;
@@ -91,6 +94,39 @@ pub struct RetentionRow {
     pub next_removal_at: Option<DateTime<Utc>>,
 }
 
+/// Where a previewed policy came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "from")]
+pub enum PolicySource {
+    /// The live maintenance leader published it: the policy the fleet applies, its kinds' own
+    /// ages included.
+    Leader {
+        /// The leader (a worker id).
+        holder: String,
+    },
+    /// The flags given (and their defaults).
+    Flags,
+    /// No flags and no live leader that published a policy: the defaults, which a fleet whose
+    /// workers run other flags or kinds with their own ages does not apply.
+    Defaults,
+}
+
+/// The retention policy the live maintenance leader published, and who it is; `None` when no
+/// leader is live or the live one published none (a release before leaders published it).
+pub async fn published_policy<S: FullStore + ?Sized>(
+    store: &S,
+) -> Result<Option<(String, RetentionPolicy)>> {
+    Ok(store
+        .leader_list()
+        .await?
+        .into_iter()
+        .find(|l| l.name == MAINTENANCE_LEADER)
+        .and_then(|l| {
+            let p = RetentionPolicy::from_settings(l.settings.as_ref()?)?;
+            Some((l.holder, p))
+        }))
+}
+
 /// What retention would remove, and when.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RetentionPreview {
@@ -98,6 +134,8 @@ pub struct RetentionPreview {
     pub at: DateTime<Utc>,
     /// The policy the preview applies.
     pub policy: RetentionPolicy,
+    /// Where the policy came from.
+    pub source: PolicySource,
     /// Per kind: succeeded, cancelled and dead operations (dead ones are never removed by age).
     pub rows: Vec<RetentionRow>,
     /// Operations past their retention in all.
@@ -109,6 +147,7 @@ pub struct RetentionPreview {
 pub async fn preview<S: FullStore + ?Sized>(
     store: &S,
     policy: &RetentionPolicy,
+    source: PolicySource,
 ) -> Result<RetentionPreview> {
     let at = store.now().await?;
     let mut totals: std::collections::BTreeMap<(String, Status), u64> = Default::default();
@@ -149,6 +188,7 @@ pub async fn preview<S: FullStore + ?Sized>(
     Ok(RetentionPreview {
         at,
         policy: policy.clone(),
+        source,
         past_retention: rows.iter().map(|r| r.past_retention).sum(),
         rows,
     })

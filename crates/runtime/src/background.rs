@@ -1,6 +1,6 @@
 //! What runs beside a worker's handlers: its presence row, its metrics, and, on the one process of
 //! the fleet that holds the maintenance leadership, the maintenance loops (scheduler, rescuer,
-//! reconciler hand-off, dead-letter alerts, retention). Started together and stopped together,
+//! reconciler hand-off, dead-letter alerts, retention and the tables' upkeep). Started together and stopped together,
 //! after the drain, so that the presence row and the maintenance outlive the last attempt.
 //!
 //! Every worker that runs maintenance asks for the leadership every third of its lease
@@ -19,7 +19,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention, scheduler,
+    Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention,
+    scheduler, upkeep,
 };
 
 /// The loops running beside one worker.
@@ -131,6 +132,11 @@ impl Maintenance {
             self.stats.clone(),
             stop.clone(),
         ));
+        tasks.spawn(upkeep::run(
+            self.store.clone(),
+            self.config.retention.clone(),
+            stop.clone(),
+        ));
         if let Some(t) = &self.transport {
             tasks.spawn(scheduler::run(
                 self.store.clone(),
@@ -166,6 +172,8 @@ async fn lead(m: Maintenance, stop: CancellationToken) {
         .to_std()
         .unwrap_or(Duration::from_secs(2))
         .max(Duration::from_millis(100));
+    // Published with the leadership, so that `oprec retention show` previews this policy.
+    let settings = Some(m.config.retention.policy_for(&m.registry).to_settings());
     let mut leading: Option<Leading> = None;
     // When this process's own lease runs out, by its own clock: past it, a store that does not
     // answer no longer lets it believe it leads.
@@ -178,6 +186,7 @@ async fn lead(m: Maintenance, stop: CancellationToken) {
                 name: MAINTENANCE_LEADER.into(),
                 holder: me.clone(),
                 lease,
+                settings: settings.clone(),
             })
             .await
         {

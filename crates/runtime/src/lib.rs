@@ -31,6 +31,7 @@ mod rescuer;
 mod retention;
 mod scheduler;
 mod stats;
+mod upkeep;
 #[cfg(feature = "webhook")]
 mod webhook;
 mod worker;
@@ -48,6 +49,7 @@ pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
 pub use retention::{RetentionConfig, RetentionReport, retain_once};
 pub use scheduler::{SchedulePass, Scheduler, SchedulerConfig, schedule_once};
 pub use stats::{Stats, StatsSnapshot};
+pub use upkeep::upkeep_once;
 #[cfg(feature = "webhook")]
 pub use webhook::WebhookSink;
 pub use worker::{

@@ -27,6 +27,13 @@ pub struct RetentionConfig {
     pub batch: u32,
     /// The most batches per second: with `batch`, it bounds the rows (and I/O) per second.
     pub batches_per_second: u32,
+    /// How often the upkeep runs: old per-minute attempt counts removed, and the tables
+    /// vacuumed if [`vacuum`](Self::vacuum) says so.
+    pub upkeep_every: Duration,
+    /// Whether the leader vacuums oprec's tables when nothing else does (a PostgreSQL server
+    /// whose autovacuum is off): removed rows leave dead versions that only a vacuum lets the
+    /// database reuse. Never when autovacuum keeps the tables.
+    pub vacuum: bool,
 }
 
 impl Default for RetentionConfig {
@@ -36,6 +43,8 @@ impl Default for RetentionConfig {
             interval: Duration::from_secs(30),
             batch: 1000,
             batches_per_second: 10,
+            upkeep_every: Duration::from_secs(60),
+            vacuum: true,
         }
     }
 }

@@ -16,6 +16,7 @@ fn leadership(r: &PgRow) -> Result<Leadership> {
         holder: c.get("holder")?,
         lease_until: c.get("lease_until")?,
         since: c.get("since")?,
+        settings: c.get("settings")?,
     })
 }
 
@@ -29,6 +30,7 @@ pub(crate) async fn leader_acquire(
         .bind(&params.name)
         .bind(&params.holder)
         .bind(millis(params.lease))
+        .bind(&params.settings)
         .fetch_optional(&store.pool)
         .await
         .map_err(backend_error)?;

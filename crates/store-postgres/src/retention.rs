@@ -1,10 +1,13 @@
 //! Retention ([`RetentionStore`](oprec_core::RetentionStore)): removing one batch of finished
 //! operations past their retention, as core's rule says, and reading what a kind holds for the
-//! preview. The batch is one statement over the partial index of finished operations.
+//! preview. The batch is one statement over the partial index of finished operations. Beside it,
+//! the upkeep of what removal leaves: old per-minute attempt counts, and a VACUUM of the tables
+//! when the server's autovacuum is off.
 
 use oprec_core::Result;
 use oprec_core::retention::{
-    KindScope, RetentionDeleteParams, RetentionFigures, RetentionFiguresParams,
+    AttemptMinutesRemoveParams, KindScope, RetentionDeleteParams, RetentionFigures,
+    RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
 };
 
 use crate::row::Columns;
@@ -53,4 +56,61 @@ pub(crate) async fn operation_retention_figures(
         past_retention: c.big_count("past_retention")?,
         oldest_finished_at: c.get("oldest_finished_at")?,
     })
+}
+
+/// Removes the per-minute attempt counts of the minutes before the cutoff.
+pub(crate) async fn attempt_minutes_remove(
+    store: &PgStore,
+    params: AttemptMinutesRemoveParams,
+) -> Result<u64> {
+    let done = sqlx::query(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
+        .bind(params.before)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
+}
+
+/// The tables whose rows retention removes or every attempt rewrites, in the order vacuumed
+/// (`sql/retention_vacuum.sql` names them alike).
+const VACUUMED: [&str; 5] = [
+    "operations",
+    "operation_attempts",
+    "operation_steps",
+    "operation_counts",
+    "attempt_minutes",
+];
+
+/// Vacuums (and analyzes) the tables when the server's autovacuum does not keep them. A VACUUM
+/// takes no lock that stops readers or writers; it runs outside any transaction.
+pub(crate) async fn store_vacuum(store: &PgStore, _: StoreVacuumParams) -> Result<VacuumOutcome> {
+    let covered: bool = sqlx::query_scalar(sql::RETENTION_AUTOVACUUM)
+        .bind(VACUUMED.map(str::to_owned).to_vec())
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    if covered {
+        return Ok(VacuumOutcome::NotNeeded {
+            reason: "the server's autovacuum keeps the tables".into(),
+        });
+    }
+    sqlx::raw_sql(sql::RETENTION_VACUUM)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(VacuumOutcome::Vacuumed {
+        tables: VACUUMED.map(str::to_owned).to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_vacuum_names_the_tables_it_reports() {
+        let names = super::sql::RETENTION_VACUUM
+            .lines()
+            .find_map(|l| l.strip_prefix("VACUUM (ANALYZE) "))
+            .expect("the statement");
+        assert_eq!(names.split(", ").collect::<Vec<_>>(), super::VACUUMED);
+    }
 }

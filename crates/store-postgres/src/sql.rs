@@ -287,3 +287,13 @@ pub(crate) const RETENTION_DELETE: &str = include_str!("sql/retention_delete.sql
 
 /// What one kind holds in one finished status, against a cutoff.
 pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.sql");
+
+/// Removes the per-minute attempt counts of old minutes.
+pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
+    include_str!("sql/retention_attempt_minutes_remove.sql");
+
+/// Whether the server's autovacuum keeps oprec's tables.
+pub(crate) const RETENTION_AUTOVACUUM: &str = include_str!("sql/retention_autovacuum.sql");
+
+/// Vacuums oprec's tables.
+pub(crate) const RETENTION_VACUUM: &str = include_str!("sql/retention_vacuum.sql");

@@ -226,6 +226,11 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
             .await
             .map_err(backend_error)?;
     }
+    sqlx::query(sql::ARCHIVE_RESTORE_UNCOUNT)
+        .bind(&id)
+        .execute(tx.conn())
+        .await
+        .map_err(backend_error)?;
     for s in &rec.steps {
         sqlx::query(sql::ARCHIVE_RESTORE_STEP)
             .bind(&id)

@@ -8,7 +8,7 @@ use oprec_core::Result;
 use oprec_core::maintenance::{LeaderAcquireParams, LeaderReleaseParams, Leadership};
 use sqlx::sqlite::SqliteRow;
 
-use crate::row::Columns;
+use crate::row::{Columns, json_text};
 use crate::{SqliteStore, backend_error, sql, time};
 
 fn leadership(r: &SqliteRow) -> Result<Leadership> {
@@ -18,6 +18,7 @@ fn leadership(r: &SqliteRow) -> Result<Leadership> {
         holder: c.text("holder")?,
         lease_until: c.time("lease_until")?,
         since: c.time("since")?,
+        settings: c.opt_json("settings")?,
     })
 }
 
@@ -36,6 +37,7 @@ pub(crate) async fn leader_acquire(
         .bind(&params.holder)
         .bind(time::text(now)?)
         .bind(until)
+        .bind(params.settings.as_ref().map(json_text).transpose()?)
         .fetch_optional(&store.pool)
         .await
         .map_err(backend_error)?;

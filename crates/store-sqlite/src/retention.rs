@@ -1,10 +1,12 @@
 //! Retention ([`RetentionStore`](oprec_core::RetentionStore)): removing one batch of finished
 //! operations past their retention, as core's rule says, and reading what a kind holds for the
-//! preview, as the PostgreSQL store does.
+//! preview, as the PostgreSQL store does; and the upkeep of what removal leaves (old per-minute
+//! attempt counts; no vacuum: SQLite reuses the pages of removed rows).
 
 use oprec_core::Result;
 use oprec_core::retention::{
-    KindScope, RetentionDeleteParams, RetentionFigures, RetentionFiguresParams,
+    AttemptMinutesRemoveParams, KindScope, RetentionDeleteParams, RetentionFigures,
+    RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
 };
 
 use crate::row::{Columns, json_text};
@@ -53,5 +55,28 @@ pub(crate) async fn operation_retention_figures(
     Ok(RetentionFigures {
         past_retention: c.u64("past_retention")?,
         oldest_finished_at: c.opt_time("oldest_finished_at")?,
+    })
+}
+
+/// Removes the per-minute attempt counts of the minutes before the cutoff.
+pub(crate) async fn attempt_minutes_remove(
+    store: &SqliteStore,
+    params: AttemptMinutesRemoveParams,
+) -> Result<u64> {
+    let _turn = store.write_turn().await;
+    let done = sqlx::query(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
+        .bind(time::text(params.before)?)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
+}
+
+/// Nothing to do: SQLite puts the pages of removed rows on its free list and reuses them for new
+/// rows, so the file stops growing once removal keeps pace (a VACUUM would only give the space
+/// back to the file system, rewriting the whole database under the write lock).
+pub(crate) async fn store_vacuum(_: &SqliteStore, _: StoreVacuumParams) -> Result<VacuumOutcome> {
+    Ok(VacuumOutcome::NotNeeded {
+        reason: "SQLite reuses the pages of removed rows".into(),
     })
 }

@@ -59,6 +59,8 @@ statements! {
     ARCHIVE_RESTORE_OPERATION = "archive_restore_operation.sql";
     /// Inserts one attempt of a restored operation.
     ARCHIVE_RESTORE_ATTEMPT = "archive_restore_attempt.sql";
+    /// Takes a restored operation's attempts back out of the per-minute counts.
+    ARCHIVE_RESTORE_UNCOUNT = "archive_restore_uncount.sql";
     /// Inserts one step of a restored operation.
     ARCHIVE_RESTORE_STEP = "archive_restore_step.sql";
     /// One operation by id.
@@ -210,6 +212,10 @@ pub(crate) const RETENTION_DELETE: &str = include_str!("sql/retention_delete.sql
 
 /// What one kind holds in one finished status, against a cutoff.
 pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.sql");
+
+/// Removes the per-minute attempt counts of old minutes.
+pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
+    include_str!("sql/retention_attempt_minutes_remove.sql");
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,9 @@ use oprec_core::archive::{
     ArchivedOperation, OperationExportParams, OperationRemoveParams, OperationRestoreParams,
     RestoreOutcome,
 };
-use oprec_core::operator::{OperationFilter, RedriveMode, RedriveParams};
+use oprec_core::operator::{
+    ActivityMinute, ActivityParams, OperationFilter, RedriveMode, RedriveParams,
+};
 use oprec_core::store::{ClaimByIdsParams, CompleteParams, StepSaveParams};
 use oprec_core::{
     Clock, EnqueueOptions, Failure, FailureClass, FullStore, OperationError, OperationId, Status,
@@ -117,6 +119,19 @@ pub async fn export_takes_ended_operations_with_their_history<S: FullStore>(h: H
     assert_eq!(page[0].operation.id, want[2]);
 }
 
+/// The attempts (and failed ones) per minute of the last day.
+async fn activity<S: FullStore>(h: &Harness<S>) -> Vec<(chrono::DateTime<chrono::Utc>, u64, u64)> {
+    h.store
+        .activity_per_minute(ActivityParams {
+            since: h.clock.now() - chrono::Duration::days(1),
+        })
+        .await
+        .expect("activity")
+        .iter()
+        .map(|m: &ActivityMinute| (m.minute, m.attempts, m.failed))
+        .collect()
+}
+
 /// Removal takes exactly the fenced operations that did not change (with their attempts and
 /// steps); one re-driven between the read and the removal stays, and so does one that another
 /// operation re-drives. A restore gives back the same records; a second restore finds them.
@@ -140,6 +155,8 @@ pub async fn remove_is_fenced_and_restore_gives_back_the_same_record<S: FullStor
         .unwrap();
     let read = export(&h, &[Status::Dead]).await;
     assert_eq!(read.len(), 5);
+    let history = activity(&h).await;
+    assert!(history.iter().map(|m| m.1).sum::<u64>() >= 5);
 
     // Re-driven between the read and the removal.
     h.advance_secs(1);
@@ -217,6 +234,11 @@ pub async fn remove_is_fenced_and_restore_gives_back_the_same_record<S: FullStor
         .filter(|r| want.contains(&r.operation.id))
         .collect();
     assert_eq!(back, gone, "the same rows, attempts, steps and bookkeeping");
+    assert_eq!(
+        activity(&h).await,
+        history,
+        "attempts are counted once per minute: kept when removed, not counted again when restored"
+    );
     let again = h
         .store
         .operation_restore(OperationRestoreParams { records: gone })

@@ -1143,13 +1143,20 @@ pub async fn leaders_are_held_one_at_a_time<S: FullStore>(h: Harness<S>) {
         name: MAINTENANCE_LEADER.into(),
         holder: holder.into(),
         lease: Duration::seconds(10),
+        settings: Some(serde_json::json!({"published_by": holder})),
     };
     let start = h.clock.now();
     let a = h.store.leader_acquire(ask("a")).await.unwrap();
     assert_eq!((a.holder.as_str(), a.since), ("a", start));
     assert_eq!(a.lease_until, start + Duration::seconds(10));
+    assert_eq!(a.settings, Some(serde_json::json!({"published_by": "a"})));
     let b = h.store.leader_acquire(ask("b")).await.unwrap();
     assert_eq!(b.holder, "a", "b is refused while a's lease lasts");
+    assert_eq!(
+        b.settings,
+        Some(serde_json::json!({"published_by": "a"})),
+        "a refused candidate publishes nothing"
+    );
     h.advance_secs(5);
     let renewed = h.store.leader_acquire(ask("a")).await.unwrap();
     assert_eq!((renewed.holder.as_str(), renewed.since), ("a", start));
@@ -1162,6 +1169,10 @@ pub async fn leaders_are_held_one_at_a_time<S: FullStore>(h: Harness<S>) {
     h.advance_secs(1);
     let taken = h.store.leader_acquire(ask("b")).await.unwrap();
     assert_eq!((taken.holder.as_str(), taken.since), ("b", h.clock.now()));
+    assert_eq!(
+        h.store.leader_list().await.unwrap()[0].settings,
+        Some(serde_json::json!({"published_by": "b"}))
+    );
     // a's release of what it no longer holds changes nothing; b's frees it at once.
     assert!(
         !h.store
@@ -1384,6 +1395,7 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
             name: MAINTENANCE_LEADER.into(),
             holder: "w1".into(),
             lease: Duration::seconds(10),
+            settings: None,
         })
         .await
         .unwrap();

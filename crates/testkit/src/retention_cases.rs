@@ -8,7 +8,8 @@ use oprec_core::operator::{
     ActivityParams, CancelParams, OperationFilter, RedriveMode, RedriveParams,
 };
 use oprec_core::retention::{
-    FinishedStatus, KindScope, RetentionDeleteParams, RetentionFiguresParams,
+    AttemptMinutesRemoveParams, FinishedStatus, KindScope, RetentionDeleteParams,
+    RetentionFiguresParams,
 };
 use oprec_core::store::{ListParams, StepSaveParams, StepsGetParams};
 use oprec_core::{
@@ -175,9 +176,52 @@ pub async fn retention_removes_attempts_and_steps_with_the_operation<S: FullStor
             .expect("steps")
             .is_empty()
     );
-    // The two attempts of the removed operation are gone; the kept one's stays.
-    assert_eq!(attempts_since(&h, start).await, 1);
+    // The per-minute counts are history: the removed operation's two attempts still count.
+    assert_eq!(attempts_since(&h, start).await, 3);
     assert_eq!(h.get(kept).await.attempts.len(), 1);
+}
+
+/// The per-minute attempt counts behind `stats` and the chart are kept two days, then removed
+/// by the upkeep, oldest minutes only.
+pub async fn attempt_minutes_go_after_two_days<S: FullStore>(h: Harness<S>) {
+    let start = h.clock.now();
+    let old = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(&h, old, Transition::succeeded(None)).await;
+    h.clock.advance(Duration::days(1));
+    let recent = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(&h, recent, Transition::succeeded(None)).await;
+    let past = |h: &Harness<S>| AttemptMinutesRemoveParams::past_keeping(h.clock.now());
+    assert_eq!(
+        h.store
+            .attempt_minutes_remove(past(&h))
+            .await
+            .expect("remove"),
+        0,
+        "a day old is kept"
+    );
+    assert_eq!(attempts_since(&h, start).await, 2);
+    h.clock.advance(Duration::days(1) + Duration::hours(12));
+    assert!(
+        h.store
+            .attempt_minutes_remove(past(&h))
+            .await
+            .expect("remove")
+            >= 1
+    );
+    assert_eq!(
+        attempts_since(&h, start).await,
+        1,
+        "only the older minute went"
+    );
+    assert_eq!(
+        h.store
+            .attempt_minutes_remove(past(&h))
+            .await
+            .expect("remove"),
+        0
+    );
+    // The operations themselves are retention's business, not the upkeep's.
+    assert!(exists(&h, old).await && exists(&h, recent).await);
 }
 
 /// Each kind is cut at its own age; a kind kept forever is never cut.
@@ -390,6 +434,7 @@ macro_rules! retention_conformance_tests {
             retention_cases::retention_keeps_the_origin_of_a_redrive,
             retention_cases::retention_figures_count_what_is_past_the_cutoff,
             retention_cases::counts_follow_every_change,
+            retention_cases::attempt_minutes_go_after_two_days,
         );
     };
 }

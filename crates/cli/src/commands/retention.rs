@@ -1,11 +1,14 @@
 //! `oprec retention show`: what retention would remove, and when, per kind and status (how many
 //! operations are past their retention now, the longest finished, the next removal), read-only.
-//! The policy is the worker's: the same `--retain-succeeded`, `--retain-cancelled` and
-//! `--retention` flags, with the same defaults. `--json` prints the preview as it is.
+//! The policy is the fleet's: the one the live maintenance leader published with its leadership
+//! (kinds' own ages included); the workers' `--retain-succeeded`, `--retain-cancelled` and
+//! `--retention` flags, when given, preview another. `--json` prints the preview as it is.
 
 use clap::{Args, Subcommand};
 use oprec::RetentionPolicy;
-use oprec::ops::retention::{RetentionInput, RetentionPreview, policy, preview};
+use oprec::ops::retention::{
+    PolicySource, RetentionInput, RetentionPreview, policy, preview, published_policy,
+};
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
@@ -15,7 +18,9 @@ use crate::output::{self, Table, count};
 /// `oprec retention ...`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum RetentionCommand {
-    /// What retention would remove, and when, per kind and status (read-only).
+    /// What retention would remove, and when, per kind and status (read-only). Previews the
+    /// policy the live maintenance leader applies (kinds' own ages included) unless retention
+    /// flags are given.
     Show(ShowArgs),
 }
 
@@ -36,6 +41,13 @@ pub(crate) struct RetentionFlags {
 }
 
 impl RetentionFlags {
+    /// Whether any retention flag was given.
+    pub(crate) fn given(&self) -> bool {
+        self.retain_succeeded.is_some()
+            || self.retain_cancelled.is_some()
+            || self.retention.is_some()
+    }
+
     /// The policy the flags describe; a bad value is bad input.
     pub(crate) fn policy(&self) -> Result<RetentionPolicy, BadInput> {
         Ok(policy(
@@ -52,7 +64,7 @@ impl RetentionFlags {
 /// `oprec retention show`.
 #[derive(Debug, Args)]
 pub(crate) struct ShowArgs {
-    /// The policy to preview (the workers' flags).
+    /// Another policy to preview (the workers' flags) instead of the leader's.
     #[command(flatten)]
     pub flags: RetentionFlags,
     /// Print the preview as JSON.
@@ -62,14 +74,20 @@ pub(crate) struct ShowArgs {
 
 /// Prints the preview.
 pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> {
+    let flagged = args.flags.given();
     let policy = args.flags.policy()?;
     let backend = Backend::connect(&global.database_url).await?;
-    let p = preview(backend.store.as_ref(), &policy)
-        .await
-        .map_err(|e| match e {
-            oprec::ops::Error::Store(e) => store_error(e),
-            other => other.into(),
-        })?;
+    let store = backend.store.as_ref();
+    let store_err = |e| match e {
+        oprec::ops::Error::Store(e) => store_error(e),
+        other => other.into(),
+    };
+    let (policy, source) = match published_policy(store).await.map_err(store_err)? {
+        _ if flagged => (policy, PolicySource::Flags),
+        Some((holder, published)) => (published, PolicySource::Leader { holder }),
+        None => (policy, PolicySource::Defaults),
+    };
+    let p = preview(store, &policy, source).await.map_err(store_err)?;
     if args.json {
         return output::json(&p);
     }
@@ -87,6 +105,15 @@ fn age(seconds: Option<i64>) -> String {
 /// The readable layout.
 fn render(p: &RetentionPreview, url: &str) -> String {
     let mut out = format!("oprec retention for {url} at {}\n", output::time(p.at));
+    out.push_str(&match &p.source {
+        PolicySource::Leader { holder } => {
+            format!("policy: the fleet's, as the maintenance leader {holder} applies it\n")
+        }
+        PolicySource::Flags => "policy: the flags given\n".to_owned(),
+        PolicySource::Defaults => "policy: the defaults (no live maintenance leader published \
+                                   one; give the workers' flags to preview theirs)\n"
+            .to_owned(),
+    });
     if p.rows.is_empty() {
         out.push_str("\n  no finished or dead operations\n");
         return out;

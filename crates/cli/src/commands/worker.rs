@@ -101,6 +101,7 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         alerter,
         retention: RetentionConfig {
             policy: args.retention.policy()?,
+            vacuum: args.vacuum == "auto",
             ..RetentionConfig::default()
         },
         ..defaults

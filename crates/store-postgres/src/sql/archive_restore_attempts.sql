@@ -1,5 +1,8 @@
 -- Inserts the attempt histories of restored operations, one array per column ($1 the operation),
--- each history oldest first, so that the new row ids keep its order.
+-- each history oldest first, so that the new row ids keep its order. The per-minute counts
+-- (attempt_minutes) counted these attempts when they first ended and kept them when the archive
+-- removed them, so the restore takes back what the counting trigger adds for them.
+WITH restored AS (
 INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, outcome, failure_class,
                                 error, worker_id, code_version, isolated, stale_outcome,
                                 stale_at)
@@ -10,3 +13,18 @@ FROM unnest($1::uuid[], $2::int4[], $3::timestamptz[], $4::timestamptz[], $5::te
      WITH ORDINALITY AS a(operation_id, attempt, claimed_at, ended_at, outcome, failure_class,
                           error, worker_id, code_version, isolated, stale_outcome, stale_at, n)
 ORDER BY a.n
+RETURNING operation_id, ended_at, outcome
+)
+INSERT INTO attempt_minutes AS m (minute, dependency, shard, attempts, failed, snoozed)
+SELECT date_trunc('minute', r.ended_at), coalesce(o.dependency, ''), pg_backend_pid() % 16,
+       -count(*),
+       -count(*) FILTER (WHERE r.outcome IN ('error', 'rejected', 'vanished', 'unknown')),
+       -count(*) FILTER (WHERE r.outcome = 'snoozed')
+FROM restored r
+JOIN operations o ON o.id = r.operation_id
+GROUP BY 1, 2
+ORDER BY 1, 2
+ON CONFLICT (minute, dependency, shard) DO UPDATE
+SET attempts = m.attempts + excluded.attempts,
+    failed = m.failed + excluded.failed,
+    snoozed = m.snoozed + excluded.snoozed

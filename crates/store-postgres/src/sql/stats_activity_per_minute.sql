@@ -1,18 +1,17 @@
--- Per minute since $1, oldest first: attempts that ended in it, of those the ones that did not
--- succeed (error, rejected, vanished or unknown), and operations promoted to dead in it; minutes
--- with neither are left out. Each side walks its own index: attempts operation_attempts_ended
--- (ended_at), deaths operations_terminal_at (terminal_at, id).
+-- Per minute since the minute of $1, oldest first: attempts that ended in it, of those the ones
+-- that did not succeed (error, rejected, vanished or unknown), and operations promoted to dead in
+-- it; minutes with neither are left out. Attempts come from the trigger-kept per-minute counts
+-- (attempt_minutes, through its primary key), deaths from operations_terminal_at (terminal_at, id).
 WITH a AS (
-    SELECT date_trunc('minute', ended_at) AS m, count(*) AS attempts,
-           count(*) FILTER (WHERE outcome IN ('error', 'rejected', 'vanished', 'unknown'))
-               AS failed
-    FROM operation_attempts
-    WHERE ended_at >= $1
+    SELECT minute AS m, sum(attempts)::int8 AS attempts, sum(failed)::int8 AS failed
+    FROM attempt_minutes
+    WHERE minute >= date_trunc('minute', $1::timestamptz)
     GROUP BY 1
+    HAVING sum(attempts) <> 0
 ), d AS (
     SELECT date_trunc('minute', terminal_at) AS m, count(*) AS dead
     FROM operations
-    WHERE status = 'dead' AND terminal_at >= $1
+    WHERE status = 'dead' AND terminal_at >= date_trunc('minute', $1::timestamptz)
     GROUP BY 1
 )
 SELECT coalesce(a.m, d.m) AS minute, coalesce(a.attempts, 0) AS attempts,

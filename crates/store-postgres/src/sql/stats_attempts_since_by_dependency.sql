@@ -1,8 +1,9 @@
--- Attempts that ended at or after $1 (snoozes, which gave the attempt back, left out), counted by
--- their operation's dependency ('none' for kinds without one). Walks operation_attempts_ended
--- (ended_at), then the primary key of operations.
-SELECT coalesce(o.dependency, 'none'), count(*)
-FROM operation_attempts a
-JOIN operations o ON o.id = a.operation_id
-WHERE a.ended_at >= $1 AND a.outcome <> 'snoozed'
+-- Attempts that ended in the minute of $1 or after (snoozes, which gave the attempt back, left
+-- out), counted by their operation's dependency ('none' for kinds without one). Reads the
+-- trigger-kept per-minute counts (attempt_minutes, through its primary key), where no dependency
+-- is '': a day of minutes at most, whatever the attempt rate.
+SELECT coalesce(nullif(dependency, ''), 'none'), sum(attempts - snoozed)::int8
+FROM attempt_minutes
+WHERE minute >= date_trunc('minute', $1::timestamptz)
 GROUP BY 1
+HAVING sum(attempts - snoozed) <> 0

@@ -1,0 +1,6 @@
+//! Rebuilds the crate when a migration is added or changed: `sqlx::migrate!` embeds the files of
+//! `migrations/postgres`, but cargo does not see a new file in that folder by itself.
+
+fn main() {
+    println!("cargo:rerun-if-changed=../../migrations/postgres");
+}
