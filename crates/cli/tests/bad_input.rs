@@ -15,6 +15,115 @@ fn malformed_json_payload() {
     enqueue(&o, &["--payload", "{\"a\":"]).bad_input("--payload is not valid JSON");
 }
 
+/// An integer JSON would round (wider than 64 bits) is refused with the remedy; 64-bit ones and
+/// the same digits in a string pass.
+#[test]
+fn an_integer_wider_than_64_bits() {
+    let o = Oprec::migrated();
+    enqueue(
+        &o,
+        &["--payload", r#"{"order": 123456789012345678901234567890}"#],
+    )
+    .bad_input("wider than 64 bits");
+    let run = enqueue(
+        &o,
+        &["--payload", r#"{"order": 123456789012345678901234567890}"#],
+    );
+    assert!(run.stderr.contains("send it as a string"), "{}", run.stderr);
+    enqueue(&o, &["--payload", r#"{"order": 18446744073709551615}"#]).ok();
+    enqueue(
+        &o,
+        &[
+            "--payload",
+            r#"{"order": "123456789012345678901234567890"}"#,
+        ],
+    )
+    .ok();
+    assert_eq!(
+        o.run(&["ops", "list", "--json"])
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "the refused one wrote nothing"
+    );
+}
+
+/// An idempotency key names one effect: the same key with the same payload gives the existing
+/// operation back; with another payload it is a conflict naming the operation, and nothing is
+/// enqueued.
+#[test]
+fn the_same_key_with_another_payload_is_a_conflict() {
+    let o = Oprec::migrated();
+    let first = enqueue(
+        &o,
+        &["--payload", r#"{"a": 1}"#, "--key", "order-7", "--json"],
+    )
+    .json();
+    let id = first["id"].as_str().expect("id");
+    let again = enqueue(
+        &o,
+        &["--payload", r#"{ "a" : 1 }"#, "--key", "order-7", "--json"],
+    )
+    .json();
+    assert_eq!(
+        (again["id"].as_str(), again["created"].as_bool()),
+        (Some(id), Some(false))
+    );
+    let conflict = enqueue(&o, &["--payload", r#"{"a": 2}"#, "--key", "order-7"]);
+    conflict.bad_input("is taken by operation");
+    assert!(conflict.stderr.contains(id), "{}", conflict.stderr);
+    assert!(
+        conflict.stderr.contains("different payload"),
+        "{}",
+        conflict.stderr
+    );
+    // With --count, each copy's key is checked the same way.
+    enqueue(
+        &o,
+        &["--payload", r#"{"b": 1}"#, "--key", "batch", "--count", "2"],
+    )
+    .ok();
+    enqueue(
+        &o,
+        &["--payload", r#"{"b": 2}"#, "--key", "batch", "--count", "2"],
+    )
+    .bad_input("is taken by operation");
+    assert_eq!(
+        o.run(&["ops", "list", "--json"])
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(3)
+    );
+}
+
+/// Pausing a kind nothing has (a typo) warns and names the kinds that exist; the pause stands.
+#[test]
+fn pausing_an_unknown_kind_warns() {
+    let o = Oprec::migrated();
+    enqueue(&o, &["--payload", "{}"]).ok();
+    let run = o.run(&["pause", "--kind", "demo.nop", "--json"]);
+    let out = run.json();
+    assert!(
+        run.stderr
+            .contains("warning: no operation of kind demo.nop exists")
+            && run.stderr.contains("demo.noop"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        out["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("a typo?")),
+        "{out}"
+    );
+    assert_eq!(out["control"]["value"], "demo.nop", "the pause stands");
+    let known = o.run(&["pause", "--kind", "demo.noop", "--json"]);
+    assert_eq!(known.json()["warning"], serde_json::Value::Null);
+    assert!(!known.stderr.contains("warning"), "{}", known.stderr);
+}
+
 #[test]
 fn bad_durations() {
     let o = Oprec::migrated();
@@ -81,7 +190,7 @@ fn count_zero() {
 }
 
 #[test]
-fn purge_needs_yes_and_a_broker() {
+fn purge_needs_a_broker() {
     let o = Oprec::migrated();
     // A broker URL nobody listens on: refused before anything connects.
     let run = o.run(&[
@@ -90,12 +199,10 @@ fn purge_needs_yes_and_a_broker() {
         "transport",
         "purge",
     ]);
-    run.bad_input("refusing to purge without --yes");
-    assert!(
-        run.stderr.contains("stay pending in the store"),
-        "{}",
-        run.stderr
-    );
+    // Without --yes it is a dry run, which reads the broker's depth: one nobody listens on is a
+    // runtime failure (exit 1), reported without the password.
+    assert_eq!(run.code, Some(1), "{run:#?}");
+    assert!(run.stderr.contains("reading the depth"), "{}", run.stderr);
     assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
     o.run(&["transport", "purge", "--yes"])
         .bad_input("no broker to purge");

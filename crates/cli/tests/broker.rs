@@ -77,6 +77,16 @@ fn purge_drops_wakeups_and_keeps_every_operation() {
         t(&["transport", "depth", "--kind", "demo.slow", "--json"]).json()["depth"],
         20
     );
+    // Without --yes: a dry run that says what would go, changes nothing and exits 0.
+    let dry = t(&["transport", "purge", "--kind", "demo.slow", "--json"]).json();
+    assert_eq!(dry["dry_run"], true, "{dry}");
+    assert_eq!(dry["would_purge"], 20, "{dry}");
+    let dry = t(&["transport", "purge"]).ok().to_owned();
+    assert!(
+        dry.starts_with("dry run: purging would drop every wake-up") && dry.contains("(320 now)"),
+        "{dry}"
+    );
+    assert_eq!(t(&["transport", "depth", "--json"]).json()["depth"], 320);
     let purged = t(&["transport", "purge", "--kind", "demo.slow", "--yes"])
         .ok()
         .to_owned();

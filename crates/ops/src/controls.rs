@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
     AuditEntry, Control, ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
-    CountMatchingParams, OperationFilter, ReleaseParams,
+    CountMatchingParams, OperationFilter, ReleaseParams, WorkerListParams,
 };
-use oprec_core::{FailureClass, OperatorStore};
+use oprec_core::{FailureClass, OperatorStore, WORKER_LIVE_SECS};
 use serde_json::{Value, json};
 
 use crate::batches::DEFAULT_BATCH;
@@ -118,6 +118,36 @@ pub struct ControlSet {
     pub in_scope: u64,
     /// The audit entry could not be written (the control itself stands).
     pub audit_failure: Option<oprec_core::Error>,
+    /// For a kind that no operation has (in any status) and no live worker runs, a typo most
+    /// likely: the kinds the store and the workers do know, for the warning. The control stands.
+    pub unknown_kind: Option<Vec<String>>,
+}
+
+/// For a kind control: `None` when the kind is known (some operation has it, or a live worker
+/// runs it), else the kinds that are, sorted. Reads the kept counts and the workers' rows.
+async fn unknown_kind<S: OperatorStore + ?Sized>(
+    store: &S,
+    target: &ControlTarget,
+) -> Result<Option<Vec<String>>> {
+    if target.scope != ControlScope::Kind {
+        return Ok(None);
+    }
+    let mut known: std::collections::BTreeSet<String> = store
+        .operation_count()
+        .await?
+        .into_iter()
+        .filter(|c| c.count > 0)
+        .map(|c| c.kind)
+        .collect();
+    for w in store
+        .worker_list(WorkerListParams {
+            seen_within: chrono::Duration::seconds(WORKER_LIVE_SECS),
+        })
+        .await?
+    {
+        known.extend(w.kinds);
+    }
+    Ok((!known.contains(&target.value)).then(|| known.into_iter().collect()))
 }
 
 /// Pauses (or postpones) `target` until `until` (or until resumed), audited.
@@ -140,6 +170,7 @@ pub async fn set<S: OperatorStore + ?Sized>(
         })
         .await?;
     let in_scope = target.in_scope(store).await?;
+    let unknown_kind = unknown_kind(store, target).await?;
     let audit_failure = store
         .audit_insert(AuditEntry {
             actor: who.actor.clone(),
@@ -155,6 +186,7 @@ pub async fn set<S: OperatorStore + ?Sized>(
         control,
         in_scope,
         audit_failure,
+        unknown_kind,
     })
 }
 

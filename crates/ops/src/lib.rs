@@ -18,7 +18,7 @@
 //! | archive ended operations to a JSON Lines file, verified before removal | [`archive`] |
 //! | restore archived operations, never over anything | [`restore`] |
 //!
-//! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`]) checks every value before a store
+//! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`], [`payload`]) checks every value before a store
 //! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
 //! front end's own words ([`Spelling`]).
 //!
@@ -35,6 +35,7 @@ mod error;
 pub mod filter;
 pub mod moves;
 mod pace;
+pub mod payload;
 pub mod purge;
 pub mod redrive;
 pub mod resolve;

@@ -123,8 +123,27 @@ async fn set(
         .transpose()?;
     let done = workflow::set(store, &target, action, until, &who, reason.as_deref()).await?;
     audit_trail::check(done.audit_failure)?;
+    let warning = done.unknown_kind.as_ref().map(|known| {
+        format!(
+            "no operation of kind {} exists and no live worker runs it (a typo?); the kinds \
+             known here: {}. The control stands: `oprec resume` removes it",
+            cut(&target.value, 64),
+            if known.is_empty() {
+                "none".to_owned()
+            } else {
+                known.join(", ")
+            }
+        )
+    });
+    if let Some(w) = &warning {
+        eprintln!("oprec: warning: {w}");
+    }
     if json {
-        return output::json(&json!({"control": done.control, "in_scope": done.in_scope}));
+        return output::json(&json!({
+            "control": done.control,
+            "in_scope": done.in_scope,
+            "warning": warning,
+        }));
     }
     let verb = match action {
         ControlAction::Pause => "paused",

@@ -63,7 +63,34 @@ fn payload(args: &EnqueueArgs) -> anyhow::Result<Value> {
         }
         (None, None) => return Err(bad("give --payload JSON or --payload-file PATH")),
     };
-    serde_json::from_str(&text).map_err(|e| bad(format!("{source} is not valid JSON: {e}")))
+    oprec::ops::payload::parse(&source, &text).map_err(|e| bad(e.0))
+}
+
+/// An idempotency key names one effect: the operation that already holds `key` must have been
+/// asked with the same payload, or the new request is a conflict (bad input, exit 2), reported
+/// with the operation that holds the key, and nothing is enqueued.
+async fn same_payload(
+    backend: &Backend,
+    existing: oprec::OperationId,
+    key: Option<&str>,
+    payload: &Value,
+) -> anyhow::Result<()> {
+    let held = backend
+        .store
+        .operation_get(oprec::store::OperationGetParams { id: existing })
+        .await
+        .map_err(store_error)?;
+    match held {
+        Some(d) if d.operation.payload != *payload => Err(bad(format!(
+            "the idempotency key {:?} is taken by operation {existing} ({}), enqueued with a \
+             different payload; nothing was enqueued: a key names one effect, so give the same \
+             payload to get that operation back, or another key for another effect (see it \
+             with `oprec ops show {existing}`)",
+            output::cut(key.unwrap_or_default(), 64),
+            d.operation.status,
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Enqueues as asked and prints the id(s).
@@ -103,9 +130,12 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
 
     let Some(count) = args.count else {
         let e = client
-            .enqueue(&args.kind, payload, options)
+            .enqueue(&args.kind, payload.clone(), options)
             .await
             .map_err(store_error)?;
+        if !e.created {
+            same_payload(&backend, e.id, args.key.as_deref(), &payload).await?;
+        }
         return if args.json {
             output::json(&json!({"id": e.id, "created": e.created}))
         } else {
@@ -123,10 +153,14 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
                 idempotency_key: Some(format!("{key}-{i}")),
                 ..options.clone()
             };
+            let key = options.idempotency_key.clone();
             let e = client
                 .enqueue(&args.kind, payload.clone(), options)
                 .await
                 .map_err(store_error)?;
+            if !e.created {
+                same_payload(&backend, e.id, key.as_deref(), &payload).await?;
+            }
             created += u64::from(e.created);
             bar.inc(1);
         }

@@ -45,10 +45,29 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
         None => "every wake-up, of every kind,".to_owned(),
     };
     if !args.yes {
-        return Err(bad(format!(
-            "refusing to purge without --yes: this would drop {what} waiting on {shown}; \
-             the operations stay pending in the store and the scheduler wakes them again"
-        )));
+        // A dry run, like every other command that changes things without --yes: say what would
+        // go, change nothing, exit 0.
+        if args.kind.is_none() {
+            know_store_kinds(global, transport.as_ref()).await;
+        }
+        let waiting = transport.depth(args.kind.as_deref()).await.map_err(|e| {
+            anyhow::Error::new(e).context(format!("reading the depth of {shown} failed"))
+        })?;
+        if args.json {
+            return output::json(&json!({
+                "transport": shown,
+                "kind": args.kind,
+                "dry_run": true,
+                "would_purge": waiting,
+            }));
+        }
+        output::line!(
+            "dry run: purging would drop {what} waiting on {shown} ({} now); the operations \
+             stay pending in the store and the scheduler wakes them again. Nothing was changed: \
+             add --yes to purge",
+            count(waiting)
+        )?;
+        return Ok(());
     }
     let who = args.actor.who()?;
     // The store first: the report that no intent was lost needs it, so check it before purging.

@@ -16,7 +16,8 @@ pub(crate) enum Job {
         /// The job.
         payload: Value,
     },
-    /// A message that is not JSON: imported as a held operation carrying the parse error.
+    /// A message that is not JSON (or holds an integer wider than 64 bits, which JSON would
+    /// round): imported as a held operation carrying the parse error.
     Malformed {
         /// `sha256:` and the hash of the body.
         key: String,
@@ -36,7 +37,10 @@ fn body_hash(body: &[u8]) -> String {
 impl Job {
     /// Parses a body; the key is the string or number in `id_field` when there is one.
     pub(crate) fn parse(body: &[u8], id_field: &str) -> Job {
-        match serde_json::from_slice::<Value>(body) {
+        let parsed = std::str::from_utf8(body)
+            .map_err(|e| format!("not UTF-8 text: {e}"))
+            .and_then(|text| oprec::ops::payload::parse("the body", text).map_err(|e| e.0));
+        match parsed {
             Ok(payload) => {
                 let key = match payload.get(id_field) {
                     Some(Value::String(s)) if !s.is_empty() => s.clone(),
@@ -53,9 +57,9 @@ impl Job {
                     payload: json!({
                         "legacy_body": kept,
                         "legacy_body_bytes": body.len(),
-                        "parse_error": e.to_string(),
+                        "parse_error": e,
                     }),
-                    error: e.to_string(),
+                    error: e,
                 }
             }
         }
@@ -75,7 +79,7 @@ impl Job {
         }
     }
 
-    /// Whether the body was not JSON.
+    /// Whether the body was not JSON (or held an integer JSON would round).
     pub(crate) fn is_malformed(&self) -> bool {
         matches!(self, Job::Malformed { .. })
     }
@@ -105,5 +109,14 @@ mod tests {
         assert!(error.contains("line 1"), "{error}");
         assert_eq!(payload["legacy_body"], "{not json");
         assert_eq!(payload["parse_error"], error.as_str());
+    }
+
+    #[test]
+    fn an_integer_wider_than_64_bits_is_held_not_rounded() {
+        let j = Job::parse(br#"{"id":123456789012345678901234567890}"#, "id");
+        let Job::Malformed { error, .. } = &j else {
+            panic!("{j:?}")
+        };
+        assert!(error.contains("wider than 64 bits"), "{error}");
     }
 }
