@@ -348,8 +348,15 @@ pub(crate) struct WorkerArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// Also announce every operation promoted to dead by POSTing it as JSON to this URL
-    /// (retried until it answers 2xx); the structured log event stays.
-    #[arg(long, value_name = "URL")]
+    /// (retried until it answers 2xx); the structured log event stays. Webhook URLs often carry
+    /// a secret in their path (Slack's do): only the scheme and host are ever printed, and the
+    /// environment (OPREC_DEAD_LETTER_WEBHOOK) keeps it out of `ps`.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OPREC_DEAD_LETTER_WEBHOOK",
+        hide_env_values = true
+    )]
     pub dead_letter_webhook: Option<String>,
     /// How often unknown outcomes are handed to their kind's reconcile hook.
     #[arg(long, value_name = "DURATION", default_value = "5s")]

@@ -308,6 +308,84 @@ fn unsupported_database_url() {
     assert!(!run.stderr.contains("pa55word"));
 }
 
+/// The common ways to mistype a URL are refused (or explained) without printing the password:
+/// one slash after the scheme, a libpq key=value string, an unencoded `/` or `#` in the password,
+/// and a driver's complaint names the URL it is about.
+#[test]
+fn url_mistakes_never_print_the_password() {
+    let o = Oprec::new();
+    let secret = "pa55word";
+    let cases: [(&[&str], Option<i32>, &str); 6] = [
+        (
+            &[
+                "--database-url",
+                "postgres:/app:pa55word@127.0.0.1/test",
+                "stats",
+            ],
+            Some(2),
+            "write postgres://",
+        ),
+        (
+            &[
+                "--transport",
+                "amqp:/guest:pa55word@127.0.0.1",
+                "transport",
+                "depth",
+            ],
+            Some(2),
+            "write amqp://",
+        ),
+        (
+            &[
+                "--database-url",
+                "host=127.0.0.1 user=app password=pa55word",
+                "stats",
+            ],
+            Some(2),
+            "libpq key=value connection string",
+        ),
+        (
+            &[
+                "--transport",
+                "amqp://guest:pa55#word@127.0.0.1:5672/%2f",
+                "transport",
+                "depth",
+            ],
+            Some(2),
+            "must percent-encode",
+        ),
+        (
+            &[
+                "--database-url",
+                "postgres://app:pa55/word@127.0.0.1:1/test",
+                "stats",
+            ],
+            Some(1),
+            "must percent-encode",
+        ),
+        (
+            &[
+                "--transport",
+                "redis://:pa55word@127.0.0.1:6379/abc",
+                "transport",
+                "depth",
+            ],
+            Some(2),
+            "the transport URL redis://:***@127.0.0.1:6379/abc",
+        ),
+    ];
+    for (args, code, needle) in cases {
+        let run = o.run(args);
+        assert_eq!(run.code, code, "{args:?}: {run:#?}");
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains(secret) && !run.stdout.contains(secret),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
 #[test]
 fn a_missing_schema_says_to_migrate() {
     let o = Oprec::new();

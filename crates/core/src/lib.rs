@@ -66,7 +66,7 @@ pub use transition::{
     ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule,
 };
 pub use transport::{AckToken, Delivery, KindDepth, Transport, WakeUp};
-pub use url::{redact_url, url_secrets};
+pub use url::{redact_url, url_encoding_hint, url_origin, url_secrets, url_shape_error};
 pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
 
 /// The store traits in scope, unnamed: `use oprec_core::prelude::*;` lets code call any store

@@ -1,41 +1,63 @@
 //! Secrets stay out of logs, errors and help text: one way to show a URL without its password,
 //! for every crate that prints one.
 
-/// Where the user info ends: the last `@` before the query or fragment. A password with an
-/// unescaped `/` or `@` then hides a little more than the password: over-redacting is the safe
-/// side.
-fn authority_end(rest: &str) -> usize {
-    let before_query = &rest[..rest.find(['?', '#']).unwrap_or(rest.len())];
-    match before_query.rfind('@') {
-        Some(at) => {
-            at + 1
-                + rest[at + 1..]
-                    .find(['/', '?', '#'])
-                    .unwrap_or(rest.len() - at - 1)
-        }
-        None => rest.find(['/', '?', '#']).unwrap_or(rest.len()),
+/// A URL split where its credentials could be: the scheme with the separator as written
+/// (`postgres://`, or the mistaken `postgres:/` and `amqp:`), the user info (up to the **last**
+/// `@`, so that a password with an unescaped `/`, `#`, `?` or `@` is taken whole: hiding a little
+/// more than the password is the safe side), and the rest. `None` for text without a scheme.
+fn split(url: &str) -> Option<(&str, Option<&str>, &str)> {
+    let colon = url.find(':')?;
+    let scheme = &url[..colon];
+    if scheme.is_empty()
+        || !scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    {
+        return None;
+    }
+    let slashes = url[colon + 1..].chars().take_while(|c| *c == '/').count();
+    let (head, rest) = url.split_at(colon + 1 + slashes);
+    match rest.rfind('@') {
+        Some(at) => Some((head, Some(&rest[..at]), &rest[at..])),
+        None => Some((head, None, rest)),
     }
 }
 
+/// Whether `key` names a secret in a query string or a libpq `key=value` string.
+fn secret_key(key: &str) -> bool {
+    key.eq_ignore_ascii_case("password") || key.eq_ignore_ascii_case("sslpassword")
+}
+
 /// The URL with any password replaced by `***`: `postgres://app:s3cret@db/x` becomes
-/// `postgres://app:***@db/x`. Text that is not a URL with credentials comes back unchanged.
+/// `postgres://app:***@db/x`; the common mistakes are covered too (one slash after the scheme, an
+/// unescaped `/`, `#`, `?` or `@` in the password, a libpq `key=value` string). Text that holds no
+/// credentials comes back unchanged.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    if !url.contains("://") && url.contains('=') && url.contains(' ') {
+        return redact_pairs(url);
+    }
+    let Some((head, userinfo, rest)) = split(url) else {
         return url.to_owned();
     };
-    let (authority, tail) = rest.split_at(authority_end(rest));
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map(|(u, _)| u).unwrap_or(userinfo);
-            let masked = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                user.to_owned()
-            };
-            format!("{scheme}://{masked}@{host}{}", redact_query(tail))
-        }
-        None => format!("{scheme}://{authority}{}", redact_query(tail)),
-    }
+    let masked = match userinfo {
+        Some(info) => match info.split_once(':') {
+            Some((user, _)) => format!("{user}:***"),
+            None => info.to_owned(),
+        },
+        None => String::new(),
+    };
+    format!("{head}{masked}{}", redact_query(rest))
+}
+
+/// A libpq connection string (`host=db user=app password=s3cret`) with its secrets masked.
+fn redact_pairs(text: &str) -> String {
+    text.split(' ')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, _)) if secret_key(k.trim()) => format!("{k}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Masks `password=` (and `sslpassword=`) query parameters.
@@ -46,11 +68,7 @@ fn redact_query(tail: &str) -> String {
     let params: Vec<String> = query
         .split('&')
         .map(|kv| match kv.split_once('=') {
-            Some((k, _))
-                if k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword") =>
-            {
-                format!("{k}=***")
-            }
+            Some((k, _)) if secret_key(k) => format!("{k}=***"),
             _ => kv.to_owned(),
         })
         .collect();
@@ -58,30 +76,92 @@ fn redact_query(tail: &str) -> String {
 }
 
 /// The secrets a URL carries, as written in it: the password of its user info and any
-/// `password=` or `sslpassword=` query parameter. For scrubbing text that may quote them.
+/// `password=` or `sslpassword=` query parameter (or libpq pair). For scrubbing text that may
+/// quote them.
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut found = Vec::new();
-    if let Some((_, rest)) = url.split_once("://")
-        && let Some((userinfo, _)) = rest[..authority_end(rest)].rsplit_once('@')
-        && let Some((_, pw)) = userinfo.split_once(':')
+    if let Some((_, Some(info), _)) = split(url)
+        && let Some((_, pw)) = info.split_once(':')
+        && !pw.is_empty()
     {
         found.push(pw.to_owned());
     }
-    if let Some((_, query)) = url.split_once('?') {
-        for kv in query.split(['&', '#']) {
-            if let Some((k, v)) = kv.split_once('=')
-                && (k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword"))
-            {
-                found.push(v.to_owned());
-            }
+    for kv in url.split(['?', '&', '#', ' ']) {
+        if let Some((k, v)) = kv.split_once('=')
+            && secret_key(k.trim())
+            && !v.is_empty()
+        {
+            found.push(v.to_owned());
         }
     }
     found
 }
 
+/// Only where a URL points: its scheme and host (and port), with `/…` standing for a path,
+/// query or fragment that may carry a secret (a webhook's token), and no user info at all.
+/// `https://hooks.example/services/T0/B0/s3cret` becomes `https://hooks.example/…`.
+pub fn url_origin(url: &str) -> String {
+    let Some((head, _, rest)) = split(url) else {
+        return "(a URL)".to_owned();
+    };
+    let rest = rest.strip_prefix('@').unwrap_or(rest);
+    match rest.find(['/', '?', '#']) {
+        Some(end) if end + 1 < rest.len() => format!("{head}{}/…", &rest[..end]),
+        Some(end) => format!("{head}{}", &rest[..end]),
+        None => format!("{head}{rest}"),
+    }
+}
+
+/// When the user info of `url` holds a character that ends it early unless percent-encoded (a
+/// `/`, `#`, `?` or `@` in the password: drivers then read a wrong host, port or database), the
+/// advice to add to the driver's error; empty otherwise.
+pub fn url_encoding_hint(url: &str) -> &'static str {
+    match split(url) {
+        Some((_, Some(info), _))
+            if info.split_once(':').is_some_and(|(_, pw)| {
+                // `host:5432/db?user=a@b`: a port and a path, not a password.
+                let port = pw
+                    .split(['/', '?', '#'])
+                    .next()
+                    .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+                pw.contains(['/', '#', '?', '@']) && !port
+            }) =>
+        {
+            " (the password holds a / # ? or @, which a URL must percent-encode: %2F %23 %3F %40)"
+        }
+        _ => "",
+    }
+}
+
+/// For a URL of a network scheme (`postgres`, `redis`, `amqp` and their TLS forms) written with
+/// fewer than two slashes after the scheme (`postgres:/db`, `amqp:host`), the correction to
+/// offer: drivers read such text as something else (a database or virtual host named after the
+/// whole rest, credentials included); and for a libpq `key=value` string, the URL to write
+/// instead. `None` when the shape is right or the scheme not one of these.
+pub fn url_shape_error(url: &str) -> Option<String> {
+    if !url.contains("://") && url.contains('=') && url.contains(' ') {
+        return Some(format!(
+            "{} looks like a libpq key=value connection string; write it as a URL: \
+             postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...",
+            redact_url(url)
+        ));
+    }
+    let (scheme, rest) = url.split_once(':')?;
+    let network = ["postgres", "postgresql", "redis", "rediss", "amqp", "amqps"]
+        .iter()
+        .any(|s| s.eq_ignore_ascii_case(scheme));
+    (network && !rest.starts_with("//")).then(|| {
+        format!(
+            "{} is not a valid {scheme} URL: write {scheme}:// followed by the host (one slash \
+             or none after \"{scheme}:\" is read as a path)",
+            redact_url(url)
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{redact_url, url_secrets};
+    use super::{redact_url, url_encoding_hint, url_origin, url_secrets, url_shape_error};
 
     #[test]
     fn passwords_never_survive() {
@@ -114,6 +194,18 @@ mod tests {
                 "amqps://user:***@broker:5671/vh?heartbeat=10",
             ),
             ("amqp://127.0.0.1:5672", "amqp://127.0.0.1:5672"),
+            ("postgres://u:se/cret@h/x", "postgres://u:***@h/x"),
+            ("postgres://u:pa#ss@h/x", "postgres://u:***@h/x"),
+            ("postgres://u:pa?ss@h/x", "postgres://u:***@h/x"),
+            ("postgres:/u:s3cret@h/x", "postgres:/u:***@h/x"),
+            ("amqp:/guest:s3cret@127.0.0.1", "amqp:/guest:***@127.0.0.1"),
+            ("amqp:guest:s3cret@127.0.0.1", "amqp:guest:***@127.0.0.1"),
+            (
+                "host=db user=app password=s3cret dbname=x",
+                "host=db user=app password=*** dbname=x",
+            ),
+            ("sqlite::memory:", "sqlite::memory:"),
+            ("sqlite:oprec.db", "sqlite:oprec.db"),
         ];
         for (url, want) in cases {
             let got = redact_url(url);
@@ -130,5 +222,56 @@ mod tests {
             vec!["s3cret"]
         );
         assert!(url_secrets("redis://cache:6379/0").is_empty());
+        assert_eq!(url_secrets("amqp:/guest:pw@h"), vec!["pw"]);
+        assert_eq!(url_secrets("postgres://u:pa#ss@h/x"), vec!["pa#ss"]);
+        assert_eq!(
+            url_secrets("host=db password=s3cret user=app"),
+            vec!["s3cret"]
+        );
+    }
+
+    #[test]
+    fn an_origin_shows_no_path_query_or_user() {
+        assert_eq!(
+            url_origin("https://hooks.example/services/T0/B0/s3cret"),
+            "https://hooks.example/…"
+        );
+        assert_eq!(
+            url_origin("https://u:pw@hooks.example:8443/x?token=s3cret"),
+            "https://hooks.example:8443/…"
+        );
+        assert_eq!(
+            url_origin("http://127.0.0.1:9000/"),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(url_origin("http://127.0.0.1:9000"), "http://127.0.0.1:9000");
+        assert_eq!(url_origin("not a url"), "(a URL)");
+    }
+
+    #[test]
+    fn one_slash_after_a_network_scheme_is_a_mistake() {
+        let e = url_shape_error("postgres:/u:s3cret@h/x").expect("refused");
+        assert!(e.contains("write postgres://"), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        assert!(url_shape_error("amqp:guest@h").is_some());
+        let e = url_shape_error("host=db password=s3cret dbname=x").expect("libpq");
+        assert!(
+            e.contains("postgres://USER:PASSWORD@HOST") && !e.contains("s3cret"),
+            "{e}"
+        );
+        assert!(url_encoding_hint("postgres://u:se/cret@h/x").contains("%2F"));
+        assert!(url_encoding_hint("amqp://u:a#b@h").contains("percent-encode"));
+        assert_eq!(url_encoding_hint("postgres://u:plain@h:5432/x"), "");
+        assert_eq!(url_encoding_hint("postgres://h:5432/x?user=a@b"), "");
+        for fine in [
+            "postgres://h/x",
+            "redis://h",
+            "sqlite:oprec.db",
+            "sqlite::memory:",
+            "poll",
+            "memory://",
+        ] {
+            assert_eq!(url_shape_error(fine), None, "{fine}");
+        }
     }
 }

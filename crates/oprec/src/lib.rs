@@ -95,9 +95,13 @@ impl AnyStore {
 /// Opens the store a URL names: `postgres://` or `postgresql://` (feature `postgres`), `sqlite:`
 /// (feature `sqlite`). Does not migrate. Errors never show a password of the URL.
 pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
+    if let Some(e) = oprec_core::url_shape_error(url) {
+        return Err(Error::InvalidInput(e));
+    }
     match scheme(url) {
         #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => {
+            let hint = oprec_core::url_encoding_hint(url);
             let store = tokio::time::timeout(options.timeout, postgres::PgStore::connect(url))
                 .await
                 .map_err(|_| {
@@ -109,7 +113,13 @@ pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
                             options.timeout.as_secs()
                         ),
                     )
-                })??;
+                })?
+                .map_err(|e| match e {
+                    Error::Backend { transient, source } if !hint.is_empty() => {
+                        Error::backend(transient, format!("{source}{hint}"))
+                    }
+                    other => other,
+                })?;
             Ok(AnyStore::Postgres(match &options.clock {
                 Some(c) => store.with_clock(c.clone()),
                 None => store,
@@ -181,22 +191,36 @@ pub fn supported_database_schemes() -> Vec<&'static str> {
 /// alike. A parameter meant for the other broker, an unknown parameter, an empty value or a
 /// repeated parameter is refused as invalid input.
 pub fn connect_transport(url: &str) -> Result<Option<Arc<dyn Transport>>> {
+    if let Some(e) = oprec_core::url_shape_error(url) {
+        return Err(Error::InvalidInput(e));
+    }
+    // Nothing connects here: an error is the URL's, named with it (never its password).
+    let named = |e: Error| match e {
+        Error::InvalidInput(m) => {
+            Error::InvalidInput(format!("{m}{}", oprec_core::url_encoding_hint(url)))
+        }
+        other => Error::InvalidInput(format!(
+            "the transport URL {}: {other}{}",
+            redact_url(url),
+            oprec_core::url_encoding_hint(url)
+        )),
+    };
     match scheme(url) {
         "poll" | "none" | "" => Ok(None),
         "memory" => Ok(Some(Arc::new(MemoryTransport::new()))),
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
             let (url, config) = redis_config(url)?;
-            Ok(Some(Arc::new(redis::RedisTransport::connect_lazy(
-                &url, config,
-            )?)))
+            Ok(Some(Arc::new(
+                redis::RedisTransport::connect_lazy(&url, config).map_err(named)?,
+            )))
         }
         #[cfg(feature = "amqp")]
         "amqp" | "amqps" => {
             let (url, config) = amqp_config(url)?;
-            Ok(Some(Arc::new(amqp::AmqpTransport::connect_lazy(
-                &url, config,
-            )?)))
+            Ok(Some(Arc::new(
+                amqp::AmqpTransport::connect_lazy(&url, config).map_err(named)?,
+            )))
         }
         other => Err(Error::InvalidInput(format!(
             "unsupported transport URL scheme {other:?} in {}; this build supports: {}",

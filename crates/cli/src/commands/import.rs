@@ -34,8 +34,14 @@ their own ladder within that bound."
 #[command(group(ArgGroup::new("source").required(true).args(["list", "queue"])))]
 pub(crate) struct ImportArgs {
     /// The legacy broker: `redis://HOST[:PORT]/DB` (with --list) or
-    /// `amqp://USER:PASS@HOST[:PORT]/VHOST` (with --queue). Passwords are never printed.
-    #[arg(long, value_name = "URL")]
+    /// `amqp://USER:PASS@HOST[:PORT]/VHOST` (with --queue). Passwords are never printed; give
+    /// the URL in the environment (OPREC_IMPORT_FROM) to keep it out of `ps` too.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "OPREC_IMPORT_FROM",
+        hide_env_values = true
+    )]
     pub from: String,
     /// The Redis list that holds the jobs (one JSON job per element).
     #[arg(long, value_name = "KEY")]

@@ -179,7 +179,7 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     if let Some(url) = &args.dead_letter_webhook {
         eprintln!(
             "oprec worker {worker_id}: announcing dead operations to {}",
-            oprec::redact_url(url)
+            oprec::url_origin(url)
         );
     }
     eprintln!(
