@@ -115,6 +115,9 @@ pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> = LazyLock::new(|| {
     with_not_held_back(include_str!("sql/claim_suspect_exists.sql"), "operations")
 });
 
+/// Whether a claim is current.
+pub(crate) const CLAIM_CURRENT: &str = include_str!("sql/claim_current.sql");
+
 /// Extends a claim's lease.
 pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
 

@@ -75,6 +75,8 @@ statements! {
     ENQUEUE_EXISTING_ID = "enqueue_existing_id.sql";
     /// Wake-ups published.
     ENQUEUE_MARK_WOKEN = "enqueue_mark_woken.sql";
+    /// Whether a claim is current.
+    CLAIM_CURRENT = "claim_current.sql";
     /// A lease extended.
     CLAIM_HEARTBEAT = "claim_heartbeat.sql";
     /// The leases of every claim a worker holds extended.
