@@ -22,14 +22,15 @@ fn with_not_held_back(sql: &str, row: &str, now: &str) -> String {
     sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, now))
 }
 
-/// Marks the pending operations a control names as never woken, for the scope's column.
+/// Marks the pending operations a control covers as never woken, by the scope's rule
+/// ([`oprec_core::ControlScope::matches_sql`]).
 pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static str {
     static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
         oprec_core::ControlScope::ALL
             .iter()
             .map(|s| {
                 include_str!("sql/controls_wake_reset.sql")
-                    .replace("/*scope_column*/", s.operation_column())
+                    .replace("/*scope_matches*/", &s.matches_sql("operations", "?1"))
             })
             .collect()
     });
