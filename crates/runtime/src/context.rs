@@ -44,12 +44,15 @@ struct Inner {
     fenced: std::sync::Mutex<FencedState>,
 }
 
-/// How core decides an attempt's transition: the kind's policy, the claim as it was, the clock.
+/// How core decides an attempt's transition (the kind's policy, the claim as it was, the clock),
+/// and how the worker lets the claim go once a fenced commit has written the outcome, so that a
+/// drain that aborts the attempt right after does not release a claim already ended.
 #[derive(Clone)]
 pub(crate) struct AttemptRules {
     pub policy: RetryPolicy,
     pub claim: ClaimContext,
     pub clock: Arc<dyn Clock>,
+    pub let_go: Arc<dyn Fn() + Send + Sync>,
 }
 
 impl std::fmt::Debug for Context {

@@ -34,8 +34,14 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over.
-    pub async fn execute(&self, op: Claimed, lost: CancellationToken) {
+    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over; `let_go`
+    /// lets the worker's hold on the claim go (once a fenced commit has ended it).
+    pub async fn execute(
+        &self,
+        op: Claimed,
+        lost: CancellationToken,
+        let_go: Arc<dyn Fn() + Send + Sync>,
+    ) {
         let token = op.claim_token();
         let finish = |transition: Transition| {
             let _ = self.completions.send(Completion::Outcome(CompleteParams {
@@ -74,6 +80,7 @@ impl Executor {
                 policy: kind.policy().clone(),
                 claim: ClaimContext::from(&op),
                 clock: self.clock.clone(),
+                let_go,
             },
         );
         let timeout = kind

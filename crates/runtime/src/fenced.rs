@@ -100,6 +100,7 @@ impl<S: FencedStore> Fenced<S> {
         match result {
             Ok(result) => {
                 self.ctx.set_fenced(FencedState::Committed(result));
+                (self.rules.let_go)();
                 match result {
                     CompleteResult::Applied => Ok(()),
                     CompleteResult::Stale => Err(Error::StaleClaim { id }),
