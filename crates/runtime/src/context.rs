@@ -180,6 +180,9 @@ impl Context {
     /// once, whatever crashes, stops or duplicate wake-ups happen. A claim that is no longer
     /// current is [`Error::StaleClaim`](oprec_core::Error::StaleClaim) here already.
     ///
+    /// The transaction holds a connection of the store's pool (on SQLite, its one write lock)
+    /// while it is open: keep it to the effect's statements, with remote calls outside it.
+    ///
     /// One fenced transaction per attempt. Dropping it uncommitted (an error, a `?`) rolls the
     /// effect back; the handler's error is then recorded as usual. Returning `Ok` without
     /// committing it is a handler bug, recorded as a transient failure.

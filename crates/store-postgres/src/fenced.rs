@@ -8,6 +8,11 @@
 //! claim over meanwhile makes it stale. A worker stopped inside the transaction holds only the
 //! locks of its own effect rows, until `idle_in_transaction_session_timeout` ends its session
 //! (see [`IDLE_IN_TRANSACTION_TIMEOUT`](crate::IDLE_IN_TRANSACTION_TIMEOUT)).
+//!
+//! Each open fenced transaction holds one of the store's pooled connections until it ends: a
+//! worker whose handlers all hold one leaves its heartbeats and claims waiting for a connection.
+//! Size the pool above the number of fenced transactions open at once (the worker's concurrency,
+//! at most), and keep them short: the effect's statements, not the remote calls around them.
 
 use async_trait::async_trait;
 use oprec_core::fenced::{FencedBeginParams, FencedCompleteParams};
