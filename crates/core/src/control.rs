@@ -3,8 +3,14 @@
 //! or its `until` passes.
 //!
 //! The matching rule is defined once, here: [`Control::holds_back`] in Rust, and
-//! [`not_held_back_sql`], generated from the same scope-to-column table, as the condition every
-//! store's claim, wake-up and work-exists statements splice in.
+//! [`ControlScope::matches_sql`] (with [`not_held_back_sql`] built on it), generated from the same
+//! scope-to-column table, as the condition every store's claim, wake-up, work-exists and
+//! wake-reset statements splice in.
+//!
+//! A dependency control covers the operations of kinds that call the dependency (the
+//! `dependency` column) and the operations whose last failure named it
+//! ([`Failure::about_dependency`](crate::Failure::about_dependency), kept in `last_error`): a
+//! validation failure caused by an incomplete catalogue belongs to the catalogue.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -40,6 +46,28 @@ impl ControlScope {
             ControlScope::Kind => Some(op.kind.as_str()),
             ControlScope::FailureClass => op.last_failure_class.map(|c| c.as_str()),
             ControlScope::Dependency => op.dependency.as_deref(),
+        }
+    }
+
+    /// Whether a control of this scope with `value` covers `op`: its column holds the value, or,
+    /// for a dependency, its last failure named it.
+    pub fn covers(self, op: &Operation, value: &str) -> bool {
+        self.value_of(op) == Some(value)
+            || (self == ControlScope::Dependency
+                && op.last_error.as_ref().and_then(|e| e.dependency.as_deref()) == Some(value))
+    }
+
+    /// The SQL condition that a control of this scope with the value `value` (an SQL expression:
+    /// a bind parameter, `c.value`) covers the `operations` row named `row`, as
+    /// [`ControlScope::covers`] says; plain SQL that PostgreSQL (`last_error` is `jsonb`) and
+    /// SQLite (JSON text) both read.
+    pub fn matches_sql(self, row: &str, value: &str) -> String {
+        let column = format!("{value} = {row}.{}", self.operation_column());
+        match self {
+            ControlScope::Dependency => {
+                format!("({column} OR {value} = ({row}.last_error ->> 'dependency'))")
+            }
+            ControlScope::Kind | ControlScope::FailureClass => column,
         }
     }
 }
@@ -81,7 +109,7 @@ impl Control {
 
     /// Whether the control holds `op` back at `now`.
     pub fn holds_back(&self, op: &Operation, now: DateTime<Utc>) -> bool {
-        self.in_force(now) && self.scope.value_of(op) == Some(self.value.as_str())
+        self.in_force(now) && self.scope.covers(op, &self.value)
     }
 }
 
@@ -94,9 +122,9 @@ pub fn not_held_back_sql(row: &str, now: &str) -> String {
         .iter()
         .map(|s| {
             format!(
-                "(c.scope = '{}' AND c.value = {row}.{})",
+                "(c.scope = '{}' AND {})",
                 s.as_str(),
-                s.operation_column()
+                s.matches_sql(row, "c.value")
             )
         })
         .collect();
@@ -116,11 +144,50 @@ mod tests {
         let sql = not_held_back_sql("o", "?1");
         for s in ControlScope::ALL {
             assert!(sql.contains(&format!(
-                "c.scope = '{}' AND c.value = o.{}",
+                "c.scope = '{}' AND {}",
                 s.as_str(),
-                s.operation_column()
+                s.matches_sql("o", "c.value")
             )));
         }
         assert!(sql.contains("c.until > ?1"));
+        assert!(sql.contains("c.value = (o.last_error ->> 'dependency')"));
+    }
+
+    #[test]
+    fn a_dependency_control_covers_a_failure_that_names_it() {
+        use crate::OperationError;
+        let now = chrono::Utc::now();
+        let mut op: Operation = serde_json::from_value(serde_json::json!({
+            "id": crate::OperationId::new(),
+            "kind": "k",
+            "payload": {},
+            "status": "pending",
+            "attempt": 1,
+            "next_eligible_at": now,
+            "enqueue_params": {},
+            "redrive_count": 0,
+            "vanished_streak": 0,
+            "created_at": now,
+            "updated_at": now,
+        }))
+        .unwrap();
+        op.dependency = Some("shipping".to_owned());
+        let control = |value: &str| Control {
+            scope: ControlScope::Dependency,
+            value: value.to_owned(),
+            action: ControlAction::Pause,
+            until: None,
+            reason: None,
+            actor: "t".to_owned(),
+            created_at: now,
+        };
+        assert!(control("shipping").holds_back(&op, now));
+        assert!(!control("catalogue").holds_back(&op, now));
+        op.last_error = Some(OperationError::new("incomplete").dependency("catalogue"));
+        assert!(control("catalogue").holds_back(&op, now));
+        assert!(
+            control("shipping").holds_back(&op, now),
+            "the kind's own still"
+        );
     }
 }

@@ -44,6 +44,12 @@ pub struct OperationError {
     /// operation").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_action: Option<String>,
+    /// The dependency the failure is about, when it is not (only) the kind's own: a validation
+    /// failure caused by an incomplete catalogue belongs to the catalogue. Kept in `last_error`,
+    /// so that pausing or postponing that dependency holds the operation back too (see
+    /// [`ControlScope::Dependency`](crate::ControlScope::Dependency)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency: Option<String>,
 }
 
 impl OperationError {
@@ -54,6 +60,7 @@ impl OperationError {
             field: None,
             decision: None,
             next_action: None,
+            dependency: None,
         }
     }
 
@@ -74,6 +81,12 @@ impl OperationError {
         self.next_action = Some(next_action.into());
         self
     }
+
+    /// Names the dependency the failure is about (see [`OperationError::dependency`]).
+    pub fn dependency(mut self, dependency: impl Into<String>) -> Self {
+        self.dependency = Some(dependency.into());
+        self
+    }
 }
 
 impl fmt::Display for OperationError {
@@ -81,6 +94,9 @@ impl fmt::Display for OperationError {
         f.write_str(&self.summary)?;
         if let Some(field) = &self.field {
             write!(f, " (field: {field})")?;
+        }
+        if let Some(dependency) = &self.dependency {
+            write!(f, " (dependency: {dependency})")?;
         }
         Ok(())
     }
@@ -133,6 +149,14 @@ impl Failure {
     /// A permanent failure naming the field at fault.
     pub fn permanent(error: OperationError) -> Self {
         Self::new(FailureClass::Permanent, error)
+    }
+
+    /// Names the dependency this failure is about, when it is not (only) the kind's own, so that
+    /// pausing or postponing that dependency holds the operation back while it waits to retry:
+    /// `Failure::transient("catalogue incomplete").about_dependency("catalogue")`.
+    pub fn about_dependency(mut self, dependency: impl Into<String>) -> Self {
+        self.error.dependency = Some(dependency.into());
+        self
     }
 
     /// A configuration failure.

@@ -155,6 +155,16 @@ pub struct HeartbeatParams {
     pub lease: Duration,
 }
 
+/// Ask whether a claim is still current: the operation is running under this token and its lease
+/// has not expired by the store's clock. A handler asks just before an irreversible external call.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimCurrentParams {
+    /// The operation.
+    pub id: OperationId,
+    /// The claim's token.
+    pub claim_token: Uuid,
+}
+
 /// A claim a worker holds: the operation and the token that fences its writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HeldClaim {
@@ -399,6 +409,11 @@ pub trait WorkerStore: Store {
         &self,
         params: HeartbeatManyParams,
     ) -> Result<Vec<OperationId>>;
+
+    /// Whether the claim is still current, as [`ClaimCurrentParams`] says: a read, fenced by the
+    /// token, that changes nothing. False once the rescuer or another worker could take the
+    /// operation over (its lease expired), even before anyone has.
+    async fn operation_claim_current(&self, params: ClaimCurrentParams) -> Result<bool>;
 
     /// Gives back unstarted claims as [`ClaimGiveBackParams`] says; returns the operations given
     /// back (a stale token changes nothing and is left out).

@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `read` | `migrate`, `now`, `operation_get`, `operation_list`, `operation_count` |
 //! | `enqueue` | `operation_insert_many`, `operation_mark_woken` |
-//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_claim_suspect`, `operation_suspect_exists`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_give_back`, `operation_work_exists` |
+//! | `claim` | `operation_claim_by_ids`, `operation_claim_eligible`, `operation_claim_suspect`, `operation_suspect_exists`, `operation_heartbeat`, `operation_heartbeat_many`, `operation_claim_current`, `operation_claim_give_back`, `operation_work_exists` |
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
@@ -26,6 +26,11 @@
 //! | `audit` | `audit_insert`, `audit_list` |
 //! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `store_vacuum` |
 //! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
+//!
+//! Beside them, each store crate's `fenced` module implements [`FencedStore`](crate::FencedStore)
+//! itself (not through the macro: each store names its own transaction type, `PgFencedTx`,
+//! `SqliteFencedTx`), on the `claim_current.sql` and `complete_apply.sql` of `claim` and
+//! `complete`.
 //!
 //! Each function takes the store and the method's params (`async fn operation_claim_by_ids(store:
 //! &PgStore, params: ClaimByIdsParams) -> Result<Vec<Claimed>>`).
@@ -128,6 +133,12 @@ macro_rules! impl_store_traits {
                 params: $crate::store::HeartbeatManyParams,
             ) -> $crate::Result<Vec<$crate::OperationId>> {
                 crate::claim::operation_heartbeat_many(self, params).await
+            }
+            async fn operation_claim_current(
+                &self,
+                params: $crate::store::ClaimCurrentParams,
+            ) -> $crate::Result<bool> {
+                crate::claim::operation_claim_current(self, params).await
             }
             async fn operation_claim_give_back(
                 &self,

@@ -3,6 +3,11 @@
 //! decision, sent to the completer. A handler that panics is caught: its attempt is recorded at
 //! once as an unrecognised error carrying the panic's message, instead of waiting for its lease
 //! to expire and counting as vanished.
+//!
+//! The handler's context carries a cancellation token, a child of the claim's loss signal: it
+//! fires when the heartbeat finds the lease lost, and also when the attempt times out or ends, so
+//! work the handler spawned stops with it. An attempt whose handler committed a fenced
+//! transaction ([`crate::Fenced`]) has had its outcome written already: nothing more is sent.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -11,11 +16,13 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use oprec_core::store::CompleteParams;
+use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{ClaimContext, Claimed, Clock, Failure, Outcome, Transition, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
 use crate::completer::{Completion, CompletionSender};
+use crate::context::AttemptRules;
+use crate::fenced::FencedState;
 use crate::{Context, Registry, Stats};
 
 pub(crate) struct Executor {
@@ -27,8 +34,14 @@ pub(crate) struct Executor {
 }
 
 impl Executor {
-    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over.
-    pub async fn execute(&self, op: Claimed, lost: CancellationToken) {
+    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over; `let_go`
+    /// lets the worker's hold on the claim go (once a fenced commit has ended it).
+    pub async fn execute(
+        &self,
+        op: Claimed,
+        lost: CancellationToken,
+        let_go: Arc<dyn Fn() + Send + Sync>,
+    ) {
         let token = op.claim_token();
         let finish = |transition: Transition| {
             let _ = self.completions.send(Completion::Outcome(CompleteParams {
@@ -42,34 +55,74 @@ impl Executor {
             finish(Transition::release(self.clock.now()));
             return;
         };
-        if !kind.is_still_needed(op.payload.clone()).await {
+        // The still-needed check may call out too: a lost lease abandons it as well.
+        let needed = tokio::select! {
+            needed = kind.is_still_needed(op.payload.clone()) => needed,
+            () = lost.cancelled() => {
+                self.abandoned(&op);
+                return;
+            }
+        };
+        if !needed {
             finish(Transition::cancel_obsolete());
             return;
         }
-        let ctx = Context::new(&op, token, self.store.clone());
+        // Fires with the loss of the lease, and at the end of the attempt (on every return, and
+        // when the drain aborts the task).
+        let cancel = lost.child_token();
+        let _end = cancel.clone().drop_guard();
+        let ctx = Context::for_attempt(
+            &op,
+            token,
+            self.store.clone(),
+            cancel.clone(),
+            AttemptRules {
+                policy: kind.policy().clone(),
+                claim: ClaimContext::from(&op),
+                clock: self.clock.clone(),
+                let_go,
+            },
+        );
         let timeout = kind
             .policy()
             .timeout()
             .to_std()
             .unwrap_or(Duration::from_secs(30));
-        let handler = AssertUnwindSafe(kind.run(ctx, op.payload.clone())).catch_unwind();
+        let handler = AssertUnwindSafe(kind.run(ctx.clone(), op.payload.clone())).catch_unwind();
         let started = std::time::Instant::now();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, handler) => r,
             () = lost.cancelled() => {
-                // The lease was taken over: whatever we write now would be stale.
-                tracing::warn!(operation = %op.id,
-                    "stale claim: the lease was taken over; abandoning the attempt");
-                Stats::add(&self.stats.stale_claims, 1);
+                // A fenced commit ends the claim, so the heartbeat that follows finds it gone.
+                if !self.fenced_written(&op, &ctx) {
+                    self.abandoned(&op);
+                }
                 return;
             }
         };
+        cancel.cancel();
         #[cfg(feature = "metrics")]
         metrics::histogram!(crate::metrics::names::HANDLER_DURATION, "kind" => op.kind.clone())
             .record(started.elapsed().as_secs_f64());
         #[cfg(not(feature = "metrics"))]
         let _ = started;
+        if self.fenced_written(&op, &ctx) {
+            if let (Ok(Ok(Err(failure))), FencedState::Committed(CompleteResult::Applied)) =
+                (&result, ctx.fenced_state())
+            {
+                tracing::warn!(operation = %op.id, error = %failure.error.summary,
+                    "the handler failed after its fenced transaction wrote the attempt's outcome; \
+                     the outcome stands");
+            }
+            return;
+        }
         let outcome = match result {
+            Ok(Ok(Ok(()))) if ctx.fenced_state() != FencedState::None => {
+                Outcome::Failed(Failure::transient(
+                    "the handler returned without committing its fenced transaction: its writes \
+                     were rolled back",
+                ))
+            }
             Ok(Ok(Ok(()))) => Outcome::success(),
             Ok(Ok(Err(failure))) => Outcome::Failed(failure),
             Ok(Err(panic)) => {
@@ -98,6 +151,35 @@ impl Executor {
             &mut rand::rng(),
         );
         finish(transition);
+    }
+}
+
+impl Executor {
+    /// The lease was taken over: whatever the attempt wrote now would be stale.
+    fn abandoned(&self, op: &Claimed) {
+        tracing::warn!(operation = %op.id,
+            "stale claim: the lease was taken over; abandoning the attempt");
+        Stats::add(&self.stats.stale_claims, 1);
+    }
+
+    /// Whether the handler's fenced transaction wrote the attempt's outcome (applied, or refused
+    /// by the fence and rolled back), counting it as the completer counts what it writes.
+    fn fenced_written(&self, op: &Claimed, ctx: &Context) -> bool {
+        match ctx.fenced_state() {
+            FencedState::Committed(CompleteResult::Applied) => {
+                Stats::add(&self.stats.completions, 1);
+                Stats::add(&self.stats.succeeded, 1);
+                true
+            }
+            FencedState::Committed(CompleteResult::Stale) => {
+                Stats::add(&self.stats.stale_claims, 1);
+                tracing::warn!(operation = %op.id,
+                    "stale claim: the lease was taken over; the fenced transaction rolled back \
+                     with its effect, and changed nothing");
+                true
+            }
+            FencedState::None | FencedState::Open | FencedState::RolledBack => false,
+        }
     }
 }
 

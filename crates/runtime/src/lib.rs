@@ -18,6 +18,7 @@ mod completer;
 mod context;
 mod dead_letter;
 mod executor;
+mod fenced;
 mod group_commit;
 mod held;
 mod idle;
@@ -41,6 +42,7 @@ pub use context::Context;
 pub use dead_letter::{
     AlertReport, AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once,
 };
+pub use fenced::Fenced;
 pub use kind::{Kind, Reconciled, Registry};
 pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;

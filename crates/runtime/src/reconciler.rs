@@ -80,7 +80,7 @@ pub async fn reconcile_once(
             continue;
         };
         // The hook holds no claim: writes through its context are refused as stale.
-        let ctx = Context::new(&op, uuid::Uuid::nil(), as_store.clone());
+        let ctx = Context::for_reconcile(&op, as_store.clone());
         let budget = config.lease.to_std().unwrap_or(Duration::from_secs(60));
         let found = tokio::time::timeout(budget, kind.run_reconcile(ctx, op.payload.clone()))
             .await

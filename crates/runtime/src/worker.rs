@@ -387,7 +387,11 @@ impl Worker {
                         held: held.clone(),
                         claim,
                     };
-                    executor.execute(op, lost).await;
+                    let let_go = {
+                        let held = held.clone();
+                        Arc::new(move || held.remove(claim))
+                    };
+                    executor.execute(op, lost, let_go).await;
                     held.remove(claim);
                 });
             }

@@ -6,8 +6,9 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, Claimant,
-    HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
+    ClaimByIdsParams, ClaimCurrentParams, ClaimEligibleParams, ClaimGiveBackParams,
+    ClaimSuspectParams, Claimant, HeartbeatManyParams, HeartbeatParams, HeldClaim,
+    WorkExistsParams,
 };
 use oprec_core::{Claimed, Error, OperationId, Result};
 use sqlx::postgres::PgRow;
@@ -144,6 +145,29 @@ pub(crate) async fn operation_heartbeat_many(
         .await
         .map_err(backend_error)?;
     Ok(extended.into_iter().map(OperationId::from).collect())
+}
+
+/// Whether the claim is current: running under its token, its lease not expired.
+pub(crate) async fn operation_claim_current(
+    store: &PgStore,
+    params: ClaimCurrentParams,
+) -> Result<bool> {
+    claim_current_on(&store.pool, store.now_bind(), params).await
+}
+
+/// Runs `claim_current.sql` on `executor` (the pool, or a fenced transaction being opened).
+pub(crate) async fn claim_current_on<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    now: Option<DateTime<Utc>>,
+    params: ClaimCurrentParams,
+) -> Result<bool> {
+    sqlx::query_scalar(sql::CLAIM_CURRENT)
+        .bind(now)
+        .bind(params.id.as_uuid())
+        .bind(params.claim_token)
+        .fetch_one(executor)
+        .await
+        .map_err(backend_error)
 }
 
 /// Gives back unstarted claims; returns the ids given back.

@@ -80,12 +80,24 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
     if params.is_empty() {
         return Ok(Vec::new());
     }
+    let results = apply_on(&store.pool, store.now_bind(), params).await?;
+    record_stale(store, params, &results).await?;
+    Ok(results)
+}
+
+/// Runs `complete_apply.sql` for `params` on `executor` (the pool, or a fenced transaction) and
+/// reports each one applied or stale, without recording the stale ones.
+pub(crate) async fn apply_on<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+    now: Option<DateTime<Utc>>,
+    params: &[CompleteParams],
+) -> Result<Vec<CompleteResult>> {
     let mut c = Columns::default();
     for p in params {
         c.push(p)?;
     }
     let applied: HashSet<(Uuid, Uuid)> = sqlx::query_as::<_, (Uuid, Uuid)>(sql::COMPLETE_APPLY)
-        .bind(store.now_bind())
+        .bind(now)
         .bind(c.ids)
         .bind(c.tokens)
         .bind(c.statuses)
@@ -101,12 +113,12 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
         .bind(c.expired_only)
         .bind(c.suspect)
         .bind(c.snoozed)
-        .fetch_all(&store.pool)
+        .fetch_all(executor)
         .await
         .map_err(backend_error)?
         .into_iter()
         .collect();
-    let results: Vec<CompleteResult> = params
+    Ok(params
         .iter()
         .map(|p| {
             if applied.contains(&(*p.id.as_uuid(), p.claim_token)) {
@@ -115,14 +127,12 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
                 CompleteResult::Stale
             }
         })
-        .collect();
-    record_stale(store, params, &results).await?;
-    Ok(results)
+        .collect())
 }
 
 /// Writes the worker completions the fence refused into the history of the attempts they
 /// belong to (a rescue the fence refused brought no outcome: a heartbeat won).
-async fn record_stale(
+pub(crate) async fn record_stale(
     store: &PgStore,
     params: &[CompleteParams],
     results: &[CompleteResult],

@@ -40,7 +40,12 @@ pub(crate) fn push_conditions(q: &mut QueryBuilder<Postgres>, f: &OperationFilte
             .push(")");
     }
     if let Some(d) = &f.dependency {
-        q.push(" AND o.dependency = ").push_bind(d.clone());
+        // The kind's dependency, or the one its last failure named, as a control's rule says.
+        q.push(" AND (o.dependency = ")
+            .push_bind(d.clone())
+            .push(" OR (o.last_error ->> 'dependency') = ")
+            .push_bind(d.clone())
+            .push(")");
     }
     if let Some(text) = &f.error_contains {
         push_error_contains(q, text.clone());

@@ -13,6 +13,10 @@
 //! each trait method to the concept module of the same name (`claim`, `complete`, `rescue`, ...),
 //! whose static SQL lives in `src/sql/` (see `sql`).
 //!
+//! A handler's effect can be written on this database in a fenced transaction ([`PgFencedTx`],
+//! [`FencedStore`](oprec_core::FencedStore)): it commits with the attempt's completion, or rolls
+//! back with it when the claim is stale.
+//!
 //! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes
 //! rows.
 
@@ -25,6 +29,7 @@ mod complete;
 mod controls;
 mod enqueue;
 mod error;
+mod fenced;
 mod filter;
 mod leader;
 mod quarantine;
@@ -49,6 +54,7 @@ use sqlx::Connection;
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPool, PgPoolOptions};
 
 pub use error::backend_error;
+pub use fenced::PgFencedTx;
 
 /// The migrations of `migrations/postgres`, embedded.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");

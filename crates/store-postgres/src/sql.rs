@@ -115,6 +115,9 @@ pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> = LazyLock::new(|| {
     with_not_held_back(include_str!("sql/claim_suspect_exists.sql"), "operations")
 });
 
+/// Whether a claim is current.
+pub(crate) const CLAIM_CURRENT: &str = include_str!("sql/claim_current.sql");
+
 /// Extends a claim's lease.
 pub(crate) const CLAIM_HEARTBEAT: &str = include_str!("sql/claim_heartbeat.sql");
 
@@ -146,14 +149,15 @@ pub(crate) const OPERATIONS_WAKE_RESET: &str = include_str!("sql/operations_wake
 /// Sets or replaces a control.
 pub(crate) const CONTROLS_SET: &str = include_str!("sql/controls_set.sql");
 
-/// Marks the pending operations a control names as never woken, for the scope's column.
+/// Marks the pending operations a control covers as never woken, by the scope's rule
+/// ([`oprec_core::ControlScope::matches_sql`]).
 pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static str {
     static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
         oprec_core::ControlScope::ALL
             .iter()
             .map(|s| {
                 include_str!("sql/controls_wake_reset.sql")
-                    .replace("/*scope_column*/", s.operation_column())
+                    .replace("/*scope_matches*/", &s.matches_sql("operations", "$1"))
             })
             .collect()
     });

@@ -4,8 +4,9 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::store::{
-    ClaimByIdsParams, ClaimEligibleParams, ClaimGiveBackParams, ClaimSuspectParams, Claimant,
-    Claimed, HeartbeatManyParams, HeartbeatParams, HeldClaim, WorkExistsParams,
+    ClaimByIdsParams, ClaimCurrentParams, ClaimEligibleParams, ClaimGiveBackParams,
+    ClaimSuspectParams, Claimant, Claimed, HeartbeatManyParams, HeartbeatParams, HeldClaim,
+    WorkExistsParams,
 };
 use oprec_core::{Error, OperationId, Result};
 use serde::Serialize;
@@ -151,6 +152,31 @@ pub(crate) async fn operation_heartbeat(
         Some(lease) => time::parse(&lease),
         None => Err(Error::StaleClaim { id: params.id }),
     }
+}
+
+/// See [`WorkerStore::operation_claim_current`](oprec_core::WorkerStore::operation_claim_current).
+pub(crate) async fn operation_claim_current(
+    store: &SqliteStore,
+    params: ClaimCurrentParams,
+) -> Result<bool> {
+    let mut conn = store.pool.acquire().await.map_err(backend_error)?;
+    claim_current_on(&mut conn, &time::text(store.clock_now())?, params).await
+}
+
+/// Runs `claim_current.sql` on `conn` (a pooled connection, or a fenced transaction being
+/// opened) at the time `now`.
+pub(crate) async fn claim_current_on(
+    conn: &mut SqliteConnection,
+    now: &str,
+    params: ClaimCurrentParams,
+) -> Result<bool> {
+    sqlx::query_scalar(sql::CLAIM_CURRENT)
+        .bind(now)
+        .bind(uuid_text(params.id.as_uuid()))
+        .bind(uuid_text(&params.claim_token))
+        .fetch_one(conn)
+        .await
+        .map_err(backend_error)
 }
 
 /// See [`WorkerStore::operation_heartbeat_many`](oprec_core::WorkerStore::operation_heartbeat_many).

@@ -98,6 +98,20 @@ async fn apply(store: &SqliteStore, params: &[CompleteParams]) -> Result<Vec<Com
         return Ok(Vec::new());
     }
     let now = time::text(store.clock_now())?;
+    let mut tx = store.begin_write().await?;
+    let results = apply_on(tx.conn(), params, &now).await?;
+    record_stale(tx.conn(), params, &results, &now).await?;
+    tx.commit().await?;
+    Ok(results)
+}
+
+/// Applies `params` on `conn`, inside the caller's write transaction (an ordinary completion's,
+/// or a fenced one), without recording the stale ones; the results are in input order.
+pub(crate) async fn apply_on(
+    conn: &mut SqliteConnection,
+    params: &[CompleteParams],
+    now: &str,
+) -> Result<Vec<CompleteResult>> {
     // One statement cannot apply two transitions to the same row, so the n-th transition of an
     // operation in this batch goes in round n: rounds run in batch order, as if the transitions
     // were written one by one.
@@ -108,18 +122,15 @@ async fn apply(store: &SqliteStore, params: &[CompleteParams]) -> Result<Vec<Com
         if rounds.len() <= *round {
             rounds.push(Vec::new());
         }
-        rounds[*round].push((i, ApplyRow::new(p, &now)?));
+        rounds[*round].push((i, ApplyRow::new(p, now)?));
         *round += 1;
     }
     let mut results = vec![CompleteResult::Stale; params.len()];
-    let mut tx = store.begin_write().await?;
     for round in &rounds {
-        for index in apply_round(tx.conn(), round, &now).await? {
+        for index in apply_round(conn, round, now).await? {
             results[index] = CompleteResult::Applied;
         }
     }
-    record_stale(tx.conn(), params, &results, &now).await?;
-    tx.commit().await?;
     Ok(results)
 }
 
@@ -133,7 +144,7 @@ struct StaleRow {
 
 /// Writes the worker completions the fence refused into the history of the attempts they
 /// belong to (a rescue the fence refused brought no outcome: a heartbeat won).
-async fn record_stale(
+pub(crate) async fn record_stale(
     conn: &mut SqliteConnection,
     params: &[CompleteParams],
     results: &[CompleteResult],

@@ -48,7 +48,12 @@ fn push_filter(q: &mut QueryBuilder<Sqlite>, f: &OperationFilter) -> Result<()> 
         push_in(q, "o.terminal_reason", &reasons)?;
     }
     if let Some(dependency) = &f.dependency {
-        q.push(" AND o.dependency = ").push_bind(dependency.clone());
+        // The kind's dependency, or the one its last failure named, as a control's rule says.
+        q.push(" AND (o.dependency = ")
+            .push_bind(dependency.clone())
+            .push(" OR (o.last_error ->> 'dependency') = ")
+            .push_bind(dependency.clone())
+            .push(")");
     }
     if let Some(text) = &f.error_contains {
         push_error_contains(q, text);

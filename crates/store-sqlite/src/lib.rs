@@ -13,6 +13,10 @@
 //! Lists reach SQL as one JSON array read by `json_each`, so a statement keeps one text whatever
 //! the list's length.
 //!
+//! A handler's effect can be written on this database in a fenced transaction ([`SqliteFencedTx`],
+//! [`FencedStore`](oprec_core::FencedStore)): a write transaction that commits with the attempt's
+//! completion, or rolls back with it when the claim is stale.
+//!
 //! Not for: many worker hosts sharing one database (SQLite on a network file system is not safe;
 //! use oprec-postgres), nor wake-ups, workers or policies (see oprec-runtime): this crate only
 //! reads and writes rows.
@@ -26,6 +30,7 @@ mod complete;
 mod controls;
 mod enqueue;
 mod error;
+mod fenced;
 mod filter;
 mod leader;
 mod quarantine;
@@ -54,6 +59,7 @@ use sqlx::{ConnectOptions, Connection};
 use tokio::sync::Mutex;
 
 pub use error::backend_error;
+pub use fenced::SqliteFencedTx;
 
 /// The migrations of `migrations/sqlite`, embedded.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");

@@ -22,14 +22,15 @@ fn with_not_held_back(sql: &str, row: &str, now: &str) -> String {
     sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, now))
 }
 
-/// Marks the pending operations a control names as never woken, for the scope's column.
+/// Marks the pending operations a control covers as never woken, by the scope's rule
+/// ([`oprec_core::ControlScope::matches_sql`]).
 pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static str {
     static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
         oprec_core::ControlScope::ALL
             .iter()
             .map(|s| {
                 include_str!("sql/controls_wake_reset.sql")
-                    .replace("/*scope_column*/", s.operation_column())
+                    .replace("/*scope_matches*/", &s.matches_sql("operations", "?1"))
             })
             .collect()
     });
@@ -77,6 +78,8 @@ statements! {
     ENQUEUE_EXISTING_ID = "enqueue_existing_id.sql";
     /// Wake-ups published.
     ENQUEUE_MARK_WOKEN = "enqueue_mark_woken.sql";
+    /// Whether a claim is current.
+    CLAIM_CURRENT = "claim_current.sql";
     /// A lease extended.
     CLAIM_HEARTBEAT = "claim_heartbeat.sql";
     /// The leases of every claim a worker holds extended.

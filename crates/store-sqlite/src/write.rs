@@ -31,6 +31,11 @@ impl WriteTx {
     pub(crate) async fn commit(self) -> Result<()> {
         self.tx.commit().await.map_err(backend_error)
     }
+
+    /// Rolls back, then passes the turn on.
+    pub(crate) async fn rollback(self) -> Result<()> {
+        self.tx.rollback().await.map_err(backend_error)
+    }
 }
 
 impl SqliteStore {

@@ -7,6 +7,7 @@
 //! case sleeps. Not for production code: it panics on failure by design.
 
 pub mod archive_cases;
+pub mod fenced_cases;
 pub mod fixture;
 pub mod model;
 pub mod operator_cases;
@@ -234,5 +235,39 @@ macro_rules! store_conformance_tests {
                 $crate::$module::$case(harness).await;
             }
         )+
+    };
+}
+
+/// Expands into one `#[tokio::test]` per case of [`fenced_cases`], each calling `$setup().await`
+/// for a fresh [`Harness`] and handing the case the calling crate's effect table: `$table(&store)`
+/// creates it, `$write(&mut tx, key)` writes a row for `key` through a fenced transaction, and
+/// `$count(&store, key)` counts the committed rows for `key`.
+#[macro_export]
+macro_rules! fenced_conformance_tests {
+    ($setup:path, $table:path, $write:path, $count:path) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn claim_current_follows_the_claim() {
+            $crate::fenced_cases::claim_current_follows_the_claim($setup().await).await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn fenced_completion_commits_the_effect_with_the_same_record() {
+            $crate::fenced_cases::fenced_completion_commits_the_effect_with_the_same_record(
+                $setup().await,
+                $table,
+                $write,
+                $count,
+            )
+            .await;
+        }
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn fenced_begin_needs_a_current_claim_and_drop_rolls_back() {
+            $crate::fenced_cases::fenced_begin_needs_a_current_claim_and_drop_rolls_back(
+                $setup().await,
+                $table,
+                $write,
+                $count,
+            )
+            .await;
+        }
     };
 }

@@ -447,6 +447,31 @@ pub async fn pause_by_class_holds_back_that_class<S: FullStore>(h: Harness<S>) {
     );
 }
 
+/// A pause of a dependency holds back the operations whose last failure named it, beside those
+/// of kinds that call it; the failure's dependency reads back with the error.
+pub async fn pause_by_dependency_reaches_failures_that_name_it<S: FullStore>(h: Harness<S>) {
+    let about = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let failure = Failure::transient("catalogue incomplete").about_dependency("catalogue");
+    finish(&h, about, Transition::retry(h.clock.now(), failure)).await;
+    let stored = h.get(about).await.operation.last_error.expect("last error");
+    assert_eq!(stored.dependency.as_deref(), Some("catalogue"));
+    let fresh = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .control_set(control(ControlScope::Dependency, "catalogue", None))
+        .await
+        .unwrap();
+    let claimed = |v: Vec<oprec_core::Claimed>| v.iter().map(|o| o.id).collect::<Vec<_>>();
+    assert_eq!(claimed(h.claim_all("w").await), vec![fresh]);
+    h.store
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::Dependency,
+            value: "catalogue".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed(h.claim_all("w").await), vec![about]);
+}
+
 /// The dry run counts and groups without changing anything; in-place re-drive resets, spreads
 /// eligibility, is batch-by-batch and never re-drives twice; non-terminal matches are refused.
 pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: FullStore>(h: Harness<S>) {
@@ -1259,6 +1284,7 @@ macro_rules! operator_conformance_tests {
         $crate::operator_conformance_tests!(@cases $setup;
             pauses_stop_only_what_they_name,
             pause_by_class_holds_back_that_class,
+            pause_by_dependency_reaches_failures_that_name_it,
             lifting_a_control_wakes_what_it_held,
             wake_reset_rebuilds_a_purged_backlog,
             budgeted_wake_ups_fresh_figures_and_rewake,

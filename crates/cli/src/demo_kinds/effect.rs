@@ -12,6 +12,11 @@
 //!   (a kill then leaves the effect without an outcome: the retry must not make a second one);
 //! - `sleep_attempts`: pause only on attempts 1..=N (default: every attempt), so the retry after
 //!   the fault runs at once.
+//!
+//! With `"fenced": true` the call is counted and the effect made in the attempt's fenced
+//! transaction ([`Context::fenced`]), which commits them with the attempt's success only while
+//! the claim is current: the calls then equal the operations exactly, whatever kills and stops
+//! the workers suffer (the pause after the effect is inside the transaction).
 
 use std::time::Duration;
 
@@ -28,6 +33,16 @@ const CREATE: &str = "CREATE TABLE IF NOT EXISTS demo_effects (
     calls INTEGER NOT NULL DEFAULT 0,
     applied_at TEXT
 )";
+
+/// Counts a call for an effect key, creating the effect on the first (SQLite).
+const RECORD_SQLITE: &str =
+    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES (?1, 1, ?2)
+     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1";
+
+/// Counts a call for an effect key, creating the effect on the first (PostgreSQL).
+const RECORD_POSTGRES: &str =
+    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES ($1, 1, $2)
+     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1";
 
 /// The database the table lives in: the concrete store's pool.
 #[derive(Clone, Debug)]
@@ -124,29 +139,63 @@ impl EffectTable {
         Ok(n > 0)
     }
 
+    /// Counts one call for `key` and makes the effect in the attempt's fenced transaction, then
+    /// commits it with the attempt's success (after the pause after the effect, if any). A stale
+    /// claim rolls both back and fails the attempt, whose outcome the fence has already written.
+    async fn record_fenced(&self, ctx: &Context, pauses: &Pauses) -> anyhow::Result<()> {
+        let key = ctx.effect_key();
+        let now = Utc::now().to_rfc3339();
+        let transient = |e: &dyn std::fmt::Display| {
+            Failure::transient(format!(
+                "could not record the effect (its transaction rolled back): {e}"
+            ))
+        };
+        match &self.store {
+            ConcreteStore::Sqlite(s) => {
+                let mut tx = ctx.fenced(s).await.map_err(|e| transient(&e))?;
+                sqlx::query(RECORD_SQLITE)
+                    .bind(key)
+                    .bind(now)
+                    .execute(tx.conn())
+                    .await
+                    .map_err(|e| transient(&e))?;
+                pauses.pause(ctx.attempt(), pauses.sleep_after_ms).await;
+                tx.set_remote_id(key);
+                tx.commit().await?;
+            }
+            ConcreteStore::Postgres(s) => {
+                let mut tx = ctx.fenced(s).await.map_err(|e| transient(&e))?;
+                sqlx::query(RECORD_POSTGRES)
+                    .bind(key)
+                    .bind(now)
+                    .execute(tx.conn())
+                    .await
+                    .map_err(|e| transient(&e))?;
+                pauses.pause(ctx.attempt(), pauses.sleep_after_ms).await;
+                tx.set_remote_id(key);
+                tx.commit().await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Counts one call for `key`, creating the effect on the first.
     async fn record(&self, key: &str) -> Result<(), sqlx::Error> {
         let now = Utc::now().to_rfc3339();
         match &self.store {
             ConcreteStore::Sqlite(s) => {
-                sqlx::query(
-                    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES (?1, 1, ?2)
-                     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1",
-                )
-                .bind(key)
-                .bind(now)
-                .execute(s.pool())
-                .await?;
+                sqlx::query(RECORD_SQLITE)
+                    .bind(key)
+                    .bind(now)
+                    .execute(s.pool())
+                    .await?;
             }
             ConcreteStore::Postgres(s) => {
-                sqlx::query(
-                    "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES ($1, 1, $2)
-                     ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1",
-                )
-                .bind(key)
-                .bind(now)
-                .execute(s.pool())
-                .await?;
+                sqlx::query(RECORD_POSTGRES)
+                    .bind(key)
+                    .bind(now)
+                    .execute(s.pool())
+                    .await?;
             }
         }
         Ok(())
@@ -160,6 +209,8 @@ struct Pauses {
     sleep_before_ms: u64,
     sleep_after_ms: u64,
     sleep_attempts: Option<u32>,
+    /// Make the effect in the attempt's fenced transaction.
+    fenced: bool,
 }
 
 impl Pauses {
@@ -181,6 +232,9 @@ pub(super) fn kind(policy: &RetryPolicy, table: EffectTable) -> Kind {
             let table = table.clone();
             async move {
                 p.pause(ctx.attempt(), p.sleep_before_ms).await;
+                if p.fenced {
+                    return table.record_fenced(&ctx, &p).await;
+                }
                 // The insert is atomic: when it fails, no effect happened, so a retry is safe.
                 table
                     .record(ctx.effect_key())

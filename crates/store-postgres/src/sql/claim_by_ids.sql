@@ -7,7 +7,8 @@
 -- beside the ids would let a planner with a stale estimate scan every pending row instead.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 locked AS MATERIALIZED (
-    SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class, dependency, suspect
+    SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class, dependency,
+           last_error, suspect
     FROM operations
     WHERE id = ANY($2)
     FOR UPDATE SKIP LOCKED

@@ -1,0 +1,181 @@
+//! Exactly-once effects through the fenced transaction, with real `oprec` worker processes that
+//! are SIGKILLed and SIGSTOPped (past their lease, then SIGCONTinued) over and over while they
+//! work: every `demo.effect {"fenced": true}` operation counts exactly one call in
+//! `demo_effects`, however many of its attempts were cut, rescued, retried or resumed as zombies.
+//! Beside them, the same number of unfenced `demo.effect` operations show what the fence prevents:
+//! their calls are at least one each (at-least-once), and more whenever a cut landed after the
+//! effect.
+//!
+//! Each effect pauses 400 ms after it is written and before the attempt's outcome, inside the
+//! fenced transaction for the fenced ones, so that the kills and stops land between effect and
+//! outcome. Leases are 1 s; one worker is never disturbed (it starts first, so it leads the
+//! maintenance and its rescuer runs throughout), two others are, in turn. On every rig, SQLite
+//! poll-only included: there a worker stopped inside its fenced transaction holds the database's
+//! one write lock while it is stopped (1.8 s here), and the other workers wait for it.
+
+#![cfg(unix)]
+
+mod common;
+mod rig;
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+use rig::{Proc, Rig, RigKind, SIGKILL, poll};
+
+/// Operations of each flavour, fenced and unfenced.
+const OPS: i64 = 60;
+
+/// The workers' flags: short leases, a few handlers each.
+const FLAGS: &[&str] = &["--lease", "1s", "--concurrency", "2"];
+
+/// Waits (3 s at most) until the worker named `prefix` holds a running claim beside others (not
+/// a suspect's isolated one: cutting those again and again would end the operation dead after its
+/// four attempts, and this test counts the effects of operations that all succeed).
+fn holds_claims(rig: &Rig, prefix: &str) -> bool {
+    poll(Duration::from_secs(3), Duration::from_millis(5), || {
+        let held = rig.scalar(&format!(
+            "SELECT count(*) FROM operations WHERE status = 'running' AND NOT isolated \
+             AND worker_id LIKE '{prefix}-%'"
+        ));
+        (held > 0).then_some(())
+    })
+    .is_some()
+}
+
+fn fenced_effects_under_kills_and_stops(kind: RigKind) {
+    let rig = Rig::new(kind, "fenced_effects_under_kills_and_stops");
+    let mut steady = rig.worker("fe-steady", FLAGS);
+    steady.wait_until_up();
+    let mut victims: Vec<(String, Proc)> = (0..2)
+        .map(|n| {
+            let name = format!("fe-v{n}");
+            let w = rig.worker(&name, FLAGS);
+            (name, w)
+        })
+        .collect();
+    for (_, w) in &mut victims {
+        w.wait_until_up();
+    }
+    // Enqueued once every worker listens, so that each broker spreads the work over all three
+    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in four waves
+    // three seconds apart, so that work lasts through every kill and stop.
+    for delay in ["0s", "3s", "6s", "9s"] {
+        for payload in [
+            r#"{"fenced": true, "sleep_after_ms": 400}"#,
+            r#"{"sleep_after_ms": 400}"#,
+        ] {
+            rig.oprec_ok(&[
+                "enqueue",
+                "--kind",
+                "demo.effect",
+                "--payload",
+                payload,
+                "--count",
+                &(OPS / 4).to_string(),
+                "--delay",
+                delay,
+            ]);
+        }
+    }
+    let (mut kills, mut stops, mut started) = (0, 0, 2);
+    let ended = || {
+        rig.scalar(
+            "SELECT count(*) FROM operations WHERE status IN ('succeeded', 'dead', 'cancelled')",
+        )
+    };
+    // Three kills and three stops, in turn, each of a victim holding claims, while work lasts.
+    let chaos_until = Instant::now() + Duration::from_secs(30);
+    let mut round = 0usize;
+    while kills + stops < 6 && ended() < 2 * OPS && Instant::now() < chaos_until {
+        let (name, w) = &mut victims[(round / 2) % 2];
+        if !holds_claims(&rig, name) {
+            continue;
+        }
+        if round.is_multiple_of(2) {
+            assert_eq!(w.sigkill().signal(), Some(SIGKILL), "{name}");
+            kills += 1;
+            *name = format!("fe-v{started}");
+            started += 1;
+            *w = rig.worker(name, FLAGS);
+        } else {
+            // Stopped past its lease: its claims are rescued and retried elsewhere while its
+            // handlers (some inside their transactions) wait; then it resumes as a zombie.
+            w.signal("STOP");
+            std::thread::sleep(Duration::from_millis(1800));
+            w.signal("CONT");
+            stops += 1;
+        }
+        round += 1;
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let all_ended = poll(Duration::from_secs(40), Duration::from_millis(100), || {
+        (ended() == 2 * OPS).then_some(())
+    });
+    assert!(
+        all_ended.is_some(),
+        "not every operation ended: {:?}",
+        rig.statuses()
+    );
+    for w in std::iter::once(&mut steady).chain(victims.iter_mut().map(|(_, w)| w)) {
+        w.sigterm();
+        let Some(status) = w.wait_for_exit(Duration::from_secs(15)) else {
+            panic!("{} did not stop after SIGTERM", w.name);
+        };
+        assert!(status.success(), "{}: {status}", w.name);
+    }
+    assert!(kills >= 2 && stops >= 2, "kills {kills}, stops {stops}");
+    assert_eq!(rig.statuses(), [("succeeded".to_owned(), 2 * OPS)]);
+
+    let fenced = "(o.payload ->> 'fenced') IS NOT NULL";
+    let of = |flavour: &str, what: &str| {
+        rig.scalar(&format!(
+            "SELECT CAST(coalesce({what}, 0) AS BIGINT) FROM operations o \
+             JOIN demo_effects e ON e.effect_key = o.remote_id WHERE {flavour}"
+        ))
+    };
+    // Exactly once: one effect row per fenced operation, and one call each.
+    assert_eq!(of(fenced, "count(*)"), OPS, "fenced effect rows");
+    assert_eq!(of(fenced, "sum(e.calls)"), OPS, "fenced calls");
+    assert_eq!(
+        of(fenced, "sum(CASE WHEN e.calls <> 1 THEN 1 ELSE 0 END)"),
+        0
+    );
+    // The faults reached fenced work: attempts of fenced operations vanished (cut by a kill, or
+    // rescued from a stopped worker), and zombies' late outcomes were refused.
+    let cut = |outcome_filter: &str| {
+        rig.scalar(&format!(
+            "SELECT count(*) FROM operation_attempts a JOIN operations o ON o.id = a.operation_id \
+             WHERE {fenced} AND {outcome_filter}"
+        ))
+    };
+    let vanished = cut("a.outcome = 'vanished'");
+    let refused = cut("a.stale_outcome IS NOT NULL");
+    assert!(vanished >= 1, "no fenced attempt was cut");
+    // At least once without the fence: every unfenced operation's effect, some perhaps twice.
+    let plain = "(o.payload ->> 'fenced') IS NULL";
+    assert_eq!(of(plain, "count(*)"), OPS, "unfenced effect rows");
+    let plain_calls = of(plain, "sum(e.calls)");
+    assert!(plain_calls >= OPS, "{plain_calls}");
+    rig.report(&format!(
+        "{kills} SIGKILLs and {stops} SIGSTOP/SIGCONTs of workers at 1 s leases, {OPS} fenced and \
+         {OPS} unfenced operations, all succeeded; fenced: {vanished} attempts cut, {refused} late \
+         outcomes refused, {OPS} calls for {OPS} operations (exactly once); unfenced: \
+         {plain_calls} calls for {OPS} operations"
+    ));
+}
+
+mod fenced_effects_under_kills_and_stops {
+    #[test]
+    fn postgres_redis() {
+        super::fenced_effects_under_kills_and_stops(super::RigKind::PostgresRedis);
+    }
+    #[test]
+    fn postgres_amqp() {
+        super::fenced_effects_under_kills_and_stops(super::RigKind::PostgresAmqp);
+    }
+    #[test]
+    fn sqlite_poll() {
+        super::fenced_effects_under_kills_and_stops(super::RigKind::SqlitePoll);
+    }
+}
