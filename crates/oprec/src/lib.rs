@@ -196,6 +196,7 @@ pub fn connect_transport(url: &str) -> Result<Option<Arc<dyn Transport>>> {
         return Err(Error::InvalidInput(e));
     }
     // Nothing connects here: an error is the URL's, named with it (never its password).
+    #[cfg(any(feature = "redis", feature = "amqp"))]
     let named = |e: Error| match e {
         Error::InvalidInput(m) => {
             Error::InvalidInput(format!("{m}{}", oprec_core::url_encoding_hint(url)))
