@@ -117,9 +117,11 @@ fn crash_loop(kind: RigKind) {
     ));
 }
 
-/// Scenario 3, SIGTERM during work: 3 operations of 0.8 s and 2 of 20 s, all running; with
+/// Scenario 3, SIGTERM during work: 3 operations of 1.5 s and 2 of 20 s, all running; with
 /// `--drain-timeout 3s` the worker finishes the short ones, releases the long ones and exits 0
-/// by itself; nothing is left `running`.
+/// by itself; nothing is left `running`. "Running" in the database means claimed: a claim the
+/// worker has not yet handed to a handler is given back unstarted at the drain (the claim
+/// buffer's rule), so the signal waits a moment after the last claim for the handlers to start.
 fn sigterm_drains(kind: RigKind) {
     let rig = Rig::new(kind, "sigterm_drains");
     let enqueue = |payload: &str, n: &str| {
@@ -133,13 +135,16 @@ fn sigterm_drains(kind: RigKind) {
             n,
         ]);
     };
-    enqueue(r#"{"ms": 800}"#, "3");
+    enqueue(r#"{"ms": 1500}"#, "3");
     enqueue(r#"{"ms": 20000}"#, "2");
     let mut w = rig.worker("pf-drain", &["--drain-timeout", "3s", "--lease", "10s"]);
     let all_running = poll(Duration::from_secs(15), Duration::from_millis(20), || {
         (rig.running() == 5).then_some(())
     });
     assert!(all_running.is_some(), "not all running");
+    // Claimed is not yet started: give the worker a moment to start the last claims' handlers
+    // (well within the short operations' 1.5 s).
+    std::thread::sleep(Duration::from_millis(500));
     let signalled = Instant::now();
     w.sigterm();
     let Some(status) = w.wait_for_exit(Duration::from_secs(15)) else {
@@ -161,7 +166,7 @@ fn sigterm_drains(kind: RigKind) {
     for op in ops {
         let id = op["id"].as_str().expect("id");
         let (status, _, outcomes, _) = rig.history(id);
-        if op["payload"]["ms"] == 800 {
+        if op["payload"]["ms"] == 1500 {
             assert_eq!(status, "succeeded", "{id}");
             assert_eq!(outcomes, ["succeeded"], "{id}");
         } else {
