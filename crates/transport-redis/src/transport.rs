@@ -447,8 +447,12 @@ impl RedisTransport {
             .into_iter()
             .find(|g| g.name == self.config.group);
         match ours {
+            // The group's lag counts entries added and not yet read, trimmed ones too (a
+            // `XTRIM` by hand, `MAXLEN` on a full stream): what the stream still holds bounds it.
             Some(group) => match group.lag {
-                Some(lag) => Ok((lag + group.pending) as u64),
+                Some(lag) => {
+                    Ok(((lag + group.pending) as u64).min(self.stream_len(&stream).await?))
+                }
                 None => self.stream_len(&stream).await,
             },
             None => {

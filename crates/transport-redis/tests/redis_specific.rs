@@ -163,6 +163,33 @@ async fn acknowledged_entries_are_trimmed_from_the_stream() {
     assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
+/// The depth is what the broker holds: wake-ups trimmed from the stream (by hand, or by a
+/// `MAXLEN`) no longer count, though the group's lag (entries added less entries read, once it
+/// has read) still remembers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_depth_after_a_trim_is_what_the_stream_holds() {
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
+    let ids: Vec<OperationId> = (0..50).map(|_| OperationId::new()).collect();
+    t.publish(&common::wakeups(&ids)).await.expect("publish");
+    assert_eq!(t.depth(None).await.expect("depth"), 50);
+    // Once the group has read, its lag is entries added less entries read: a trim leaves it.
+    let got = receive_n(&t, 5).await;
+    assert_eq!(got.len(), 5);
+    assert_eq!(t.depth(None).await.expect("depth"), 50, "45 waiting, 5 in flight");
+    raw.xtrim(10).await;
+    assert_eq!(raw.xlen().await, 10);
+    assert_eq!(t.depth(None).await.expect("depth"), 10);
+    raw.xtrim(0).await;
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
+    // What comes after counts again.
+    t.publish(&common::wakeups(&ids[..3]))
+        .await
+        .expect("publish");
+    assert_eq!(t.depth(None).await.expect("depth"), 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_redis_fails_fast_with_a_transient_error() {
     let url = "redis://alice:s3cret@127.0.0.1:1/0";

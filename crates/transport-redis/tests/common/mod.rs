@@ -109,6 +109,18 @@ impl Raw {
             .expect("XLEN")
     }
 
+    /// `XTRIM MAXLEN`: the stream cut to its newest `keep` entries, as an operator (or a
+    /// `MAXLEN` on `XADD`) would.
+    pub async fn xtrim(&self, keep: u64) {
+        redis::cmd("XTRIM")
+            .arg(&self.stream)
+            .arg("MAXLEN")
+            .arg(keep)
+            .exec_async(&mut self.conn.clone())
+            .await
+            .expect("XTRIM");
+    }
+
     /// `XDEL` of one entry.
     pub async fn xdel(&self, id: &str) {
         redis::cmd("XDEL")
