@@ -177,7 +177,11 @@ async fn the_depth_after_a_trim_is_what_the_stream_holds() {
     // Once the group has read, its lag is entries added less entries read: a trim leaves it.
     let got = receive_n(&t, 5).await;
     assert_eq!(got.len(), 5);
-    assert_eq!(t.depth(None).await.expect("depth"), 50, "45 waiting, 5 in flight");
+    assert_eq!(
+        t.depth(None).await.expect("depth"),
+        50,
+        "45 waiting, 5 in flight"
+    );
     raw.xtrim(10).await;
     assert_eq!(raw.xlen().await, 10);
     assert_eq!(t.depth(None).await.expect("depth"), 10);
