@@ -23,6 +23,11 @@ fn split(url: &str) -> Option<(&str, Option<&str>, &str)> {
     }
 }
 
+/// Whether `text` is a libpq connection string (`host=db user=app password=...`) rather than a URL.
+fn libpq_pairs(text: &str) -> bool {
+    !text.contains("://") && text.contains('=') && text.contains(' ')
+}
+
 /// Whether `key` names a secret in a query string or a libpq `key=value` string.
 fn secret_key(key: &str) -> bool {
     key.eq_ignore_ascii_case("password") || key.eq_ignore_ascii_case("sslpassword")
@@ -33,7 +38,7 @@ fn secret_key(key: &str) -> bool {
 /// unescaped `/`, `#`, `?` or `@` in the password, a libpq `key=value` string). Text that holds no
 /// credentials comes back unchanged.
 pub fn redact_url(url: &str) -> String {
-    if !url.contains("://") && url.contains('=') && url.contains(' ') {
+    if libpq_pairs(url) {
         return redact_pairs(url);
     }
     let Some((head, userinfo, rest)) = split(url) else {
@@ -139,7 +144,7 @@ pub fn url_encoding_hint(url: &str) -> &'static str {
 /// whole rest, credentials included); and for a libpq `key=value` string, the URL to write
 /// instead. `None` when the shape is right or the scheme not one of these.
 pub fn url_shape_error(url: &str) -> Option<String> {
-    if !url.contains("://") && url.contains('=') && url.contains(' ') {
+    if libpq_pairs(url) {
         return Some(format!(
             "{} looks like a libpq key=value connection string; write it as a URL: \
              postgres://USER:PASSWORD@HOST:PORT/DATABASE?sslmode=...",

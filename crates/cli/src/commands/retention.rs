@@ -82,10 +82,14 @@ pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> 
         oprec::ops::Error::Store(e) => store_error(e),
         other => other.into(),
     };
-    let (policy, source) = match published_policy(store).await.map_err(store_err)? {
-        _ if flagged => (policy, PolicySource::Flags),
-        Some((holder, published)) => (published, PolicySource::Leader { holder }),
-        None => (policy, PolicySource::Defaults),
+    // Flags preview their own policy: the leader's is read only when none is given.
+    let (policy, source) = if flagged {
+        (policy, PolicySource::Flags)
+    } else {
+        match published_policy(store).await.map_err(store_err)? {
+            Some((holder, published)) => (published, PolicySource::Leader { holder }),
+            None => (policy, PolicySource::Defaults),
+        }
     };
     let p = preview(store, &policy, source).await.map_err(store_err)?;
     if args.json {

@@ -34,6 +34,12 @@ fn broker(global: &Global, action: &str) -> anyhow::Result<(Arc<dyn Transport>, 
     }
 }
 
+/// A broker that did not answer a depth read (a runtime failure, exit 1), named without its
+/// password.
+fn depth_failed(e: oprec::Error, shown: &str) -> anyhow::Error {
+    anyhow::Error::new(e).context(format!("reading the depth of {shown} failed"))
+}
+
 /// Drops every waiting wake-up, then counts what is still pending in the store.
 pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()> {
     let (transport, shown) = broker(global, "purge")?;
@@ -50,9 +56,10 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
         if args.kind.is_none() {
             know_store_kinds(global, transport.as_ref()).await;
         }
-        let waiting = transport.depth(args.kind.as_deref()).await.map_err(|e| {
-            anyhow::Error::new(e).context(format!("reading the depth of {shown} failed"))
-        })?;
+        let waiting = transport
+            .depth(args.kind.as_deref())
+            .await
+            .map_err(|e| depth_failed(e, &shown))?;
         if args.json {
             return output::json(&json!({
                 "transport": shown,
@@ -118,9 +125,7 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
 /// Prints how many wake-ups wait on the broker: of one kind, or of every kind, one row each.
 pub(crate) async fn depth(global: &Global, args: DepthArgs) -> anyhow::Result<()> {
     let (transport, shown) = broker(global, "measure")?;
-    let failed = |e: oprec::Error| {
-        anyhow::Error::new(e).context(format!("reading the depth of {shown} failed"))
-    };
+    let failed = |e| depth_failed(e, &shown);
     if let Some(kind) = &args.kind {
         oprec::transport::check_kind(kind).map_err(|e| bad(format!("--kind: {e}")))?;
         let depth = transport.depth(Some(kind)).await.map_err(failed)?;
