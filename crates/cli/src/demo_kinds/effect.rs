@@ -150,31 +150,24 @@ impl EffectTable {
                 "could not record the effect (its transaction rolled back): {e}"
             ))
         };
+        // The same steps on either store; only the transaction's type and the SQL differ.
+        macro_rules! record_in {
+            ($store:expr, $sql:expr) => {{
+                let mut tx = ctx.fenced($store).await.map_err(|e| transient(&e))?;
+                sqlx::query($sql)
+                    .bind(key)
+                    .bind(now)
+                    .execute(tx.conn())
+                    .await
+                    .map_err(|e| transient(&e))?;
+                pauses.pause(ctx.attempt(), pauses.sleep_after_ms).await;
+                tx.set_remote_id(key);
+                tx.commit().await?;
+            }};
+        }
         match &self.store {
-            ConcreteStore::Sqlite(s) => {
-                let mut tx = ctx.fenced(s).await.map_err(|e| transient(&e))?;
-                sqlx::query(RECORD_SQLITE)
-                    .bind(key)
-                    .bind(now)
-                    .execute(tx.conn())
-                    .await
-                    .map_err(|e| transient(&e))?;
-                pauses.pause(ctx.attempt(), pauses.sleep_after_ms).await;
-                tx.set_remote_id(key);
-                tx.commit().await?;
-            }
-            ConcreteStore::Postgres(s) => {
-                let mut tx = ctx.fenced(s).await.map_err(|e| transient(&e))?;
-                sqlx::query(RECORD_POSTGRES)
-                    .bind(key)
-                    .bind(now)
-                    .execute(tx.conn())
-                    .await
-                    .map_err(|e| transient(&e))?;
-                pauses.pause(ctx.attempt(), pauses.sleep_after_ms).await;
-                tx.set_remote_id(key);
-                tx.commit().await?;
-            }
+            ConcreteStore::Sqlite(s) => record_in!(s, RECORD_SQLITE),
+            ConcreteStore::Postgres(s) => record_in!(s, RECORD_POSTGRES),
         }
         Ok(())
     }
