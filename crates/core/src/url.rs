@@ -28,9 +28,12 @@ fn libpq_pairs(text: &str) -> bool {
     !text.contains("://") && text.contains('=') && text.contains(' ')
 }
 
-/// Whether `key` names a secret in a query string or a libpq `key=value` string.
+/// Whether `key` names a secret in a query string or a libpq `key=value` string: `password`,
+/// `sslpassword`, and the `pass` of a Redis unix socket URL (`unix:///run/redis.sock?pass=...`).
 fn secret_key(key: &str) -> bool {
-    key.eq_ignore_ascii_case("password") || key.eq_ignore_ascii_case("sslpassword")
+    ["password", "sslpassword", "pass"]
+        .iter()
+        .any(|secret| key.eq_ignore_ascii_case(secret))
 }
 
 /// The URL with any password replaced by `***`: `postgres://app:s3cret@db/x` becomes
@@ -65,7 +68,7 @@ fn redact_pairs(text: &str) -> String {
         .join(" ")
 }
 
-/// Masks `password=` (and `sslpassword=`) query parameters.
+/// Masks `password=` (and `sslpassword=`, `pass=`) query parameters.
 fn redact_query(tail: &str) -> String {
     let Some((path, query)) = tail.split_once('?') else {
         return tail.to_owned();
@@ -81,7 +84,7 @@ fn redact_query(tail: &str) -> String {
 }
 
 /// The secrets a URL carries, as written in it: the password of its user info and any
-/// `password=` or `sslpassword=` query parameter (or libpq pair). For scrubbing text that may
+/// `password=`, `sslpassword=` or `pass=` query parameter (or libpq pair). For scrubbing text that may
 /// quote them.
 pub fn url_secrets(url: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -211,6 +214,22 @@ mod tests {
             ),
             ("sqlite::memory:", "sqlite::memory:"),
             ("sqlite:oprec.db", "sqlite:oprec.db"),
+            (
+                "unix:///run/redis.sock?pass=s3cret&db=1",
+                "unix:///run/redis.sock?pass=***&db=1",
+            ),
+            (
+                "unix:///run/redis.sock?db=1&password=s3cret",
+                "unix:///run/redis.sock?db=1&password=***",
+            ),
+            (
+                "unix://:s3cret@/run/redis.sock/1",
+                "unix://:***@/run/redis.sock/1",
+            ),
+            (
+                "redis+cluster://u:s3cret@h1:7000,h2:7001",
+                "redis+cluster://u:***@h1:7000,h2:7001",
+            ),
         ];
         for (url, want) in cases {
             let got = redact_url(url);
@@ -228,6 +247,10 @@ mod tests {
         );
         assert!(url_secrets("redis://cache:6379/0").is_empty());
         assert_eq!(url_secrets("amqp:/guest:pw@h"), vec!["pw"]);
+        assert_eq!(
+            url_secrets("unix:///run/redis.sock?pass=s3cret&db=1"),
+            vec!["s3cret"]
+        );
         assert_eq!(url_secrets("postgres://u:pa#ss@h/x"), vec!["pa#ss"]);
         assert_eq!(
             url_secrets("host=db password=s3cret user=app"),

@@ -17,12 +17,8 @@ pub struct WebhookSink {
 
 impl std::fmt::Debug for WebhookSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut shown = self.url.clone();
-        if shown.password().is_some() {
-            let _ = shown.set_password(Some("***"));
-        }
         f.debug_struct("WebhookSink")
-            .field("url", &shown.as_str())
+            .field("url", &oprec_core::redact_url(self.url.as_str()))
             .finish_non_exhaustive()
     }
 }

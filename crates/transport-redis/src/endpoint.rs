@@ -49,7 +49,16 @@ impl Endpoint {
             return Self::parse_cluster(rest, node_scheme);
         }
         let info = tuned(url.into_connection_info().map_err(backend_error)?);
-        let redacted = redact(&info);
+        let scheme = match info.addr() {
+            ConnectionAddr::TcpTls { .. } => "rediss://",
+            ConnectionAddr::Unix(_) => "unix://",
+            _ => "redis://",
+        };
+        let redacted = redact(
+            scheme,
+            &info,
+            &format!("{}/{}", info.addr(), info.redis_settings().db()),
+        );
         let client = Client::open(info).map_err(backend_error)?;
         Ok(Endpoint {
             target: Target::Single(Box::new(client)),
@@ -83,15 +92,8 @@ impl Endpoint {
             })
             .collect::<Result<Vec<_>>>()?;
         let shown: Vec<String> = nodes.iter().map(|n| n.addr().to_string()).collect();
-        let settings = nodes[0].redis_settings();
-        let who = match (settings.username(), settings.password()) {
-            (Some(user), Some(_)) => format!("{user}:***@"),
-            (Some(user), None) => format!("{user}@"),
-            (None, Some(_)) => ":***@".to_owned(),
-            (None, None) => String::new(),
-        };
         let scheme = node_scheme.replace("://", "+cluster://");
-        let redacted = format!("{scheme}{who}{}", shown.join(","));
+        let redacted = redact(&scheme, &nodes[0], &shown.join(","));
         let client = ClusterClient::builder(nodes)
             .build()
             .map_err(backend_error)?;
@@ -119,22 +121,17 @@ fn tuned(info: ConnectionInfo) -> ConnectionInfo {
     info
 }
 
-/// `scheme://[user:***@]host:port/db`, rebuilt from the parsed URL so that nothing secret in it
-/// (password, `?pass=` of a unix socket URL) can leak through.
-fn redact(info: &ConnectionInfo) -> String {
-    let scheme = match info.addr() {
-        ConnectionAddr::TcpTls { .. } => "rediss",
-        ConnectionAddr::Unix(_) => "unix",
-        _ => "redis",
-    };
+/// `scheme[user:***@]where`, rebuilt from the parsed URL (so that nothing else in it, such as the
+/// `?pass=` of a unix socket URL, can leak through) and masked by [`oprec_core::redact_url`].
+fn redact(scheme: &str, info: &ConnectionInfo, place: &str) -> String {
     let settings = info.redis_settings();
-    let credentials = match (settings.username(), settings.password()) {
-        (Some(user), Some(_)) => format!("{user}:***@"),
-        (Some(user), None) => format!("{user}@"),
-        (None, Some(_)) => ":***@".to_owned(),
-        (None, None) => String::new(),
+    let user = settings.username().unwrap_or_default();
+    let credentials = match settings.password() {
+        Some(password) => format!("{user}:{password}@"),
+        None if user.is_empty() => String::new(),
+        None => format!("{user}@"),
     };
-    format!("{scheme}://{credentials}{}/{}", info.addr(), settings.db())
+    oprec_core::redact_url(&format!("{scheme}{credentials}{place}"))
 }
 
 impl fmt::Display for Endpoint {
