@@ -23,6 +23,13 @@ fn lower(a: Option<u32>, b: Option<u32>) -> Option<u32> {
     }
 }
 
+/// Whether `attempt` (1-based, the one that just ran) used up the attempts `bound` allows: the
+/// one rule for "attempts exhausted", whoever decides (a failure, a vanished attempt, a
+/// resolution). `None` bounds nothing.
+pub(crate) fn attempts_exhausted(attempt: u32, bound: Option<u32>) -> bool {
+    bound.is_some_and(|max| attempt >= max)
+}
+
 /// Builder state: no execution timeout declared yet.
 #[derive(Debug)]
 pub struct NoTimeout;

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::policy::attempts_exhausted;
 use crate::{Operation, OperationError, Status, TerminalReason};
 
 /// What became of an unknown outcome.
@@ -45,7 +46,7 @@ pub struct Settlement {
 impl Resolution {
     /// Decides what `op` (reconciling) becomes, resolved by `actor` at `now`.
     pub fn settle(&self, op: &Operation, actor: &str, now: DateTime<Utc>) -> Settlement {
-        let spent = op.max_attempts.is_some_and(|max| op.attempt >= max);
+        let spent = attempts_exhausted(op.attempt, op.max_attempts);
         let (status, terminal_reason, next_eligible_at, remote_id, found) = match self {
             Resolution::Applied { remote_id } => (
                 Status::Succeeded,

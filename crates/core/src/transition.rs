@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 use rand::Rng;
 
+use crate::policy::attempts_exhausted;
 use crate::{
     AttemptOutcome, Claimed, Failure, FailureClass, Operation, OperationError, Outcome,
     RetryPolicy, Status, TerminalReason,
@@ -226,7 +227,7 @@ impl Transition {
         let retry_at = now + rule.retry_delay;
         let reason = if isolated && streak >= rule.vanish_limit.max(1) {
             Some(TerminalReason::CrashLoop)
-        } else if claim.max_attempts.is_some_and(|max| claim.attempt >= max) {
+        } else if attempts_exhausted(claim.attempt, claim.max_attempts) {
             Some(TerminalReason::AttemptsExhausted)
         } else if claim.give_up_at.is_some_and(|g| g < retry_at) {
             Some(TerminalReason::DeadlinePassed)
@@ -557,7 +558,7 @@ impl RetryPolicy {
         now: DateTime<Utc>,
         rng: &mut impl Rng,
     ) -> RetryDecision {
-        if claim.bound(self).is_some_and(|b| claim.attempt >= b) {
+        if attempts_exhausted(claim.attempt, claim.bound(self)) {
             return RetryDecision::Exhausted;
         }
         let Some(rung) = self.ladder().delay_before(claim.attempt + 1, class) else {
