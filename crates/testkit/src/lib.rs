@@ -199,6 +199,7 @@ macro_rules! store_conformance_tests {
             store_cases::late_completion_with_an_old_token_changes_nothing,
             store_cases::complete_many_reports_each_result_in_order,
             store_cases::snooze_refunds_the_attempt,
+            store_cases::snoozes_past_the_budget_climb_the_ladder,
             store_cases::each_transition_sets_status_and_history,
             store_cases::rescue_turns_expired_leases_into_vanished_attempts,
             store_cases::rescue_respects_the_attempt_bound_and_deadline,

@@ -13,10 +13,12 @@ use oprec_core::store::{
     OperationGetParams, StepsGetParams, WorkExistsParams,
 };
 use oprec_core::{
-    AttemptOutcome, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
-    NewOperation, OperationError, OperationId, PayloadMode, RetryPolicy, Status, TerminalReason,
-    Transition, VanishRule,
+    AttemptOutcome, ClaimContext, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass,
+    FullStore, NewOperation, OperationError, OperationId, Outcome, PayloadMode, RetryPolicy,
+    Status, TerminalReason, Transition, VanishRule,
 };
+use rand::SeedableRng;
+use rand::rngs::StdRng;
 use serde_json::json;
 
 use crate::Harness;
@@ -536,6 +538,96 @@ pub async fn snooze_refunds_the_attempt<S: FullStore>(h: Harness<S>) {
     assert_eq!(d.attempts[0].outcome, AttemptOutcome::Snoozed);
     h.advance_secs(5);
     assert_eq!(h.claim_all("w").await[0].attempt, 1);
+}
+
+/// Backpressure snoozes decided by the policy and applied through the store count on the row
+/// (`snoozes`) and refund their attempts while the policy's snooze budget lasts (2 here, instead
+/// of [`oprec_core::DEFAULT_SNOOZE_BUDGET`]); the claim reads the count back, so the next
+/// backpressure, the budget spent, climbs the ordinary ladder: the attempt counts, the attempt's
+/// outcome is an error, and the operation waits for the ladder's rungs (60 s, then 300 s).
+pub async fn snoozes_past_the_budget_climb_the_ladder<S: FullStore>(h: Harness<S>) {
+    let policy = RetryPolicy::builder()
+        .timeout(Duration::seconds(30))
+        .max_attempts(6)
+        .local_only()
+        .ladder(oprec_core::Ladder::schedule_secs(&[0, 60, 300, 1500]))
+        .snooze_budget(2)
+        .jitter(oprec_core::Jitter::None)
+        .build()
+        .expect("policy");
+    let rng = &mut StdRng::seed_from_u64(0);
+    let id = enqueue(&h, "k", EnqueueOptions::default()).await;
+    // Claims the operation, checks the attempt and snoozes the claim carries, and completes it
+    // with the policy's decision for a backpressure failure; the moment of the decision.
+    async fn pressed<S: FullStore>(
+        h: &Harness<S>,
+        policy: &RetryPolicy,
+        rng: &mut StdRng,
+        attempt: u32,
+        snoozes: u32,
+    ) -> chrono::DateTime<chrono::Utc> {
+        let claims = h.claim_all("w").await;
+        assert_eq!(claims.len(), 1, "claimable for attempt {attempt}");
+        let c = &claims[0];
+        assert_eq!((c.attempt, c.snoozes), (attempt, snoozes));
+        let now = h.clock.now();
+        let transition = policy.transition_for(
+            &ClaimContext::from(c),
+            Outcome::Failed(Failure::backpressure("pool exhausted")),
+            now,
+            rng,
+        );
+        h.store
+            .operation_complete(CompleteParams {
+                id: c.id,
+                claim_token: c.claim_token.unwrap(),
+                transition,
+            })
+            .await
+            .expect("applied");
+        now
+    }
+    for snoozes in 1..=2 {
+        let at = pressed(&h, &policy, rng, 1, snoozes - 1).await;
+        let d = h.get(id).await;
+        assert_eq!(d.operation.status, Status::Pending);
+        assert_eq!(d.operation.snoozes, snoozes, "counted");
+        assert_eq!(d.operation.attempt, 0, "refunded");
+        assert_eq!(
+            d.operation.next_eligible_at,
+            at + policy.backpressure_snooze()
+        );
+        assert_eq!(d.attempts.last().unwrap().outcome, AttemptOutcome::Snoozed);
+        h.clock.advance(policy.backpressure_snooze());
+    }
+    // The budget is spent: the attempt counts and the first rung of the ladder applies.
+    let at = pressed(&h, &policy, rng, 1, 2).await;
+    let d = h.get(id).await;
+    assert_eq!(d.operation.status, Status::Pending);
+    assert_eq!((d.operation.snoozes, d.operation.attempt), (2, 1));
+    assert_eq!(d.operation.next_eligible_at, at + Duration::seconds(60));
+    assert_eq!(
+        d.operation.last_failure_class,
+        Some(FailureClass::Backpressure)
+    );
+    let decision = d.operation.last_error.and_then(|e| e.decision);
+    assert!(
+        decision
+            .as_deref()
+            .is_some_and(|t| t.contains("snooze budget of 2 spent")),
+        "{decision:?}"
+    );
+    assert_eq!(d.attempts.len(), 3);
+    assert_eq!(d.attempts[2].outcome, AttemptOutcome::Error);
+    h.advance_secs(59);
+    assert!(h.claim_all("w").await.is_empty(), "waits for the rung");
+    h.advance_secs(1);
+    // And the next rung after that.
+    let at = pressed(&h, &policy, rng, 2, 2).await;
+    let d = h.get(id).await;
+    assert_eq!((d.operation.snoozes, d.operation.attempt), (2, 2));
+    assert_eq!(d.operation.next_eligible_at, at + Duration::seconds(300));
+    assert_eq!(d.attempts[3].outcome, AttemptOutcome::Error);
 }
 
 /// Every transition constructor lands in its status with its history row.
