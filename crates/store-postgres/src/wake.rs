@@ -78,22 +78,24 @@ pub(crate) async fn operation_wake_figures(
     store: &PgStore,
     params: WakeFiguresParams,
 ) -> Result<Vec<KindWakeFigures>> {
-    let rows: Vec<(String, i64, i64, bool)> = sqlx::query_as(sql::WAKE_FIGURES.as_str())
+    let rows = sqlx::query(sql::WAKE_FIGURES.as_str())
         .bind(store.now_bind())
         .bind(millis(params.rewake_after))
         .bind(micros(params.handled_within))
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    Ok(rows
-        .into_iter()
-        .map(|(kind, signalled, stale, handled)| KindWakeFigures {
-            kind,
-            signalled: signalled.max(0) as u64,
-            stale: stale.max(0) as u64,
-            handled,
+    rows.iter()
+        .map(|r| {
+            let c = row::Columns(r);
+            Ok(KindWakeFigures {
+                kind: c.get("kind")?,
+                signalled: c.big_count("signalled")?,
+                stale: c.big_count("stale")?,
+                handled: c.get("handled")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The rows a pick returned (id, kind), as wake-ups to publish.

@@ -77,22 +77,24 @@ pub(crate) async fn operation_wake_figures(
     params: WakeFiguresParams,
 ) -> Result<Vec<KindWakeFigures>> {
     let now = store.clock_now();
-    let rows: Vec<(String, i64, i64, bool)> = sqlx::query_as(sql::WAKE_FIGURES.as_str())
+    let rows = sqlx::query(sql::WAKE_FIGURES.as_str())
         .bind(time::text(now)?)
         .bind(time::text(time::after(now, -params.rewake_after)?)?)
         .bind(time::text(time::after(now, -params.handled_within)?)?)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    Ok(rows
-        .into_iter()
-        .map(|(kind, signalled, stale, handled)| KindWakeFigures {
-            kind,
-            signalled: signalled.max(0) as u64,
-            stale: stale.max(0) as u64,
-            handled,
+    rows.iter()
+        .map(|r| {
+            let c = row::Columns(r);
+            Ok(KindWakeFigures {
+                kind: c.text("kind")?,
+                signalled: c.u64("signalled")?,
+                stale: c.u64("stale")?,
+                handled: c.flag("handled")?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The rows a pick returned (id, kind), as wake-ups to publish.
