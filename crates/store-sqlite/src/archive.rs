@@ -150,7 +150,7 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
     let o = &rec.operation;
     let id = uuid_text(o.id.as_uuid());
     let parent = o.redrive_of.map(|p| uuid_text(p.as_uuid()));
-    let check = sqlx::query(sql::ARCHIVE_RESTORE_CHECK)
+    let check = sqlx::query(sql::ARCHIVE_RESTORE_PRESENT)
         .bind(&id)
         .bind(&parent)
         .fetch_one(tx.conn())
@@ -164,7 +164,7 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
         return Ok(RestoreOutcome::ParentMissing);
     }
     let b = &rec.bookkeeping;
-    let inserted: Option<String> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATION)
+    let inserted: Option<String> = sqlx::query_scalar(sql::ARCHIVE_RESTORE_OPERATIONS)
         .bind(&id)
         .bind(&o.kind)
         .bind(&o.idempotency_key)
@@ -209,7 +209,7 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
         return Ok(RestoreOutcome::KeyTaken);
     }
     for a in &rec.attempts {
-        sqlx::query(sql::ARCHIVE_RESTORE_ATTEMPT)
+        sqlx::query(sql::ARCHIVE_RESTORE_ATTEMPTS)
             .bind(&id)
             .bind(i64::from(a.attempt))
             .bind(time::text(a.claimed_at)?)
@@ -232,7 +232,7 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
         .await
         .map_err(backend_error)?;
     for s in &rec.steps {
-        sqlx::query(sql::ARCHIVE_RESTORE_STEP)
+        sqlx::query(sql::ARCHIVE_RESTORE_STEPS)
             .bind(&id)
             .bind(&s.name)
             .bind(json_text(&s.output)?)

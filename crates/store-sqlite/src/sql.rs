@@ -55,15 +55,15 @@ statements! {
     /// Removes one archived operation whose fence holds.
     ARCHIVE_REMOVE = "archive_remove.sql";
     /// Whether a restored operation's id is taken and its parent present.
-    ARCHIVE_RESTORE_CHECK = "archive_restore_check.sql";
+    ARCHIVE_RESTORE_PRESENT = "archive_restore_present.sql";
     /// Inserts a restored operation.
-    ARCHIVE_RESTORE_OPERATION = "archive_restore_operation.sql";
+    ARCHIVE_RESTORE_OPERATIONS = "archive_restore_operations.sql";
     /// Inserts one attempt of a restored operation.
-    ARCHIVE_RESTORE_ATTEMPT = "archive_restore_attempt.sql";
+    ARCHIVE_RESTORE_ATTEMPTS = "archive_restore_attempts.sql";
     /// Takes a restored operation's attempts back out of the per-minute counts.
     ARCHIVE_RESTORE_UNCOUNT = "archive_restore_uncount.sql";
     /// Inserts one step of a restored operation.
-    ARCHIVE_RESTORE_STEP = "archive_restore_step.sql";
+    ARCHIVE_RESTORE_STEPS = "archive_restore_steps.sql";
     /// One operation by id.
     READ_OPERATION = "read_operation.sql";
     /// One operation's attempt history.
