@@ -371,15 +371,28 @@ fn broker_down_mid_drain(rig: &Rig, what: &str, stop: impl FnOnce(), start: impl
     start();
     let back = Instant::now();
     enqueue(rig, AFTER);
+    // Back on wake-ups: the workers take the wake-ups published after the return (the only
+    // consumers of the broker), whether or not a poll claimed their operations first.
+    let consumed = poll(Duration::from_secs(30), Duration::from_millis(200), || {
+        let depth = rig.oprec_json(&["transport", "depth", "--json"]);
+        (depth["depth"].as_u64() == Some(0)).then(|| back.elapsed())
+    });
+    assert!(
+        consumed.is_some(),
+        "the workers did not go back to wake-ups within 30 s of the broker's return: {}",
+        rig.oprec_json(&["transport", "depth", "--json"])
+    );
     let tally = finish(rig, &mut ws, total + AFTER, Duration::from_secs(120));
     rig.report(&format!(
         "faults injected 1 {what} outage of {:.0} s ({DURING} enqueued during it, slowest batch \
          {:.1} s; {at_stop} of {OPS} done when it began, all {total} done {:.1} s into it by \
-         polling the store), {AFTER} enqueued after its return done {:.1} s after it, operations \
+         polling the store), the broker's backlog consumed {:.1} s after its return, {AFTER} \
+         enqueued after its return done {:.1} s after it, operations \
          {}, lost 0, duplicate effects 0, attempts {} ({} vanished, {} failed)",
         down_for.as_secs_f64(),
         slowest.as_secs_f64(),
         drained.unwrap_or_default().as_secs_f64(),
+        consumed.unwrap_or_default().as_secs_f64(),
         back.elapsed().as_secs_f64(),
         total + AFTER,
         tally.attempts,
