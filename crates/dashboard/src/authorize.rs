@@ -9,6 +9,7 @@ use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
+use oprec_ops::MAX_ACTOR;
 
 use crate::AppState;
 use crate::error::AppError;
@@ -105,14 +106,14 @@ fn unauthorized() -> AppError {
     )
 }
 
-/// A name for the audit log: 1 to 64 printable characters.
+/// A name for the audit log: 1 to [`MAX_ACTOR`] printable characters, the ops library's bound.
 pub(crate) fn actor_name(name: &str) -> Result<String, AppError> {
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::bad_request(
-            "Give your name (1 to 64 printable characters): it is recorded with every action \
-             in the audit log.",
-        ));
+    if name.is_empty() || name.chars().count() > MAX_ACTOR || name.chars().any(char::is_control) {
+        return Err(AppError::bad_request(format!(
+            "Give your name (1 to {MAX_ACTOR} printable characters): it is recorded with every \
+             action in the audit log."
+        )));
     }
     Ok(name.to_owned())
 }

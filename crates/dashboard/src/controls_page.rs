@@ -6,6 +6,8 @@ use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
 use oprec_core::operator::Control;
+use oprec_ops::MAX_REASON;
+use oprec_ops::filter::MAX_NAME;
 use serde::Deserialize;
 
 use crate::State;
@@ -147,7 +149,7 @@ fn pause_form(viewer: &Viewer) -> Markup {
                 }
                 label {
                     "Name "
-                    input name="value" required maxlength="200"
+                    input name="value" required maxlength=(MAX_NAME)
                         placeholder="e.g. email.send or stripe";
                 }
             }
@@ -157,7 +159,7 @@ fn pause_form(viewer: &Viewer) -> Markup {
             }
             label {
                 "Reason "
-                input name="reason" maxlength="500" placeholder="why, for the audit log";
+                input name="reason" maxlength=(MAX_REASON) placeholder="why, for the audit log";
             }
             div.actions { button.primary type="submit" { "Pause" } }
         }

@@ -7,6 +7,7 @@ use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
 use oprec_core::store::ListParams;
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
+use oprec_ops::filter::{MAX_NAME, MAX_SEARCH};
 
 use crate::State;
 use crate::error::{AppError, store};
@@ -41,7 +42,7 @@ fn filter_form(f: &FilterForm) -> Markup {
         form.filters #filters method="get" action="/operations" {
             label {
                 "Kind"
-                input name="kind" value=(f.kind.trim()) placeholder="any" maxlength="200";
+                input name="kind" value=(f.kind.trim()) placeholder="any" maxlength=(MAX_NAME);
             }
             (select("status", "Status", &f.status, &names(Status::ALL, |s| s.as_str())))
             (select(
@@ -59,7 +60,7 @@ fn filter_form(f: &FilterForm) -> Markup {
             label {
                 "Error contains"
                 input name="error" value=(f.error.trim()) placeholder="text in the last error"
-                    maxlength="200";
+                    maxlength=(MAX_SEARCH);
             }
             label {
                 "Created since"

@@ -10,6 +10,8 @@ use axum::extract::rejection::{FormRejection, QueryRejection};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use oprec_core::{FailureClass, Status};
+use oprec_ops::MAX_REASON;
+use oprec_ops::filter::{MAX_NAME, MAX_SEARCH};
 use oprec_ops::moves::MoveRequest;
 use oprec_ops::{CancellationToken, Who};
 
@@ -28,15 +30,15 @@ pub(crate) fn quarantine_filter_form() -> Markup {
     html! {
         form.stack #quarantine-filter method="get" action="/quarantine" {
             div.row {
-                label { "Kind " input name="kind" maxlength="200"; }
-                label { "Dependency " input name="dependency" maxlength="200"; }
+                label { "Kind " input name="kind" maxlength=(MAX_NAME); }
+                label { "Dependency " input name="dependency" maxlength=(MAX_NAME); }
             }
             div.row {
                 label {
                     "Failure class "
                     select name="class" { (select_options("", &classes)) }
                 }
-                label { "Error contains " input name="error" maxlength="1000"; }
+                label { "Error contains " input name="error" maxlength=(MAX_SEARCH); }
             }
             div.actions { button type="submit" { "Count pending operations…" } }
         }
@@ -115,7 +117,7 @@ fn quarantine_form(viewer: &Viewer, f: &FilterForm, pending: u64) -> Markup {
             input type="hidden" name="expected" value=(pending);
             label {
                 "Reason (kept on each operation and in the audit log) "
-                input name="reason" required maxlength="500"
+                input name="reason" required maxlength=(MAX_REASON)
                     placeholder="e.g. malformed payloads from importer v2";
             }
             div.actions {

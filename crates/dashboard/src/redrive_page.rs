@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
 use oprec_core::PayloadMode;
 use oprec_core::operator::RedrivePreview;
+use oprec_ops::MAX_REASON;
 use oprec_ops::redrive::{RedriveInput, RedriveRequest, RedriveReview, payload_text};
 use oprec_ops::{Spelling, Who};
 
@@ -122,7 +123,7 @@ fn confirm_form(viewer: &Viewer, f: &FilterForm, p: &RedrivePreview) -> Markup {
             }
             label {
                 "Note for the audit log "
-                input name="note" maxlength="500"
+                input name="note" maxlength=(MAX_REASON)
                     placeholder="why (e.g. provider fixed in incident 412)";
             }
             div.actions {

@@ -4,6 +4,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
+use oprec_ops::MAX_ACTOR;
 use serde::Deserialize;
 
 use crate::State;
@@ -35,7 +36,7 @@ fn login_form(next: &str, message: Option<&str>) -> Markup {
                 input type="hidden" name="next" value=(next);
                 label {
                     "Your name "
-                    input name="name" required maxlength="64" autocomplete="username"
+                    input name="name" required maxlength=(MAX_ACTOR) autocomplete="username"
                         placeholder="e.g. alice";
                 }
                 label {
