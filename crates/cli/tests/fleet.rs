@@ -279,10 +279,11 @@ fn closing_counts(out: &str) -> (u64, u64) {
 /// most wait several re-wake intervals (3 s) before a handler is free. Each is woken about once:
 /// the enqueue's wake-up is trusted while the broker still holds it, instead of a duplicate per
 /// interval queueing behind it.
-#[test]
-fn a_saturated_fleet_publishes_about_one_wake_up_per_operation() {
+/// On Redis and on RabbitMQ: the broker's backlog never holds much more than one wake-up per
+/// waiting operation either.
+fn saturated_fleet(kind: RigKind) {
     const OPS: u64 = 600;
-    let rig = Rig::new(RigKind::PostgresRedis, "saturated wake-ups");
+    let rig = Rig::new(kind, "saturated wake-ups");
     let args = [
         "worker",
         "--demo",
@@ -343,6 +344,125 @@ fn a_saturated_fleet_publishes_about_one_wake_up_per_operation() {
         per_op <= 1.1,
         "{total} wake-ups for {OPS} operations ({per_op:.3} each)"
     );
+    assert!(
+        deepest <= OPS + OPS / 10,
+        "the broker held {deepest} wake-ups for {OPS} operations: duplicates queued behind them"
+    );
+}
+
+#[test]
+fn a_saturated_fleet_publishes_about_one_wake_up_per_operation_on_redis() {
+    saturated_fleet(RigKind::PostgresRedis);
+}
+
+#[test]
+fn a_saturated_fleet_publishes_about_one_wake_up_per_operation_on_rabbitmq() {
+    saturated_fleet(RigKind::PostgresAmqp);
+}
+
+/// The number of operations of `kind` with status `status`.
+fn count(rig: &Rig, kind: &str, status: &str) -> i64 {
+    rig.scalar(&format!(
+        "SELECT count(*) FROM operations WHERE kind = '{kind}' AND status = '{status}'"
+    ))
+}
+
+/// `release` and `redrive` wake what they make eligible on the scheduler's next pass too, not
+/// after the re-wake interval (30 s): held operations released, and dead ones re-driven.
+#[test]
+fn release_and_redrive_wake_the_work_within_seconds() {
+    let rig = Rig::new(RigKind::PostgresRedis, "release and redrive wake at once");
+    let worker_args = ["worker", "--demo", "--rewake-after", "30s"];
+    let mut w = rig.spawn("wake-r", &worker_args);
+    w.wait_until_up();
+
+    // Held: paused so that nothing is claimed before the quarantine, then held, then resumed
+    // (which wakes nothing: none is pending).
+    rig.oprec_ok(&["pause", "--kind", "demo.effect", "--actor", "test"]);
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.effect",
+        "--payload",
+        "{}",
+        "--count",
+        "200",
+    ]);
+    rig.oprec_ok(&[
+        "quarantine",
+        "--kind",
+        "demo.effect",
+        "--reason",
+        "test",
+        "--yes",
+        "--actor",
+        "test",
+    ]);
+    assert_eq!(count(&rig, "demo.effect", "held"), 200);
+    rig.oprec_ok(&["resume", "--kind", "demo.effect", "--actor", "test"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        rig.scalar("SELECT count(*) FROM operation_attempts"),
+        0,
+        "a held operation was claimed"
+    );
+    let released_at = Instant::now();
+    rig.oprec_ok(&[
+        "release",
+        "--kind",
+        "demo.effect",
+        "--yes",
+        "--actor",
+        "test",
+    ]);
+    let release_wait =
+        first_claim_after(&rig, 0, released_at).expect("a claim within 20 s of the release");
+    assert!(
+        release_wait < Duration::from_secs(10),
+        "the first claim came {release_wait:?} after the release"
+    );
+    poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        (count(&rig, "demo.effect", "succeeded") == 200).then_some(())
+    })
+    .expect("the 200 released operations finish within 30 s");
+
+    // Dead: a permanent failure on the first attempt.
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.flaky",
+        "--payload",
+        r#"{"fail_times": 1, "class": "permanent"}"#,
+        "--count",
+        "200",
+    ]);
+    poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        (count(&rig, "demo.flaky", "dead") == 200).then_some(())
+    })
+    .expect("the 200 flaky operations die within 30 s");
+    let before = rig.scalar("SELECT count(*) FROM operation_attempts");
+    let redriven_at = Instant::now();
+    rig.oprec_ok(&[
+        "redrive",
+        "--kind",
+        "demo.flaky",
+        "--yes",
+        "--actor",
+        "test",
+    ]);
+    let redrive_wait =
+        first_claim_after(&rig, before, redriven_at).expect("a claim within 20 s of the re-drive");
+    assert!(
+        redrive_wait < Duration::from_secs(10),
+        "the first claim came {redrive_wait:?} after the re-drive"
+    );
+    w.sigterm();
+    assert!(w.wait_for_exit(Duration::from_secs(30)).is_some());
+    rig.report(&format!(
+        "re-wake interval 30 s; first claim {} ms after release, {} ms after re-drive",
+        release_wait.as_millis(),
+        redrive_wait.as_millis()
+    ));
 }
 
 /// An import beside a running worker (re-wake interval 30 s, as in production): the operations

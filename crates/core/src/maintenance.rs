@@ -87,21 +87,44 @@ pub struct KindWakeFigures {
 /// The fewest re-wakes a kind is allowed per pass when its consumers' pace is not known yet.
 pub const REWAKE_FLOOR: u64 = 100;
 
+/// What the scheduler sees of one kind on the broker at a look.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BrokerLook {
+    /// The wake-ups the broker says it holds ([`Transport::depth`](crate::Transport::depth)),
+    /// `None` when it cannot say.
+    pub depth: Option<u64>,
+    /// At most how many more other consumers may hold without the depth counting them
+    /// ([`Transport::depth_unseen_bound`](crate::Transport::depth_unseen_bound)).
+    pub unseen: u64,
+    /// How many wake-ups the kind's consumers took in the last re-wake interval, once known.
+    pub pace: Option<u64>,
+}
+
 /// How many of a kind's stale operations to re-wake now: never more than are stale, never more
 /// than the broker seems to have lost (wake-ups that should be there, `signalled`, less those
 /// it holds, `depth`), and never more than the consumers can take before the next look (their
 /// pace over one re-wake interval, at least [`REWAKE_FLOOR`], less what already waits). When the
 /// broker cannot say its depth, only the stale count and the consumers' pace bound it. A kind no
 /// live worker handles gets nothing.
-pub fn rewake_budget(figures: &KindWakeFigures, depth: Option<u64>, pace: Option<u64>) -> u32 {
+///
+/// While the consumers are taking wake-ups (a pace above zero), the deliveries other consumers
+/// may hold unseen (`unseen`: AMQP's prefetch windows of other processes) are not taken for
+/// lost: a busy consumer's window is full of wake-ups it will work. Once the consumers take
+/// nothing, nothing is held back for them, so a wake-up truly lost is re-woken all the same.
+pub fn rewake_budget(figures: &KindWakeFigures, look: BrokerLook) -> u32 {
     if !figures.handled {
         return 0;
     }
-    let room = pace.unwrap_or(0).max(REWAKE_FLOOR);
-    let budget = match depth {
+    let room = look.pace.unwrap_or(0).max(REWAKE_FLOOR);
+    let unseen = if look.pace.unwrap_or(0) > 0 {
+        look.unseen
+    } else {
+        0
+    };
+    let budget = match look.depth {
         Some(depth) => figures
             .stale
-            .min(figures.signalled.saturating_sub(depth))
+            .min(figures.signalled.saturating_sub(depth + unseen))
             .min(room.saturating_sub(depth)),
         None => figures.stale.min(room),
     };
@@ -320,6 +343,14 @@ pub trait MaintenanceStore: Store {
 mod tests {
     use super::*;
 
+    fn look(depth: Option<u64>, pace: Option<u64>) -> BrokerLook {
+        BrokerLook {
+            depth,
+            unseen: 0,
+            pace,
+        }
+    }
+
     fn figures(signalled: u64, stale: u64, handled: bool) -> KindWakeFigures {
         KindWakeFigures {
             kind: "k".into(),
@@ -333,12 +364,12 @@ mod tests {
     fn a_saturated_kind_whose_wake_ups_all_wait_on_the_broker_gets_no_re_wakes() {
         // 2,000 waiting, every wake-up still queued, consumers taking 60 per interval.
         assert_eq!(
-            rewake_budget(&figures(2000, 2000, true), Some(2000), Some(60)),
+            rewake_budget(&figures(2000, 2000, true), look(Some(2000), Some(60))),
             0
         );
         // The broker holds more than its consumers take in an interval: adding more only queues.
         assert_eq!(
-            rewake_budget(&figures(2000, 2000, true), Some(150), Some(60)),
+            rewake_budget(&figures(2000, 2000, true), look(Some(150), Some(60))),
             0
         );
     }
@@ -347,22 +378,22 @@ mod tests {
     fn lost_wake_ups_are_re_woken_no_faster_than_the_consumers_take_them() {
         // A purge or a restart without persistence lost them all: the broker holds none.
         assert_eq!(
-            rewake_budget(&figures(5000, 5000, true), Some(0), Some(600)),
+            rewake_budget(&figures(5000, 5000, true), look(Some(0), Some(600))),
             600
         );
         // Before the pace is known, the floor.
         assert_eq!(
-            rewake_budget(&figures(5000, 5000, true), Some(0), None),
+            rewake_budget(&figures(5000, 5000, true), look(Some(0), None)),
             REWAKE_FLOOR as u32
         );
         // Only what seems lost: 300 should be there, 280 are.
         assert_eq!(
-            rewake_budget(&figures(300, 300, true), Some(280), Some(1000)),
+            rewake_budget(&figures(300, 300, true), look(Some(280), Some(1000))),
             20
         );
         // Never more than are stale.
         assert_eq!(
-            rewake_budget(&figures(300, 5, true), Some(0), Some(1000)),
+            rewake_budget(&figures(300, 5, true), look(Some(0), Some(1000))),
             5
         );
     }
@@ -370,13 +401,35 @@ mod tests {
     #[test]
     fn without_a_depth_only_the_pace_bounds_it_and_an_unhandled_kind_gets_nothing() {
         assert_eq!(
-            rewake_budget(&figures(5000, 5000, true), None, Some(700)),
+            rewake_budget(&figures(5000, 5000, true), look(None, Some(700))),
             700
         );
-        assert_eq!(rewake_budget(&figures(50, 50, true), None, None), 50);
+        assert_eq!(rewake_budget(&figures(50, 50, true), look(None, None)), 50);
         assert_eq!(
-            rewake_budget(&figures(5000, 5000, false), Some(0), Some(700)),
+            rewake_budget(&figures(5000, 5000, false), look(Some(0), Some(700))),
             0
         );
+    }
+
+    #[test]
+    fn what_other_busy_consumers_may_hold_unseen_is_not_taken_for_lost() {
+        // 178 should be on the broker, 50 are ready, another process's consumer may hold 128
+        // prefetched: while the consumers take wake-ups, none is lost.
+        let busy = BrokerLook {
+            depth: Some(50),
+            unseen: 128,
+            pace: Some(120),
+        };
+        assert_eq!(rewake_budget(&figures(178, 178, true), busy), 0);
+        // More are missing than the windows can hold: the rest are re-woken.
+        assert_eq!(rewake_budget(&figures(278, 278, true), busy), 70);
+        // Consumers that take nothing hold nothing back: everything missing is re-woken.
+        let idle = BrokerLook {
+            pace: Some(0),
+            ..busy
+        };
+        assert_eq!(rewake_budget(&figures(178, 178, true), idle), 50);
+        let unknown = BrokerLook { pace: None, ..busy };
+        assert_eq!(rewake_budget(&figures(178, 178, true), unknown), 50);
     }
 }

@@ -132,6 +132,15 @@ pub trait Transport: Send + Sync + 'static {
     /// The depth of every kind known, by kind name.
     async fn depths(&self) -> Result<Vec<KindDepth>>;
 
+    /// At most how many wake-ups of `kind` other processes' consumers may hold that
+    /// [`depth`](Transport::depth) does not count: deliveries a broker pushed ahead to them
+    /// (AMQP's prefetch window of each other consumer of the queue). 0, the default, where the
+    /// depth counts every consumer's deliveries (Redis's pending entries) or there are no others.
+    /// The scheduler allows for them before it takes wake-ups for lost.
+    async fn depth_unseen_bound(&self, _kind: &str) -> Result<u64> {
+        Ok(0)
+    }
+
     /// Names kinds that may have wake-ups waiting, for a broker that cannot list its queues
     /// (AMQP): `depth(None)`, `depths()` and `purge(None)` then cover them too. Transports that
     /// find every kind on the broker ignore it.

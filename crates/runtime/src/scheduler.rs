@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oprec_core::maintenance::{
-    RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams, rewake_budget,
+    BrokerLook, RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams, rewake_budget,
 };
 use oprec_core::transport::check_kind;
 use oprec_core::{MaintenanceStore, OperationId, Transport, WORKER_LIVE_SECS, WakeUp};
@@ -186,7 +186,21 @@ impl Scheduler {
             // measured then: they count as arrivals, as the re-wakes published at that look.
             let fresh = self.published_since.remove(&f.kind).unwrap_or_default();
             let pace = depth.and_then(|d| self.pace(&f.kind, d, fresh, now));
-            let budget = rewake_budget(f, depth, pace);
+            // Asked only when it can matter: something seems missing and consumers take.
+            let unseen = match depth {
+                Some(d) if f.signalled > d && pace.unwrap_or(0) > 0 => {
+                    transport.depth_unseen_bound(&f.kind).await.unwrap_or(0)
+                }
+                _ => 0,
+            };
+            let budget = rewake_budget(
+                f,
+                BrokerLook {
+                    depth,
+                    unseen,
+                    pace,
+                },
+            );
             let mut published = 0;
             if budget > 0 && !pass.publish_failed {
                 let due = store
@@ -198,7 +212,7 @@ impl Scheduler {
                     .await?;
                 let done = publish_spread(store, transport, &self.config, stats, &due).await;
                 tracing::debug!(kind = %f.kind, signalled = f.signalled, stale = f.stale,
-                    depth = ?depth, pace = ?pace, budget, rewoken = done.published,
+                    depth = ?depth, unseen, pace = ?pace, budget, rewoken = done.published,
                     "stale wake-ups re-woken");
                 published += done.published;
                 pass.published += done.published;

@@ -34,6 +34,11 @@ impl Inbox {
         }
     }
 
+    /// Whether a consumer of `kind`'s queue runs on this link.
+    pub(crate) fn consumes(&self, kind: &str) -> bool {
+        self.consumers.contains_key(kind)
+    }
+
     /// Moves everything lapin already holds, of every kind, into the buffer, without waiting.
     pub(crate) fn drain(&mut self, link: &Link) -> Result<(), AmqpError> {
         let kinds: Vec<String> = self.consumers.keys().cloned().collect();

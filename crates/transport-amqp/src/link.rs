@@ -354,28 +354,41 @@ impl Link {
     /// Ready messages in `kind`'s queue plus deliveries of the kind this link holds
     /// unacknowledged; 0 for a kind with no queue.
     pub(crate) async fn depth(&self, kind: &str) -> Result<u64, AmqpError> {
-        let queue = ShortString::from(self.queue_of(kind));
-        let ready = self
-            .on_side_channel("queue.declare", |channel| async move {
-                channel
-                    .queue_declare(
-                        queue,
-                        QueueDeclareOptions {
-                            passive: true,
-                            ..QueueDeclareOptions::default()
-                        },
-                        FieldTable::default(),
-                    )
-                    .await
-                    .map(|q| u64::from(q.message_count()))
-            })
-            .await?;
+        let (ready, _) = self.queue_counts(kind).await?;
         let mut inbox = self.claim_inbox().await;
         self.flush_deliveries().await?;
         inbox.drain(self)?;
         drop(inbox);
         let held = self.unacked().values().filter(|k| *k == kind).count() as u64;
         Ok(ready + held)
+    }
+
+    /// At most how many of `kind`'s deliveries other consumers hold without [`depth`](Self::depth)
+    /// seeing them: each consumer of the queue but this link's own may hold a prefetch window.
+    pub(crate) async fn depth_unseen_bound(&self, kind: &str) -> Result<u64, AmqpError> {
+        let (_, consumers) = self.queue_counts(kind).await?;
+        let own = u32::from(self.claim_inbox().await.consumes(kind));
+        Ok(u64::from(consumers.saturating_sub(own)) * u64::from(self.prefetch))
+    }
+
+    /// The ready messages and the consumers of `kind`'s queue, as the broker counts them (a
+    /// passive declare); zeros for a kind with no queue.
+    async fn queue_counts(&self, kind: &str) -> Result<(u64, u32), AmqpError> {
+        let queue = ShortString::from(self.queue_of(kind));
+        self.on_side_channel("queue.declare", |channel| async move {
+            channel
+                .queue_declare(
+                    queue,
+                    QueueDeclareOptions {
+                        passive: true,
+                        ..QueueDeclareOptions::default()
+                    },
+                    FieldTable::default(),
+                )
+                .await
+                .map(|q| (u64::from(q.message_count()), q.consumer_count()))
+        })
+        .await
     }
 
     /// Purges the ready messages of `kind`'s queue, then drops (acknowledges) what this link has
@@ -403,14 +416,15 @@ impl Link {
     /// Runs one call about a queue that may not exist on a channel of its own: the broker closes
     /// the channel of a call on a missing queue (`NOT_FOUND`), which then counts as 0 and leaves
     /// the link's channels open.
-    async fn on_side_channel<F, Fut>(
+    async fn on_side_channel<T, F, Fut>(
         &self,
         operation: &'static str,
         call: F,
-    ) -> Result<u64, AmqpError>
+    ) -> Result<T, AmqpError>
     where
+        T: Default,
         F: FnOnce(Channel) -> Fut,
-        Fut: Future<Output = lapin::Result<u64>>,
+        Fut: Future<Output = lapin::Result<T>>,
     {
         let broker = move |source| AmqpError::Broker { operation, source };
         self.bounded(operation, async {
@@ -420,7 +434,7 @@ impl Link {
                     let _ = channel.close(200, "OK".into()).await;
                     Ok(n)
                 }
-                Err(e) if is_not_found(&e) => Ok(0),
+                Err(e) if is_not_found(&e) => Ok(T::default()),
                 Err(e) => Err(broker(e)),
             }
         })

@@ -248,6 +248,11 @@ impl Transport for AmqpTransport {
         }
     }
 
+    async fn depth_unseen_bound(&self, kind: &str) -> Result<u64> {
+        check_kind(kind)?;
+        Ok(self.link().await?.depth_unseen_bound(kind).await?)
+    }
+
     async fn depths(&self) -> Result<Vec<KindDepth>> {
         let link = self.link().await?;
         let mut out = Vec::new();

@@ -96,6 +96,58 @@ async fn prefetch_bounds_what_one_receive_takes() {
     assert_eq!(t.depth(None).await.expect("depth"), 0);
 }
 
+/// What another process's consumer holds prefetched is not in this process's depth; the bound
+/// of it is the other consumers' prefetch windows (its own consumer is not counted).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_consumers_prefetch_windows_bound_what_depth_cannot_see() {
+    let config = AmqpTransportConfig {
+        prefetch: 10,
+        ..fresh_config()
+    };
+    let _queue = QueueGuard::new(&config);
+    let watcher = transport(config.clone()).await;
+    let worker = transport(config.clone()).await;
+    let kind = common::kinds()[0].clone();
+    watcher
+        .publish(&common::wakeups(&ids(30)))
+        .await
+        .expect("publish");
+    assert_eq!(watcher.depth_unseen_bound(&kind).await.expect("bound"), 0);
+    // The worker's consumer starts with its first receive and is pushed up to 10.
+    let got = worker
+        .receive(&common::kinds(), 1, Duration::from_millis(500))
+        .await
+        .expect("receive");
+    assert_eq!(got.len(), 1);
+    let seen = poll_depth(&watcher, 20).await;
+    assert_eq!(seen, 20, "the watcher sees the ready messages only");
+    assert_eq!(
+        watcher.depth_unseen_bound(&kind).await.expect("bound"),
+        10,
+        "one other consumer, a window of 10"
+    );
+    assert_eq!(
+        worker.depth_unseen_bound(&kind).await.expect("bound"),
+        0,
+        "its own consumer's deliveries are in its own depth"
+    );
+    assert_eq!(worker.depth(None).await.expect("depth"), 30);
+    worker.ack(acks(&got)).await.expect("ack");
+}
+
+/// The watcher's depth once it reads `want` (the broker moves prefetched messages out of the
+/// ready count as it sends them), 5 s at most; the last depth read otherwise.
+async fn poll_depth(t: &AmqpTransport, want: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let d = t.depth(None).await.expect("depth");
+        if d == want || Instant::now() >= deadline {
+            return d;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn depth_and_purge_do_not_wait_for_a_waiting_receive() {
     let config = fresh_config();
