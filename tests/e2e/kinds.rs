@@ -174,6 +174,23 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .expect("policy"),
         hang_once,
     );
+    // Every attempt outlives its timeout, for a kind whose remote side honours the effect key:
+    // the budget of automatic retries of an unknown outcome is spent (two attempts left over,
+    // so the budget, not the bound, ends the retries), then it reconciles.
+    let hangs_keyed = Kind::new(
+        "t.hangs_keyed",
+        short(RetryPolicy::builder())
+            .max_attempts(oprec_core::DEFAULT_UNKNOWN_RETRIES + 3)
+            .external_io(Ladder::schedule_secs(&[0, 1, 1, 1, 1]))
+            .remote_honours_effect_key()
+            .jitter(oprec_core::Jitter::None)
+            .build()
+            .expect("policy"),
+        |_ctx: oprec_runtime::Context, _p: serde_json::Value| async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(())
+        },
+    );
     // The first attempt fails with an error nobody classified (a reset after the bytes were
     // sent); the next succeeds. Without the effect key honoured it reconciles; with it, it is
     // retried automatically.
@@ -210,6 +227,7 @@ pub fn registry(counters: Arc<Counters>) -> Arc<Registry> {
             .register(panics)
             .register(hangs)
             .register(hangs_local)
+            .register(hangs_keyed)
             .register(unclassified)
             .register(unclassified_keyed)
             .register(needed),

@@ -484,7 +484,8 @@ pub async fn a_panicking_handler_is_recorded_at_once(rig: Rig) {
 /// The paths of an attempt nobody classified, which the seed asks to treat as ambiguous: an
 /// attempt past its timeout is an unknown outcome for a kind that calls out (reconciling, no
 /// blind retry) and an ordinary retry for a local-only one; an unclassified error reconciles,
-/// unless the kind's remote side honours the effect key, when it is retried automatically.
+/// unless the kind's remote side honours the effect key, when it is retried automatically; so is
+/// a timeout of such a kind, within the same small budget, and then it reconciles.
 pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
     let counters = Arc::new(Counters::default());
     let reg = registry(counters);
@@ -495,6 +496,7 @@ pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
         "t.hangs_local",
         "t.unclassified",
         "t.unclassified_keyed",
+        "t.hangs_keyed",
     ] {
         let id = client
             .enqueue(kind, json!({}), EnqueueOptions::default())
@@ -504,7 +506,7 @@ pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
         ids.push(id);
     }
     let running = Running::start(rig.worker(&reg, |_| {}));
-    rig.wait_for(Status::Reconciling, 2, 30).await;
+    rig.wait_for(Status::Reconciling, 3, 30).await;
     rig.wait_for(Status::Succeeded, 2, 30).await;
     running.stop().await;
     let history = |d: &oprec_core::OperationDetail| -> Vec<(AttemptOutcome, Option<FailureClass>)> {
@@ -513,7 +515,8 @@ pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
             .map(|a| (a.outcome, a.failure_class))
             .collect()
     };
-    let [hangs, hangs_local, unclassified, keyed] = [ids[0], ids[1], ids[2], ids[3]];
+    let [hangs, hangs_local, unclassified, keyed, hangs_keyed] =
+        [ids[0], ids[1], ids[2], ids[3], ids[4]];
     let d = rig.get(hangs).await;
     assert_eq!(d.operation.status, Status::Reconciling);
     assert_eq!(
@@ -561,6 +564,27 @@ pub async fn unclassified_errors_and_timeouts_take_their_paths(rig: Rig) {
         d.operation.unknowns, 1,
         "one automatic retry of the budget spent"
     );
+    // Each timeout of the keyed kind is retried automatically while the budget lasts (with
+    // attempts to spare), and the one after it reconciles.
+    let budget = oprec_core::DEFAULT_UNKNOWN_RETRIES;
+    let d = rig.get(hangs_keyed).await;
+    assert_eq!(d.operation.status, Status::Reconciling);
+    let mut expected = vec![(AttemptOutcome::Error, Some(FailureClass::Unknown)); budget as usize];
+    expected.push((AttemptOutcome::Unknown, Some(FailureClass::Unknown)));
+    assert_eq!(history(&d), expected);
+    assert_eq!(d.operation.unknowns, budget, "the budget spent");
+    assert_eq!(d.operation.attempt, budget + 1);
+    for (n, a) in d.attempts.iter().enumerate() {
+        let error = a.error.as_ref().unwrap();
+        assert!(error.summary.contains("exceeded its timeout"), "{error:?}");
+        let decision = error.decision.as_deref().unwrap_or_default();
+        if n < budget as usize {
+            let retry = format!("automatic retry {} of {budget}", n + 1);
+            assert!(decision.contains(&retry), "{decision}");
+        } else {
+            assert!(decision.contains("no blind retry"), "{decision}");
+        }
+    }
 }
 
 /// 200 callers enqueue one operation each at the same time (group commit shares their inserts):
