@@ -261,6 +261,46 @@ enum AmqpThing {
 /// Deletes a RabbitMQ queue or exchange on a thread and runtime of its own (this may run on a
 /// runtime's thread, where blocking on another runtime is refused). Best effort and bounded
 /// (5 s): a broker that is gone by then costs that long, never a hang or a second panic.
+/// The type of the RabbitMQ queue `queue` ("quorum" or "classic"), as the broker states it when
+/// the queue is declared again as a classic queue (with the rig's expiry of 120 s, so that the
+/// type is the only argument that can differ).
+pub fn amqp_queue_type(url: &str, queue: &str) -> String {
+    use lapin::options::QueueDeclareOptions;
+    use lapin::types::{AMQPValue, FieldTable, LongString};
+    use lapin::{Connection, ConnectionProperties};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let conn = Connection::connect(url, ConnectionProperties::default())
+            .await
+            .expect("connect to RabbitMQ");
+        let channel = conn.create_channel().await.expect("channel");
+        let mut classic = FieldTable::default();
+        classic.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString(LongString::from("classic")),
+        );
+        classic.insert("x-expires".into(), AMQPValue::LongLongInt(120_000));
+        let declared = channel
+            .queue_declare(
+                queue.into(),
+                QueueDeclareOptions {
+                    durable: true,
+                    ..QueueDeclareOptions::default()
+                },
+                classic,
+            )
+            .await;
+        match declared {
+            Ok(_) => "classic".to_owned(),
+            Err(e) if e.to_string().contains("current is 'quorum'") => "quorum".to_owned(),
+            Err(e) => panic!("declaring {queue} again failed: {e}"),
+        }
+    })
+}
+
 fn amqp_delete(url: &str, thing: AmqpThing) {
     use lapin::options::{ExchangeDeleteOptions, QueueDeleteOptions};
     use lapin::{Connection, ConnectionProperties};

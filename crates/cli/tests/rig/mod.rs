@@ -250,6 +250,11 @@ impl Rig {
         rig
     }
 
+    /// The transport URL the binary gets (with the rig's prefix).
+    pub fn transport_url(&self) -> &str {
+        &self.transport
+    }
+
     pub fn dir(&self) -> &std::path::Path {
         self.dir.as_ref().expect("dir").path()
     }
