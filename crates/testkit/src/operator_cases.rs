@@ -472,6 +472,91 @@ pub async fn pause_by_dependency_reaches_failures_that_name_it<S: FullStore>(h: 
     assert_eq!(claimed(h.claim_all("w").await), vec![about]);
 }
 
+/// A postponement of a dependency reaches the operations whose last failure named it, as a
+/// pause does: setting it voids their wake-ups (and no others'), they are neither woken nor
+/// claimable until its time, and then the scheduler wakes them at once; lifting it before its
+/// time voids again a wake-up sent while it held, so they are woken at once too.
+pub async fn postponing_a_dependency_reaches_failures_that_name_it<S: FullStore>(h: Harness<S>) {
+    let failure = || Failure::transient("catalogue incomplete").about_dependency("catalogue");
+    let claimed = |v: Vec<oprec_core::Claimed>| v.iter().map(|o| o.id).collect::<Vec<_>>();
+    let hr = &h;
+    let not_by_id = |id| async move {
+        let got = hr
+            .store
+            .operation_claim_by_ids(ClaimByIdsParams {
+                ids: vec![id],
+                kinds: vec![],
+                claimant: hr.claimant("w"),
+            })
+            .await
+            .unwrap();
+        assert!(got.is_empty(), "{id} claimed by id while postponed");
+    };
+    let about = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(&h, about, Transition::retry(h.clock.now(), failure())).await;
+    let fresh = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let mut both = vec![about, fresh];
+    both.sort();
+    assert_eq!(wake_all(&h).await, both, "both woken once");
+    let until = h.clock.now() + Duration::seconds(60);
+    h.store
+        .control_set(control(ControlScope::Dependency, "catalogue", Some(until)))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.get(about).await.operation.last_woken_at,
+        None,
+        "the postponed operation's wake-up is void"
+    );
+    assert!(
+        h.get(fresh).await.operation.last_woken_at.is_some(),
+        "an operation that names no dependency keeps its own"
+    );
+    assert!(wake_all(&h).await.is_empty(), "held back: not woken");
+    assert_eq!(claimed(h.claim_all("w").await), vec![fresh]);
+    not_by_id(about).await;
+    h.advance_secs(59);
+    assert!(wake_all(&h).await.is_empty(), "still before its time");
+    assert!(h.claim_all("w").await.is_empty());
+    not_by_id(about).await;
+    h.advance_secs(1);
+    assert_eq!(wake_all(&h).await, vec![about], "woken at once at its time");
+    assert_eq!(claimed(h.claim_all("w").await), vec![about]);
+
+    // Lifted before its time.
+    let later = enqueue(&h, "k", EnqueueOptions::default()).await;
+    finish(&h, later, Transition::retry(h.clock.now(), failure())).await;
+    let until = h.clock.now() + Duration::seconds(60);
+    h.store
+        .control_set(control(ControlScope::Dependency, "catalogue", Some(until)))
+        .await
+        .unwrap();
+    assert!(h.claim_all("w").await.is_empty());
+    not_by_id(later).await;
+    // A wake-up sent while it holds (a retry publishes one), which the workers drop.
+    h.store
+        .operation_mark_woken(oprec_core::store::MarkWokenParams { ids: vec![later] })
+        .await
+        .unwrap();
+    assert!(h.get(later).await.operation.last_woken_at.is_some());
+    assert!(
+        h.store
+            .control_remove(ControlRemoveParams {
+                scope: ControlScope::Dependency,
+                value: "catalogue".into(),
+            })
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        h.get(later).await.operation.last_woken_at,
+        None,
+        "lifting resets the wake-up"
+    );
+    assert_eq!(wake_all(&h).await, vec![later], "woken at once when lifted");
+    assert_eq!(claimed(h.claim_all("w").await), vec![later]);
+}
+
 /// The dry run counts and groups without changing anything; in-place re-drive resets, spreads
 /// eligibility, is batch-by-batch and never re-drives twice; non-terminal matches are refused.
 pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: FullStore>(h: Harness<S>) {
@@ -1285,6 +1370,7 @@ macro_rules! operator_conformance_tests {
             pauses_stop_only_what_they_name,
             pause_by_class_holds_back_that_class,
             pause_by_dependency_reaches_failures_that_name_it,
+            postponing_a_dependency_reaches_failures_that_name_it,
             lifting_a_control_wakes_what_it_held,
             wake_reset_rebuilds_a_purged_backlog,
             budgeted_wake_ups_fresh_figures_and_rewake,
