@@ -175,6 +175,19 @@ fn first_claim_after(rig: &Rig, before: i64, since: Instant) -> Option<Duration>
     })
 }
 
+/// Enqueues `n` `demo.effect` operations with an empty payload.
+fn enqueue_effects(rig: &Rig, n: u32) {
+    rig.oprec_ok(&[
+        "enqueue",
+        "--kind",
+        "demo.effect",
+        "--payload",
+        "{}",
+        "--count",
+        &n.to_string(),
+    ]);
+}
+
 /// Operator actions that make work eligible wake it on the scheduler's next pass, not after the
 /// re-wake interval (30 s here, as in production): `resume` after a pause dropped the wake-ups,
 /// and `transport purge` of a backlog whose wake-ups the workers never saw.
@@ -186,15 +199,7 @@ fn resume_and_purge_wake_the_work_within_seconds() {
     w.wait_until_up();
     // Paused: the wake-ups published at enqueue reach the worker, which drops them.
     rig.oprec_ok(&["pause", "--kind", "demo.effect", "--actor", "test"]);
-    rig.oprec_ok(&[
-        "enqueue",
-        "--kind",
-        "demo.effect",
-        "--payload",
-        "{}",
-        "--count",
-        "200",
-    ]);
+    enqueue_effects(&rig, 200);
     std::thread::sleep(Duration::from_secs(3));
     assert_eq!(
         rig.scalar("SELECT count(*) FROM operation_attempts"),
@@ -220,15 +225,7 @@ fn resume_and_purge_wake_the_work_within_seconds() {
     // scheduler rebuilds it from the rows.
     w.sigterm();
     assert!(w.wait_for_exit(Duration::from_secs(30)).is_some());
-    rig.oprec_ok(&[
-        "enqueue",
-        "--kind",
-        "demo.effect",
-        "--payload",
-        "{}",
-        "--count",
-        "200",
-    ]);
+    enqueue_effects(&rig, 200);
     let purged = rig.oprec_json(&["transport", "purge", "--yes", "--actor", "test", "--json"]);
     assert_eq!(purged["pending"], 200, "{purged}");
     assert_eq!(
@@ -379,15 +376,7 @@ fn release_and_redrive_wake_the_work_within_seconds() {
     // Held: paused so that nothing is claimed before the quarantine, then held, then resumed
     // (which wakes nothing: none is pending).
     rig.oprec_ok(&["pause", "--kind", "demo.effect", "--actor", "test"]);
-    rig.oprec_ok(&[
-        "enqueue",
-        "--kind",
-        "demo.effect",
-        "--payload",
-        "{}",
-        "--count",
-        "200",
-    ]);
+    enqueue_effects(&rig, 200);
     rig.oprec_ok(&[
         "quarantine",
         "--kind",
