@@ -11,7 +11,6 @@ use oprec_core::archive::{
 };
 use oprec_core::store::Step;
 use oprec_core::{Attempt, OperationId, Result, Status};
-use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 use crate::row::{self, Columns};
@@ -32,15 +31,7 @@ pub(crate) async fn operation_export(
     if statuses.is_empty() || params.limit == 0 {
         return Ok(Vec::new());
     }
-    let mut q: QueryBuilder<Postgres> =
-        QueryBuilder::new("SELECT o.* FROM operations o WHERE o.status = ANY(");
-    q.push_bind(statuses).push(")");
-    filter::push_conditions(&mut q, &params.filter);
-    if let Some(after) = params.after {
-        q.push(" AND o.id > ").push_bind(*after.as_uuid());
-    }
-    q.push(" ORDER BY o.id LIMIT ")
-        .push_bind(i64::from(params.limit));
+    let mut q = filter::archive_pick(&params.filter, statuses, params.after, params.limit);
     // One snapshot: the rows and their histories are of the same moment.
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
     sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")

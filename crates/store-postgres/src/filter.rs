@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use chrono::{DateTime, Utc};
 use oprec_core::operator::{CountMatchingParams, OperationFilter};
 use oprec_core::store::ListParams;
-use oprec_core::{Result, Status};
+use oprec_core::{Ending, OperationId, Result, Status};
 use sqlx::{Postgres, QueryBuilder};
 
 use crate::row::{self, Columns};
@@ -69,7 +70,7 @@ fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
 /// The listing: every filter narrows, ids page the result (oldest or newest first), and the
 /// page size is capped at [`LIST_LIMIT_MAX`]. Walks the primary key in id order, or
 /// operations_status_kind when a status narrows it.
-pub(crate) fn list_query(p: ListParams) -> QueryBuilder<Postgres> {
+pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
     let mut q = QueryBuilder::new("SELECT o.* FROM operations o WHERE true");
     if let Some(status) = p.status {
         q.push(" AND o.status = ").push_bind(status.as_str());
@@ -104,6 +105,157 @@ pub(crate) fn list_query(p: ListParams) -> QueryBuilder<Postgres> {
     }
     q.push(order)
         .push_bind(i64::from(p.limit.clamp(1, LIST_LIMIT_MAX)));
+    q
+}
+
+/// Appends the condition (with no leading `AND`) that the row aliased `o` is a terminal match of
+/// `f` not already re-driven as new.
+fn push_redrivable(q: &mut QueryBuilder<Postgres>, f: &OperationFilter, include_cancelled: bool) {
+    let mut terminal = vec![Status::Dead.as_str()];
+    if include_cancelled {
+        terminal.push(Status::Cancelled.as_str());
+    }
+    q.push(" o.status = ANY(").push_bind(terminal).push(
+        ") AND NOT EXISTS (SELECT 1 FROM operations c \
+             WHERE c.redrive_of = o.id AND NOT c.redrive_duplicate)",
+    );
+    push_conditions(q, f);
+}
+
+/// A re-drive's matches grouped by kind, payload mode, last failure class and terminal reason,
+/// the largest group first.
+pub(crate) fn redrive_groups(
+    f: &OperationFilter,
+    include_cancelled: bool,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, count(*) AS count
+         FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled);
+    q.push(" GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC, 1");
+    q
+}
+
+/// How many of the filter's matches are not terminal, and so refused by a re-drive.
+pub(crate) fn redrive_not_terminal(f: &OperationFilter) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new(
+        "SELECT count(*) FROM operations o
+         WHERE o.status IN ('pending', 'running', 'reconciling', 'held')",
+    );
+    push_conditions(&mut q, f);
+    q
+}
+
+/// Up to `limit` of a re-drive's matches, oldest terminal first, with their last error summary.
+pub(crate) fn redrive_samples(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.id, o.kind, o.last_error->>'summary' AS error FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled);
+    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
+        .push_bind(i64::from(limit));
+    q
+}
+
+/// The ids of up to `limit` of a re-drive's matches, oldest terminal first, locked (rows another
+/// transaction holds are skipped).
+pub(crate) fn redrive_pick(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
+    push_redrivable(&mut q, f, include_cancelled);
+    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
+        .push_bind(i64::from(limit))
+        .push(" FOR UPDATE OF o SKIP LOCKED");
+    q
+}
+
+/// Up to `limit` archive matches of `f` after `after`, in id order, every column of the row: only
+/// those among `statuses` (terminal ones, as the caller chose).
+pub(crate) fn archive_pick(
+    f: &OperationFilter,
+    statuses: Vec<&'static str>,
+    after: Option<OperationId>,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new("SELECT o.* FROM operations o WHERE o.status = ANY(");
+    q.push_bind(statuses).push(")");
+    push_conditions(&mut q, f);
+    if let Some(after) = after {
+        q.push(" AND o.id > ").push_bind(*after.as_uuid());
+    }
+    q.push(" ORDER BY o.id LIMIT ").push_bind(i64::from(limit));
+    q
+}
+
+/// Starts `WITH now AS (...), picked AS (...)`: up to `limit` operations in `status` that match
+/// `filter`, in id order, locked.
+fn pick(
+    now: Option<DateTime<Utc>>,
+    status: Status,
+    filter: &OperationFilter,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new("WITH now AS (SELECT coalesce(");
+    q.push_bind(now)
+        .push("::timestamptz, now()) AS t), picked AS (SELECT o.id AS pid FROM operations o WHERE o.status = ")
+        .push_bind(status.as_str());
+    push_conditions(&mut q, filter);
+    q.push(" ORDER BY o.id LIMIT ")
+        .push_bind(i64::from(limit))
+        .push(" FOR UPDATE OF o SKIP LOCKED) ");
+    q
+}
+
+/// Applies `ending` at the store's time to up to `limit` pending matches of `f`, in id order,
+/// skipping locked rows: status and terminal reason from the ending, `last_error` patched by its
+/// [`ErrorPatch`](oprec_core::ErrorPatch) rule.
+pub(crate) fn quarantine(
+    now: Option<DateTime<Utc>>,
+    ending: Ending,
+    f: &OperationFilter,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = pick(now, Status::Pending, f, limit);
+    q.push("UPDATE operations o SET status = ")
+        .push_bind(ending.status.as_str())
+        .push(", terminal_reason = ")
+        .push_bind(ending.terminal_reason.map(|r| r.as_str()))
+        .push(", terminal_at = CASE WHEN ")
+        .push_bind(ending.status.is_terminal())
+        .push(" THEN now.t END, updated_at = now.t")
+        // ErrorPatch's rule, as in rescue_end_past_deadline.sql: the stored summary kept (or the
+        // default when there was no error), decision and next action replaced, other keys kept.
+        .push(", last_error = jsonb_build_object('summary', ")
+        .push_bind(ending.patch.default_summary)
+        .push("::text) || coalesce(o.last_error, '{}'::jsonb) || jsonb_build_object('decision', ")
+        .push_bind(ending.patch.decision)
+        .push("::text, 'next_action', ")
+        .push_bind(ending.patch.next_action)
+        .push("::text) FROM picked, now WHERE o.id = picked.pid");
+    q
+}
+
+/// Returns up to `limit` held matches of `f`, in id order, skipping locked rows, to pending:
+/// eligible now or at the later time they were already waiting for, and due for a wake-up.
+pub(crate) fn release(
+    now: Option<DateTime<Utc>>,
+    f: &OperationFilter,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = pick(now, Status::Held, f, limit);
+    q.push(
+        "UPDATE operations o SET status = 'pending', \
+         next_eligible_at = greatest(o.next_eligible_at, now.t), \
+         last_woken_at = NULL, updated_at = now.t FROM picked, now WHERE o.id = picked.pid",
+    );
     q
 }
 

@@ -139,7 +139,7 @@ pub(crate) async fn operation_get(
 
 /// Operations matching the listing's filters, one keyset page.
 pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Result<Vec<Operation>> {
-    let mut query = filter::list_query(params);
+    let mut query = filter::list(params);
     let rows = query
         .build()
         .fetch_all(&store.pool)

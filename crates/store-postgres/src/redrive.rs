@@ -7,29 +7,14 @@
 
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    OperationFilter, PreviewGroup, PreviewSample, RedriveMode, RedriveParams, RedrivePreview,
-    RedrivePreviewParams, Redriven,
+    PreviewGroup, PreviewSample, RedriveMode, RedriveParams, RedrivePreview, RedrivePreviewParams,
+    Redriven,
 };
-use oprec_core::{OperationId, Result, Status};
-use sqlx::{Postgres, QueryBuilder};
+use oprec_core::{OperationId, Result};
 use uuid::Uuid;
 
 use crate::row::{self, Columns};
 use crate::{PgStore, backend_error, filter, sql};
-
-/// Appends the condition that the row aliased `o` is a terminal match of `f` not already
-/// re-driven as new.
-fn push_redrivable(q: &mut QueryBuilder<Postgres>, f: &OperationFilter, include_cancelled: bool) {
-    let mut terminal = vec![Status::Dead.as_str()];
-    if include_cancelled {
-        terminal.push(Status::Cancelled.as_str());
-    }
-    q.push(" o.status = ANY(").push_bind(terminal).push(
-        ") AND NOT EXISTS (SELECT 1 FROM operations c \
-             WHERE c.redrive_of = o.id AND NOT c.redrive_duplicate)",
-    );
-    filter::push_conditions(q, f);
-}
 
 /// What a re-drive would touch: matches grouped and sampled, and the non-terminal matches it
 /// would refuse. Changes nothing.
@@ -38,13 +23,7 @@ pub(crate) async fn redrive_preview(
     params: RedrivePreviewParams,
 ) -> Result<RedrivePreview> {
     let (f, include_cancelled) = (&params.filter, params.include_cancelled);
-    let mut q = QueryBuilder::new(
-        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, count(*) AS count
-         FROM operations o WHERE",
-    );
-    push_redrivable(&mut q, f, include_cancelled);
-    q.push(" GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC, 1");
-    let rows = q
+    let rows = filter::redrive_groups(f, include_cancelled)
         .build()
         .fetch_all(&store.pool)
         .await
@@ -63,25 +42,14 @@ pub(crate) async fn redrive_preview(
         preview.groups.push(group);
     }
 
-    let mut q = QueryBuilder::new(
-        "SELECT count(*) FROM operations o
-         WHERE o.status IN ('pending', 'running', 'reconciling', 'held')",
-    );
-    filter::push_conditions(&mut q, f);
-    let n: i64 = q
+    let n: i64 = filter::redrive_not_terminal(f)
         .build_query_scalar()
         .fetch_one(&store.pool)
         .await
         .map_err(backend_error)?;
     preview.not_terminal = row::unsigned("count", n)?;
 
-    let mut q = QueryBuilder::new(
-        "SELECT o.id, o.kind, o.last_error->>'summary' AS error FROM operations o WHERE",
-    );
-    push_redrivable(&mut q, f, include_cancelled);
-    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
-        .push_bind(i64::from(params.samples));
-    let rows = q
+    let rows = filter::redrive_samples(f, include_cancelled, params.samples)
         .build()
         .fetch_all(&store.pool)
         .await
@@ -120,16 +88,12 @@ pub(crate) async fn operation_redrive(
 /// One pick and re-drive: how many were picked, and the re-driven.
 async fn redrive_batch(store: &PgStore, params: &RedriveParams) -> Result<(usize, Vec<Redriven>)> {
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
-    let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
-    push_redrivable(&mut q, &params.filter, params.include_cancelled);
-    q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
-        .push_bind(i64::from(params.limit))
-        .push(" FOR UPDATE OF o SKIP LOCKED");
-    let ids: Vec<Uuid> = q
-        .build_query_scalar()
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(backend_error)?;
+    let ids: Vec<Uuid> =
+        filter::redrive_pick(&params.filter, params.include_cancelled, params.limit)
+            .build_query_scalar()
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend_error)?;
     let ats: Vec<DateTime<Utc>> = (0..ids.len())
         .map(|i| params.start_at + params.spacing * i as i32)
         .collect();
