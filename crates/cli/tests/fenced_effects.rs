@@ -64,9 +64,13 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         w.wait_until_up();
     }
     // Enqueued once every worker listens, so that each broker spreads the work over all three
-    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in four waves
-    // three seconds apart, so that work lasts through every kill and stop.
-    for delay in ["0s", "3s", "6s", "9s"] {
+    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in ten waves
+    // three seconds apart, so that work lasts through every kill and stop (a stop can last
+    // several seconds: until the rescuer has taken the zombie's claim and its late write came).
+    const WAVES: [&str; 10] = [
+        "0s", "3s", "6s", "9s", "12s", "15s", "18s", "21s", "24s", "27s",
+    ];
+    for delay in WAVES {
         for payload in [
             r#"{"fenced": true, "sleep_after_ms": 400}"#,
             r#"{"sleep_after_ms": 400}"#,
@@ -78,7 +82,7 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
                 "--payload",
                 payload,
                 "--count",
-                &(OPS / 4).to_string(),
+                &(OPS / WAVES.len() as i64).to_string(),
                 "--delay",
                 delay,
             ]);
@@ -91,7 +95,7 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         )
     };
     // Three kills and three stops, in turn, each of a victim holding claims, while work lasts.
-    let chaos_until = Instant::now() + Duration::from_secs(30);
+    let chaos_until = Instant::now() + Duration::from_secs(60);
     let mut round = 0usize;
     // On PostgreSQL, stops go on until a zombie's late write has been refused: the zombie
     // races its own heartbeat, which may find the claim lost first and abandon the attempt.
