@@ -99,3 +99,44 @@ fn archive_help_teaches_the_workflow() {
         );
     }
 }
+
+/// Every command a stated next action or decision names, `(oprec COMMAND [SUBCOMMAND] [--flag])`
+/// in core's texts (the words an operator reads on a dead, held or reconciling operation),
+/// exists: its `--help` works, and so does each flag it names.
+#[test]
+fn next_actions_name_commands_that_exist() {
+    let core = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/src");
+    let mut named = Vec::new();
+    for entry in std::fs::read_dir(&core).expect("core's sources") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("source");
+        for (i, _) in text.match_indices("(oprec ") {
+            let inside = text[i + 7..].split(')').next().unwrap_or_default();
+            named.push(inside.to_owned());
+        }
+    }
+    assert!(
+        named.len() >= 4,
+        "core's texts name commands for release, re-drive and reconcile: {named:?}"
+    );
+    for command in &named {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        let (path, flags): (Vec<&str>, Vec<&str>) = words.iter().partition(|w| !w.starts_with('-'));
+        let out = common::bin().args(&path).arg("--help").output().unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "a next action names `oprec {command}`, which does not exist: {help}"
+        );
+        for flag in flags {
+            assert!(
+                help.contains(flag),
+                "a next action names `oprec {command}`, whose help has no {flag}: {help}"
+            );
+        }
+    }
+}

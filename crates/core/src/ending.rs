@@ -55,7 +55,7 @@ impl Ending {
             patch: ErrorPatch {
                 default_summary: "the deadline passed before any attempt".into(),
                 decision: "dead: the deadline passed before the next attempt".into(),
-                next_action: "re-drive with a later deadline if the result is still useful".into(),
+                next_action: "re-drive with a later deadline if the result is still useful (oprec redrive --extend-deadline)".into(),
             },
         }
     }

@@ -261,7 +261,9 @@ impl Transition {
                 "inspect this operation's input for what kills or stalls the worker, fix the \
                  handler or the input, then re-drive this operation alone"
             }
-            Some(_) => "inspect the input for what kills or stalls the worker, then re-drive",
+            Some(_) => {
+                "inspect the input for what kills or stalls the worker, then re-drive (oprec redrive)"
+            }
         };
         Transition {
             target: Target::Vanished {
@@ -450,7 +452,7 @@ impl RetryPolicy {
                 default_text(
                     &mut failure,
                     "held: configuration must be repaired".into(),
-                    "repair the configuration, then resume the operation",
+                    "repair the configuration, then release it (oprec release) or resume its dependency (oprec resume --dependency)",
                 );
                 Transition::hold(failure)
             }
@@ -475,7 +477,7 @@ impl RetryPolicy {
                         default_text(
                             &mut failure,
                             "outcome unknown and no attempt left: no blind retry".into(),
-                            "reconcile: find out whether the effect was applied",
+                            "reconcile: find out whether the effect was applied, then record it (oprec reconcile resolve)",
                         );
                         Transition::reconcile(failure)
                     }
@@ -485,7 +487,7 @@ impl RetryPolicy {
                 default_text(
                     &mut failure,
                     "outcome unknown: no blind retry".into(),
-                    "reconcile: find out whether the effect was applied",
+                    "reconcile: find out whether the effect was applied, then record it (oprec reconcile resolve)",
                 );
                 Transition::reconcile(failure)
             }
@@ -538,7 +540,7 @@ impl RetryPolicy {
                             format!(
                                 "dead: the next attempt ({planned_at}) would be after the deadline {deadline}"
                             ),
-                            "re-drive with a later deadline if the result is still useful",
+                            "re-drive with a later deadline if the result is still useful (oprec redrive --extend-deadline)",
                         );
                         Transition::dead(TerminalReason::DeadlinePassed, Some(failure))
                     }

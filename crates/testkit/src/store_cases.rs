@@ -1068,7 +1068,7 @@ pub async fn end_past_deadline_kills_waiting_operations_only<S: FullStore>(h: Ha
             patch.apply(Some(
                 &OperationError::new("401 from provider")
                     .decision("held: configuration must be repaired")
-                    .next_action("repair the configuration, then resume the operation")
+                    .next_action("repair the configuration, then release it (oprec release)")
             ))
         )
     );
