@@ -156,6 +156,57 @@ impl Drop for OwnDatabase {
     }
 }
 
+/// A database that already holds operations (one that serves real work) is refused unless
+/// `--yes` says so; the refusal says how many it holds and how much the run would write.
+#[test]
+fn a_database_that_holds_operations_is_refused_without_yes() {
+    let database = env(
+        "OPREC_TEST_DATABASE_URL",
+        "postgres://postgres@127.0.0.1:5432/test",
+    );
+    let own = OwnDatabase::create(&database);
+    let o = common::Oprec::with_url(own.url.clone());
+    o.run(&["migrate"]).ok();
+    // Migrated and empty: nothing to refuse (the run stops later, at the bad ceiling).
+    o.run(&["bench", "--ops", "10", "--ceiling-secs", "0"])
+        .bad_input("the ceiling needs at least one second");
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.noop",
+        "--payload",
+        "{}",
+        "--count",
+        "3",
+    ])
+    .ok();
+    // 10 batched, 100 single, 10 drained, 20 at the latency rate, no claim-cost table.
+    let refused = o.run(&[
+        "bench",
+        "--ops",
+        "10",
+        "--concurrency",
+        "8",
+        "--latency-rate",
+        "10",
+        "--latency-secs",
+        "2",
+        "--finished-rows",
+        "0",
+    ]);
+    refused.bad_input("holds 3 operations");
+    assert!(
+        refused.stderr.contains("writes about 140 operation rows")
+            && refused.stderr.contains("--yes"),
+        "{}",
+        refused.stderr
+    );
+    // With --yes the run goes ahead (and stops at the bad ceiling, before writing anything).
+    o.run(&["bench", "--yes", "--ops", "10", "--ceiling-secs", "0"])
+        .bad_input("the ceiling needs at least one second");
+    assert_eq!(psql(&own.url, "SELECT count(*) FROM operations"), "3");
+}
+
 #[test]
 fn only_postgres_is_benchmarked() {
     let o = common::Oprec::new();

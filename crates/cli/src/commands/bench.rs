@@ -96,6 +96,11 @@ pub(crate) struct BenchArgs {
         requires = "steady"
     )]
     pub retain: String,
+    /// Run even though the database already holds operations (a database that serves real
+    /// work): the benchmark writes its rows into schemas of its own and drops them, but loads
+    /// the server while it runs.
+    #[arg(long)]
+    pub yes: bool,
     /// How often the steady run samples.
     #[arg(
         long,
@@ -200,6 +205,58 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
     Ok(Some(()))
 }
 
+/// About how many operation rows the run writes (each enqueued, claimed and completed), for the
+/// refusal below: the enqueue phases, one drain per concurrency and transport, the latency
+/// phases and the claim-cost table; the ceilings and the single runs are bounded by time or
+/// their own figure.
+fn rows_written(args: &BenchArgs) -> u64 {
+    if let Some(rows) = args.stats_rows {
+        return rows;
+    }
+    if args.steady.is_some() {
+        return 0;
+    }
+    let drains = (args.concurrency.len() * args.transports.len()) as u64;
+    let latency = args.transports.len() as u64 * u64::from(args.latency_rate) * args.latency_secs;
+    let single = (args.ops / 10).max(100);
+    args.ops * (1 + drains) + single + latency + args.finished_rows
+}
+
+/// Refuses (exit 2) to load a database that already holds operations unless `--yes` says so,
+/// naming how many it holds and how much the run would write.
+async fn guard(url: &str, args: &BenchArgs) -> anyhow::Result<()> {
+    if args.yes {
+        return Ok(());
+    }
+    // A database that cannot be reached is the run's own error to report.
+    let Ok(backend) = crate::backend::Backend::connect(url).await else {
+        return Ok(());
+    };
+    let held: u64 = match backend.store.operation_count().await {
+        Ok(rows) => rows.iter().map(|r| r.count).sum(),
+        Err(oprec::Error::SchemaMissing { .. }) => 0,
+        Err(e) => return Err(e.into()),
+    };
+    if held == 0 {
+        return Ok(());
+    }
+    let writes = match rows_written(args) {
+        0 => format!(
+            "enqueues and drains {}/s for the --steady duration",
+            args.rate
+        ),
+        n => format!("writes about {} operation rows", count(n)),
+    };
+    Err(bad(format!(
+        "{} holds {} operation{}: it serves real work. The benchmark {writes} (in schemas of its \
+         own, dropped afterwards) and keeps the server busy while it runs. Point \
+         --database-url at a database of its own, or pass --yes to run here anyway",
+        backend.url,
+        count(held),
+        if held == 1 { "" } else { "s" }
+    )))
+}
+
 /// Runs the benchmark and prints its report.
 pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> {
     let url = &global.database_url;
@@ -209,6 +266,7 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
             oprec::redact_url(url)
         )));
     }
+    guard(url, &args).await?;
     if single(url, &args).await?.is_some() {
         return Ok(());
     }
