@@ -1,5 +1,5 @@
 //! The loop every bulk workflow runs: ask the store for one batch at a time (one transaction
-//! each, so row locks are held briefly), stop when the work is done, a batch comes back short, a
+//! each, so row locks are held briefly), stop when the work is done, a batch comes back empty, a
 //! stop is asked for between two batches, or a batch fails. An interrupted workflow run again
 //! goes on with the rest: each batch re-selects what is still to do.
 
@@ -50,7 +50,7 @@ impl<T> BatchOutput for Vec<T> {
     }
 }
 
-/// Runs `step(done, ask)` until `total` are done, a batch does fewer than it was asked, `stop`
+/// Runs `step(done, ask)` until `total` are done, a batch does nothing, `stop`
 /// is cancelled or a step fails; `on_batch` sees each batch's output.
 pub(crate) async fn run<T, F, Fut>(
     total: u64,
@@ -78,7 +78,10 @@ where
                 b.done += n;
                 b.batches += 1;
                 on_batch(&out);
-                if n < ask {
+                // Only an empty batch says the work is done: a short one may have met rows a
+                // concurrent run of the same workflow held or had just done (re-drives as new
+                // that ran at once stopped at 1,650 copies of 2,000 on a short batch).
+                if n == 0 {
                     break;
                 }
             }
