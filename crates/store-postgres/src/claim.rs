@@ -136,14 +136,20 @@ pub(crate) async fn operation_heartbeat_many(
         return Ok(Vec::new());
     }
     let (ids, tokens) = columns(&params.claims);
+    let mut tx = store
+        .pool
+        .begin_with(sql::MATCH_BATCH_BY_HASH)
+        .await
+        .map_err(backend_error)?;
     let extended: Vec<Uuid> = sqlx::query_scalar(sql::CLAIM_HEARTBEAT_MANY)
         .bind(store.now_bind())
         .bind(ids)
         .bind(tokens)
         .bind(millis(params.lease))
-        .fetch_all(&store.pool)
+        .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
     Ok(extended.into_iter().map(OperationId::from).collect())
 }
 
@@ -202,10 +208,17 @@ pub(crate) async fn operation_work_exists(
     store: &PgStore,
     params: WorkExistsParams,
 ) -> Result<bool> {
-    sqlx::query_scalar(sql::CLAIM_WORK_EXISTS.as_str())
+    let mut tx = store
+        .pool
+        .begin_with(sql::WALK_PENDING_IN_ORDER)
+        .await
+        .map_err(backend_error)?;
+    let exists = sqlx::query_scalar(sql::CLAIM_WORK_EXISTS.as_str())
         .bind(store.now_bind())
         .bind(&params.kinds)
-        .fetch_one(&store.pool)
+        .fetch_one(&mut *tx)
         .await
-        .map_err(backend_error)
+        .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
+    Ok(exists)
 }

@@ -1,15 +1,20 @@
 -- Whether a worker of kinds $2 (empty: any) has work: an operation of those kinds that is running,
 -- or pending, eligible at "now" ($1; NULL: the database's clock), within its deadline and held
 -- back by no control. Each arm stops at its first row: running rows through
--- operations_status_kind (status, kind, id), pending ones through operations_pending_eligible.
+-- operations_status_kind (status, kind, id), pending ones by walking operations_pending_eligible
+-- in its order (the first eligible row, in a transaction opened with WALK_PENDING_IN_ORDER,
+-- sql.rs). An EXISTS there let a planner that believed most rows pending scan the table from
+-- its start for a first match, past every finished row: 33 ms per call at 100,000 rows.
 SELECT EXISTS (
     SELECT 1 FROM operations
     WHERE status = 'running'
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
-) OR EXISTS (
-    SELECT 1 FROM operations
+) OR (
+    SELECT id FROM operations
     WHERE status = 'pending' AND next_eligible_at <= coalesce($1::timestamptz, now())
       AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back*/
-)
+    ORDER BY next_eligible_at, id
+    LIMIT 1
+) IS NOT NULL

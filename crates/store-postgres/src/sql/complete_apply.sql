@@ -8,7 +8,12 @@
 -- as core says (NULL keeps it); a snooze spends one of the snooze budget, an automatic retry of
 -- an unknown outcome one of the unknown budget. A NULL class, error,
 -- next time or remote id keeps the stored one. The attempt row keeps whether the claim ran
--- isolated and its token (a stale completion finds it by the token). Walks the primary key.
+-- isolated and its token (a stale completion finds it by the token). Walks the primary key,
+-- whatever the statistics say: the rows are found by `id = ANY($2)`, and "still running" is
+-- written as a lease being held (the table's CHECK makes a claim token and a lease held together
+-- the same as status running), so that no index on status can tempt a planner whose statistics
+-- predate the claims into walking every running row (or, custom-planned for a large batch, every
+-- row of the table) on each completion.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 input AS (
     SELECT * FROM UNNEST($2::uuid[], $3::uuid[], $4::text[], $5::bool[], $6::timestamptz[],
@@ -35,7 +40,8 @@ input AS (
                    + CASE WHEN i.status = 'pending' AND i.failure_class = 'unknown' THEN 1 ELSE 0 END,
         claim_token = NULL, lease_until = NULL, updated_at = now.t
     FROM input i, now
-    WHERE o.id = i.id AND o.claim_token = i.token AND o.status = 'running'
+    WHERE o.id = ANY($2) AND o.id = i.id AND o.claim_token = i.token
+      AND o.lease_until IS NOT NULL
       AND (NOT i.expired_only OR o.lease_until < now.t)
     RETURNING o.id, i.token, o.attempt + CASE WHEN i.refund THEN 1 ELSE 0 END AS attempt,
               o.claimed_at, o.worker_id, o.code_version, o.isolated, i.outcome, i.failure_class,
