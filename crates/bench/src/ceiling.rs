@@ -2,7 +2,9 @@
 //! plain table, a claim of 100 with `FOR UPDATE SKIP LOCKED` and a completion of 100, each its own
 //! transaction, from several connections at once; for the life cycle a batched insert of 100
 //! before each claim, for claim + complete a table filled beforehand (the work of a drain). No
-//! history, no leases, no wake-ups: what the database itself can do on this machine.
+//! history, no leases, no wake-ups: what the database itself can do on this machine. A third
+//! ceiling commits one inserted row at a time from as many connections as the benchmark has
+//! single-operation producers: the commit round trip that bounds them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,13 +31,26 @@ pub enum CeilingWork {
     /// Claim 100 and complete 100 from a table filled beforehand, until it is empty or the time
     /// is up: the ceiling of a drain.
     ClaimComplete,
+    /// One row inserted and committed per statement, each connection waiting for its commit
+    /// before the next: the most that as many producers enqueueing one operation at a time can
+    /// reach without sharing commits (each commit round trip carries one row).
+    SingleCommit,
 }
 
 impl CeilingWork {
+    /// Rows per statement.
+    fn batch(self) -> i64 {
+        match self {
+            CeilingWork::SingleCommit => 1,
+            CeilingWork::LifeCycle | CeilingWork::ClaimComplete => BATCH,
+        }
+    }
+
     fn describe(self) -> &'static str {
         match self {
             CeilingWork::LifeCycle => "bare insert → claim (SKIP LOCKED) → complete",
             CeilingWork::ClaimComplete => "bare claim (SKIP LOCKED) → complete from a full table",
+            CeilingWork::SingleCommit => "bare one-row insert, one commit each",
         }
     }
 }
@@ -89,7 +104,16 @@ async fn cycle(
     let complete =
         format!("UPDATE {table} SET state = 'done', finished_at = now() WHERE id = ANY($1)");
     let payloads = vec![serde_json::json!({}); BATCH as usize];
+    let one = format!("INSERT INTO {table} (payload) VALUES ($1)");
     while !stop.load(Ordering::Relaxed) {
+        if work == CeilingWork::SingleCommit {
+            sqlx::query(AssertSqlSafe(one.as_str()))
+                .bind(&payloads[0])
+                .execute(&mut *conn)
+                .await?;
+            done.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         if work == CeilingWork::LifeCycle {
             sqlx::query(AssertSqlSafe(insert.as_str()))
                 .bind(&payloads)
@@ -124,6 +148,7 @@ async fn run_once(
     let table = match work {
         CeilingWork::LifeCycle => format!("bare_jobs_{connections}"),
         CeilingWork::ClaimComplete => format!("bare_full_{connections}"),
+        CeilingWork::SingleCommit => format!("bare_single_{connections}"),
     };
     pool.execute(AssertSqlSafe(format!(
         "CREATE TABLE {table} (
@@ -188,15 +213,47 @@ pub(crate) async fn measure(
     fill: u64,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Ceiling> {
+    measure_at(db, work, CONNECTIONS, secs, fill, progress).await
+}
+
+/// One-row commits from `producers` connections: the ceiling of single-operation enqueues from
+/// that many producers.
+pub(crate) async fn measure_single_commits(
+    db: &Database,
+    producers: usize,
+    secs: u64,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Ceiling> {
+    measure_at(
+        db,
+        CeilingWork::SingleCommit,
+        &[producers.max(1)],
+        secs,
+        0,
+        progress,
+    )
+    .await
+}
+
+/// The best of the runs at each of `connections`.
+async fn measure_at(
+    db: &Database,
+    work: CeilingWork,
+    connections: &[usize],
+    secs: u64,
+    fill: u64,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Ceiling> {
     let fill = fill.max(200_000);
-    let max = *CONNECTIONS.iter().max().unwrap_or(&4) as u32;
+    let max = *connections.iter().max().unwrap_or(&4) as u32;
     let runs = with_schema(db, max, false, async |s| {
         let mut runs = Vec::new();
-        for &connections in CONNECTIONS {
+        for &connections in connections {
             let run = run_once(db, &s.pool, work, connections, secs, fill).await?;
             progress(&format!(
-                "ceiling: {}, batches of {BATCH}, {connections} connections: {:.0} ops/s",
+                "ceiling: {}, batches of {}, {connections} connections: {:.0} ops/s",
                 work.describe(),
+                work.batch(),
                 run.ops_per_sec
             ));
             runs.push(run);
@@ -208,7 +265,7 @@ pub(crate) async fn measure(
     Ok(Ceiling {
         work,
         ops_per_sec: best,
-        batch: BATCH,
+        batch: work.batch(),
         runs,
     })
 }

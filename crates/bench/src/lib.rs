@@ -204,6 +204,9 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     } else {
         config.single_ops
     };
+    let single_ceiling =
+        ceiling::measure_single_commits(&db, config.producers, config.ceiling_secs, progress)
+            .await?;
     let enqueue_single = enqueue::single(&db, single_ops, config.producers, progress).await?;
     let mut drains = Vec::new();
     for &concurrency in &config.concurrencies {
@@ -226,6 +229,7 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         config,
         ceiling,
         claim_ceiling,
+        single_ceiling,
         enqueue_batched,
         enqueue_single,
         drains,

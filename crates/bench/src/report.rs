@@ -68,6 +68,10 @@ pub struct BenchReport {
     pub ceiling: Ceiling,
     /// PostgreSQL's own ceiling for claiming and completing from a full table (a drain's work).
     pub claim_ceiling: Ceiling,
+    /// PostgreSQL's own ceiling for one-row commits from as many connections as there are
+    /// single-operation producers, each waiting for its commit: what they can reach without
+    /// sharing commits.
+    pub single_ceiling: Ceiling,
     /// Batched enqueue.
     pub enqueue_batched: EnqueueRate,
     /// One operation per transaction from several producers.
@@ -107,6 +111,7 @@ impl BenchReport {
         config: &BenchConfig,
         ceiling: Ceiling,
         claim_ceiling: Ceiling,
+        single_ceiling: Ceiling,
         enqueue_batched: EnqueueRate,
         enqueue_single: EnqueueRate,
         drains: Vec<Drain>,
@@ -125,6 +130,7 @@ impl BenchReport {
             },
             ceiling,
             claim_ceiling,
+            single_ceiling,
             enqueue_batched,
             enqueue_single,
             drains,
@@ -149,6 +155,15 @@ impl BenchReport {
     pub fn of_claim_ceiling(&self, ops_per_sec: f64) -> f64 {
         if self.claim_ceiling.ops_per_sec > 0.0 {
             ops_per_sec / self.claim_ceiling.ops_per_sec
+        } else {
+            0.0
+        }
+    }
+
+    /// `ops_per_sec` as a fraction of the one-row commit ceiling.
+    pub fn of_single_ceiling(&self, ops_per_sec: f64) -> f64 {
+        if self.single_ceiling.ops_per_sec > 0.0 {
+            ops_per_sec / self.single_ceiling.ops_per_sec
         } else {
             0.0
         }
@@ -198,7 +213,11 @@ impl BenchReport {
                 self.enqueue_single.producers,
                 thousands(ENQUEUE_SINGLE_TARGET)
             ),
-            measured: format!("{} ops/s", thousands(self.enqueue_single.ops_per_sec)),
+            measured: format!(
+                "{} ops/s ({:.0}% of 1-row)",
+                thousands(self.enqueue_single.ops_per_sec),
+                self.of_single_ceiling(self.enqueue_single.ops_per_sec) * 100.0
+            ),
             met: self.enqueue_single.ops_per_sec >= ENQUEUE_SINGLE_TARGET,
         });
         for l in self.latencies.iter().filter(|l| l.transport != "poll") {
@@ -321,9 +340,24 @@ impl BenchReport {
             e.ops_per_sec,
             false,
         );
+        row(
+            format!(
+                "ceiling: bare 1-row commits, {} conns",
+                self.single_ceiling
+                    .runs
+                    .first()
+                    .map_or(0, |r| r.connections)
+            ),
+            self.single_ceiling.ops_per_sec,
+            false,
+        );
         let e = &self.enqueue_single;
         row(
-            format!("enqueue, 1 per call ({} producers)", e.producers),
+            format!(
+                "enqueue, 1 per call ({} producers, {:.0}% of 1-row)",
+                e.producers,
+                self.of_single_ceiling(e.ops_per_sec) * 100.0
+            ),
             e.ops_per_sec,
             false,
         );

@@ -76,6 +76,11 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     assert_eq!(handlers, [8, 8, 8, 50, 50, 50]);
     assert_eq!(r["claim_ceiling"]["work"], "claim_complete");
     assert!(r["claim_ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
+    // The bound of single enqueues: one-row commits from as many connections as producers.
+    assert_eq!(r["single_ceiling"]["work"], "single_commit");
+    assert_eq!(r["single_ceiling"]["batch"], 1);
+    assert_eq!(r["single_ceiling"]["runs"][0]["connections"], 2);
+    assert!(r["single_ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     for d in drains {
         assert_eq!(d["attempts"], 300, "one attempt per operation: {d}");
         assert!(d["ops_per_sec"].as_f64().unwrap() > 0.0, "{d}");
