@@ -21,7 +21,7 @@ use oprec_core::{Error, FencedStore, Result};
 use sqlx::postgres::PgConnection;
 use sqlx::{Postgres, Transaction};
 
-use crate::{PgStore, backend_error, claim, complete};
+use crate::{PgStore, backend_error, claim, complete, sql};
 
 /// A fenced transaction on PostgreSQL: run the effect's statements on [`PgFencedTx::conn`].
 #[derive(Debug)]
@@ -64,6 +64,13 @@ impl FencedStore for PgStore {
     ) -> Result<CompleteResult> {
         let FencedCompleteParams { mut tx, completion } = params;
         let completions = [completion];
+        // The completion is planned as on the pool path (sql::MATCH_BATCH_BY_HASH): a connection
+        // keeps the plan it caches for the statement, whichever path planned it. The handler's
+        // statements have run; the settings end with this transaction.
+        sqlx::raw_sql(sql::MATCH_BATCH_SETTINGS)
+            .execute(&mut *tx.tx)
+            .await
+            .map_err(backend_error)?;
         let result = complete::apply_on(&mut *tx.tx, self.now_bind(), &completions)
             .await?
             .pop()

@@ -46,6 +46,12 @@ pub(crate) const WALK_PENDING_IN_ORDER: &str =
 pub(crate) const MATCH_BATCH_BY_HASH: &str =
     "BEGIN; SET LOCAL enable_nestloop = off; SET LOCAL jit = off";
 
+/// [`MATCH_BATCH_BY_HASH`]'s settings alone, for a transaction already open (a fenced
+/// completion): a connection caches one plan for a statement, whichever transaction planned it,
+/// so every path that runs [`COMPLETE_APPLY`] plans it the same way.
+pub(crate) const MATCH_BATCH_SETTINGS: &str =
+    "SET LOCAL enable_nestloop = off; SET LOCAL jit = off";
+
 /// Opens the stats transaction: every figure walks an index or the small `operation_counts`
 /// table, and with missing or stale statistics the planner must not be tempted into reading a
 /// whole table instead (a guessed third of `operation_attempts` ending in the last hour). The

@@ -23,7 +23,9 @@ worker's peak memory, and the claim's cost with many finished rows. Every phase 
 schema `oprec_bench_<uuid>` of --database-url (which must be PostgreSQL), dropped afterwards; \
 brokers get a fresh stream or queue. Every throughput is also given as a fraction of the \
 ceiling: the same database doing the bare insert → claim → complete work with no oprec; each \
-drain also as a fraction of the bare claim → complete of a full table.\n\nTwo runs stand alone: \
+drain also as a fraction of the bare claim → complete of a full table, and single enqueues as a \
+fraction of one-row commits from --producers connections (each waiting for its commit: the most \
+that many producers can reach without sharing commits).\n\nTwo runs stand alone: \
 --stats-rows N times `oprec stats` with N finished rows and stale planner statistics; --steady \
 DURATION enqueues at --rate and drains together, with retention of --retain, and samples sizes, \
 claim and stats latency, removals and retention's share every --sample-every."
