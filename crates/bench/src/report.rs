@@ -100,6 +100,15 @@ fn thousands(v: f64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// `ops_per_sec` as a fraction of `ceiling` (0 when the ceiling measured nothing).
+fn fraction(ops_per_sec: f64, ceiling: &Ceiling) -> f64 {
+    if ceiling.ops_per_sec > 0.0 {
+        ops_per_sec / ceiling.ops_per_sec
+    } else {
+        0.0
+    }
+}
+
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 20) as f64
 }
@@ -144,29 +153,17 @@ impl BenchReport {
 
     /// `ops_per_sec` as a fraction of the ceiling.
     pub fn of_ceiling(&self, ops_per_sec: f64) -> f64 {
-        if self.ceiling.ops_per_sec > 0.0 {
-            ops_per_sec / self.ceiling.ops_per_sec
-        } else {
-            0.0
-        }
+        fraction(ops_per_sec, &self.ceiling)
     }
 
     /// `ops_per_sec` as a fraction of the claim + complete ceiling.
     pub fn of_claim_ceiling(&self, ops_per_sec: f64) -> f64 {
-        if self.claim_ceiling.ops_per_sec > 0.0 {
-            ops_per_sec / self.claim_ceiling.ops_per_sec
-        } else {
-            0.0
-        }
+        fraction(ops_per_sec, &self.claim_ceiling)
     }
 
     /// `ops_per_sec` as a fraction of the one-row commit ceiling.
     pub fn of_single_ceiling(&self, ops_per_sec: f64) -> f64 {
-        if self.single_ceiling.ops_per_sec > 0.0 {
-            ops_per_sec / self.single_ceiling.ops_per_sec
-        } else {
-            0.0
-        }
+        fraction(ops_per_sec, &self.single_ceiling)
     }
 
     fn judge(&self) -> Vec<Verdict> {

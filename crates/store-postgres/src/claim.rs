@@ -61,11 +61,7 @@ async fn claim_eligible_rows(
     limit: u32,
     c: &Claimant,
 ) -> Result<Vec<PgRow>> {
-    let mut tx = store
-        .pool
-        .begin_with(sql::WALK_PENDING_IN_ORDER)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::WALK_PENDING_IN_ORDER).await?;
     let rows = sqlx::query(sql::CLAIM_ELIGIBLE.as_str())
         .bind(store.now_bind())
         .bind(kinds)
@@ -136,11 +132,7 @@ pub(crate) async fn operation_heartbeat_many(
         return Ok(Vec::new());
     }
     let (ids, tokens) = columns(&params.claims);
-    let mut tx = store
-        .pool
-        .begin_with(sql::MATCH_BATCH_BY_HASH)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::MATCH_BATCH_BY_HASH).await?;
     let extended: Vec<Uuid> = sqlx::query_scalar(sql::CLAIM_HEARTBEAT_MANY)
         .bind(store.now_bind())
         .bind(ids)
@@ -208,11 +200,7 @@ pub(crate) async fn operation_work_exists(
     store: &PgStore,
     params: WorkExistsParams,
 ) -> Result<bool> {
-    let mut tx = store
-        .pool
-        .begin_with(sql::WALK_PENDING_IN_ORDER)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::WALK_PENDING_IN_ORDER).await?;
     let exists = sqlx::query_scalar(sql::CLAIM_WORK_EXISTS.as_str())
         .bind(store.now_bind())
         .bind(&params.kinds)

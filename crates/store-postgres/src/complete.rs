@@ -80,11 +80,7 @@ async fn apply(store: &PgStore, params: &[CompleteParams]) -> Result<Vec<Complet
     if params.is_empty() {
         return Ok(Vec::new());
     }
-    let mut tx = store
-        .pool
-        .begin_with(sql::MATCH_BATCH_BY_HASH)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::MATCH_BATCH_BY_HASH).await?;
     let results = apply_on(&mut *tx, store.now_bind(), params).await?;
     tx.commit().await.map_err(backend_error)?;
     record_stale(store, params, &results).await?;

@@ -73,6 +73,15 @@ pub struct PgStore {
 }
 
 impl PgStore {
+    /// A transaction opened by `opening` (`BEGIN` and the planner settings its statement needs:
+    /// [`sql::WALK_PENDING_IN_ORDER`], [`sql::MATCH_BATCH_BY_HASH`]) in one round trip.
+    pub(crate) async fn begin_with(
+        &self,
+        opening: &'static str,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        self.pool.begin_with(opening).await.map_err(backend_error)
+    }
+
     /// Connects to `url` (`postgres://user@host/db`; TLS via `sslmode=verify-full`).
     pub async fn connect(url: &str) -> Result<Self> {
         let options: PgConnectOptions = url.parse().map_err(backend_error)?;

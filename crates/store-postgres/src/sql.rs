@@ -37,20 +37,25 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 pub(crate) const WALK_PENDING_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
+/// The planner settings of [`MATCH_BATCH_BY_HASH`], written once for both constants.
+macro_rules! match_batch_settings {
+    () => {
+        "SET LOCAL enable_nestloop = off; SET LOCAL jit = off"
+    };
+}
+
 /// Opens the transaction of a statement that matches a batch of claims (arrays of ids and
 /// tokens) with their rows: [`COMPLETE_APPLY`] and [`CLAIM_HEARTBEAT_MANY`]. The rows are found
 /// by primary key (`id = ANY(ids)`), and statistics taken before the claims (autovacuum off, or
 /// not yet round) say almost no row holds a lease, so the planner expects one row and joins the
 /// batch to it by a nested loop that unnests the whole batch again for every row found: a
 /// completion of 600 compared 360,000 pairs. Without nested loops the batch is hashed once.
-pub(crate) const MATCH_BATCH_BY_HASH: &str =
-    "BEGIN; SET LOCAL enable_nestloop = off; SET LOCAL jit = off";
+pub(crate) const MATCH_BATCH_BY_HASH: &str = concat!("BEGIN; ", match_batch_settings!());
 
 /// [`MATCH_BATCH_BY_HASH`]'s settings alone, for a transaction already open (a fenced
 /// completion): a connection caches one plan for a statement, whichever transaction planned it,
 /// so every path that runs [`COMPLETE_APPLY`] plans it the same way.
-pub(crate) const MATCH_BATCH_SETTINGS: &str =
-    "SET LOCAL enable_nestloop = off; SET LOCAL jit = off";
+pub(crate) const MATCH_BATCH_SETTINGS: &str = match_batch_settings!();
 
 /// Opens the stats transaction: every figure walks an index or the small `operation_counts`
 /// table, and with missing or stale statistics the planner must not be tempted into reading a

@@ -18,11 +18,7 @@ pub(crate) async fn operation_wake_due(
     store: &PgStore,
     params: WakeDueParams,
 ) -> Result<Vec<WakeUp>> {
-    let mut tx = store
-        .pool
-        .begin_with(sql::WALK_PENDING_IN_ORDER)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::WALK_PENDING_IN_ORDER).await?;
     let leader: bool = sqlx::query_scalar(sql::WAKE_LEADER)
         .fetch_one(&mut *tx)
         .await
@@ -56,11 +52,7 @@ pub(crate) async fn operation_wake_reset(store: &PgStore, params: WakeResetParam
 
 /// See [`MaintenanceStore::operation_rewake`](oprec_core::MaintenanceStore::operation_rewake).
 pub(crate) async fn operation_rewake(store: &PgStore, params: RewakeParams) -> Result<Vec<WakeUp>> {
-    let mut tx = store
-        .pool
-        .begin_with(sql::WALK_PENDING_IN_ORDER)
-        .await
-        .map_err(backend_error)?;
+    let mut tx = store.begin_with(sql::WALK_PENDING_IN_ORDER).await?;
     let due: Vec<(Uuid, String)> = sqlx::query_as(sql::WAKE_REWAKE.as_str())
         .bind(store.now_bind())
         .bind(millis(params.rewake_after))
