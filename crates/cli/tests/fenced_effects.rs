@@ -64,11 +64,12 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         w.wait_until_up();
     }
     // Enqueued once every worker listens, so that each broker spreads the work over all three
-    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in ten waves
+    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in fifteen waves
     // three seconds apart, so that work lasts through every kill and stop (a stop can last
-    // several seconds: until the rescuer has taken the zombie's claim and its late write came).
-    const WAVES: [&str; 10] = [
-        "0s", "3s", "6s", "9s", "12s", "15s", "18s", "21s", "24s", "27s",
+    // several seconds: until the rescuer has taken the zombie's claims and its late write came).
+    const WAVES: [&str; 15] = [
+        "0s", "3s", "6s", "9s", "12s", "15s", "18s", "21s", "24s", "27s", "30s", "33s", "36s",
+        "39s", "42s",
     ];
     for delay in WAVES {
         for payload in [
@@ -95,12 +96,12 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         )
     };
     // Three kills and three stops, in turn, each of a victim holding claims, while work lasts.
-    let chaos_until = Instant::now() + Duration::from_secs(60);
+    let chaos_until = Instant::now() + Duration::from_secs(80);
     let mut round = 0usize;
     // On PostgreSQL, stops go on until a zombie's late write has been refused: the zombie
     // races its own heartbeat, which may find the claim lost first and abandon the attempt.
     let wants_late = kind != RigKind::SqlitePoll;
-    while (kills + stops < 6 || (wants_late && late == 0 && stops < 8))
+    while (kills + stops < 6 || (wants_late && late == 0 && stops < 12))
         && ended() < 2 * OPS
         && Instant::now() < chaos_until
     {
@@ -115,8 +116,14 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
             started += 1;
             *w = rig.worker(name, FLAGS);
         } else {
-            late += i64::from(zombie(&rig, kind, name, w));
-            stops += 1;
+            match zombie(&rig, kind, name, w) {
+                Some(refused) => {
+                    late += i64::from(refused);
+                    stops += 1;
+                }
+                // No handler of this worker entered a fenced transaction: try again.
+                None => continue,
+            }
         }
         round += 1;
         std::thread::sleep(Duration::from_millis(150));
@@ -198,60 +205,91 @@ mod fenced_effects_under_kills_and_stops {
     }
 }
 
-/// A fenced operation the worker named `prefix` holds a running claim on (its oldest, so most
-/// likely one whose handler runs): its id and claim token, as text.
-fn fenced_claim(rig: &Rig, prefix: &str) -> Option<(String, String)> {
+/// The fenced operations the worker named `prefix` holds running claims on (the oldest first):
+/// each one's id and claim token, as text.
+fn fenced_claims(rig: &Rig, prefix: &str) -> Vec<(String, String)> {
     rig.counts(&format!(
         "SELECT CAST(id AS TEXT) || ' ' || CAST(claim_token AS TEXT), CAST(1 AS BIGINT) \
          FROM operations WHERE status = 'running' AND NOT isolated \
          AND worker_id LIKE '{prefix}-%' AND (payload ->> 'fenced') IS NOT NULL \
-         ORDER BY claimed_at LIMIT 1"
+         ORDER BY claimed_at"
     ))
-    .pop()
-    .and_then(|(s, _)| {
+    .into_iter()
+    .filter_map(|(s, _)| {
         s.split_once(' ')
             .map(|(id, token)| (id.to_owned(), token.to_owned()))
     })
+    .collect()
 }
 
-/// Stops the worker `w` (named `name`) while it holds the claim of a fenced operation, keeps it
-/// stopped until the rescuer has taken that claim over (the lease is 1 s), then resumes it as a
-/// zombie, and waits for its late write (the commit of its fenced transaction, or the outcome
-/// of a buffered claim's attempt) to be refused and noted on the rescued attempt. Whether it
-/// was.
+/// How many of `claims` (id, claim token) have an attempt ended with `outcome`.
+fn attempts_where(rig: &Rig, claims: &[(String, String)], outcome: &str) -> usize {
+    claims
+        .iter()
+        .filter(|(id, token)| {
+            rig.scalar(&format!(
+                "SELECT count(*) FROM operation_attempts WHERE operation_id = '{id}' \
+                 AND CAST(claim_token AS TEXT) = '{token}' AND {outcome}"
+            )) == 1
+        })
+        .count()
+}
+
+/// Stops the worker `w` (named `name`) while one of its handlers is inside a fenced transaction,
+/// between its effect and its outcome, keeps it stopped until the rescuer has taken each of its
+/// fenced claims over (the lease is 1 s), then resumes it as a zombie, and waits for its late
+/// write (the commit of that fenced transaction) to be refused and noted on the rescued attempt.
+/// Whether it was; `None` when no handler of the worker entered a fenced transaction in 3 s (the
+/// worker was not stopped).
+///
+/// On PostgreSQL the worker's sessions carry its name, so the stop waits for one of them to be
+/// idle in a transaction whose last statement wrote the effect (the handler then sleeps 400 ms
+/// before its outcome): a claim still waiting in the worker's buffer would only be abandoned on
+/// resume, with no late write to refuse. Resumed, the handler's commit races the heartbeat, which
+/// may find the claim lost first and abandon the attempt: a stop does not always bring a refusal.
 ///
 /// On SQLite the rescue cannot happen while the zombie is stopped inside its fenced transaction
-/// (it holds the database's one write lock): it is resumed after 1.8 s regardless, and its commit
-/// then applies (its claim token is still the current one).
-fn zombie(rig: &Rig, kind: RigKind, name: &str, w: &mut Proc) -> bool {
-    let claim = fenced_claim(rig, name);
-    w.signal("STOP");
-    let Some((id, token)) = claim else {
+/// (it holds the database's one write lock): it is stopped while it holds claims and resumed
+/// after 1.8 s regardless, and its commit then applies (its claim token is still the
+/// current one).
+fn zombie(rig: &Rig, kind: RigKind, name: &str, w: &mut Proc) -> Option<bool> {
+    if kind == RigKind::SqlitePoll {
+        w.signal("STOP");
         std::thread::sleep(Duration::from_millis(1800));
         w.signal("CONT");
-        return false;
-    };
-    let attempt_ended = |also: &str| {
-        rig.scalar(&format!(
-            "SELECT count(*) FROM operation_attempts WHERE operation_id = '{id}' \
-             AND CAST(claim_token AS TEXT) = '{token}' {also}"
-        )) == 1
-    };
-    let sqlite = kind == RigKind::SqlitePoll;
-    let limit = Duration::from_millis(if sqlite { 1800 } else { 10_000 });
-    let rescued = poll(limit, Duration::from_millis(10), || {
-        attempt_ended("AND outcome = 'vanished'").then_some(())
+        return Some(false);
+    }
+    // Not while the worker runs a suspect's isolated claim: rescued again and again, it would
+    // end dead (crash loop), and every operation here must succeed.
+    let inside = poll(Duration::from_secs(3), Duration::from_millis(2), || {
+        let ready = rig.scalar(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' \
+             AND state = 'idle in transaction' AND query LIKE 'INSERT INTO demo_effects%' \
+             AND NOT EXISTS (SELECT 1 FROM operations WHERE status = 'running' AND isolated \
+                             AND worker_id LIKE '{name}-%')"
+        ));
+        (ready > 0).then_some(())
+    });
+    inside?;
+    w.signal("STOP");
+    let claims = fenced_claims(rig, name);
+    if claims.is_empty() {
+        // Its fenced transaction was an isolated claim's, taken between the look and the stop.
+        w.signal("CONT");
+        return None;
+    }
+    let rescued = poll(Duration::from_secs(10), Duration::from_millis(10), || {
+        (attempts_where(rig, &claims, "outcome = 'vanished'") == claims.len()).then_some(())
     });
     w.signal("CONT");
-    if rescued.is_none() {
-        assert!(
-            sqlite,
-            "{name}'s claim on {id} was not rescued while it was stopped"
-        );
-        return false;
-    }
-    poll(Duration::from_secs(5), Duration::from_millis(10), || {
-        attempt_ended("AND stale_outcome IS NOT NULL").then_some(())
-    })
-    .is_some()
+    assert!(
+        rescued.is_some(),
+        "{name}'s fenced claims {claims:?} were not all rescued while it was stopped"
+    );
+    Some(
+        poll(Duration::from_secs(3), Duration::from_millis(10), || {
+            (attempts_where(rig, &claims, "stale_outcome IS NOT NULL") > 0).then_some(())
+        })
+        .is_some(),
+    )
 }
