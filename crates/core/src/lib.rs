@@ -63,7 +63,7 @@ pub use resolution::{Resolution, Settlement};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};
 pub use stats::{AgeBucket, NO_CLASS, OldestEligible, StatsReport};
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
-pub use store::{Claimed, EnqueueStore, Store, WorkerStore};
+pub use store::{Claimed, EnqueueStore, Store, TransactionalEnqueue, WorkerStore};
 pub use transition::{
     ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule,
 };

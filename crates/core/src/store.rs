@@ -379,6 +379,33 @@ pub trait EnqueueStore: Store {
     async fn operation_mark_woken(&self, params: MarkWokenParams) -> Result<()>;
 }
 
+/// A store whose enqueue can join a transaction the caller owns, so that an application's own row
+/// and the operation it asks for commit together or not at all (no dual write). The connection's
+/// type is the store's driver's (`sqlx`'s `PgConnection` or `SqliteConnection`, which a `sqlx`
+/// transaction dereferences to), named by [`TransactionalEnqueue::Conn`], so that core stays free
+/// of drivers. Implemented by `oprec-postgres` and `oprec-sqlite`.
+///
+/// The operations exist if and only if the caller commits. Their wake-ups are the caller's to
+/// publish after the commit (the runtime's `Client::enqueue_in` returns them for that); should the
+/// process die between the commit and the publish, the scheduler wakes the operations after its
+/// re-wake interval, as it does after any failed publish.
+#[async_trait]
+pub trait TransactionalEnqueue: EnqueueStore {
+    /// The caller's connection, inside its transaction.
+    type Conn: Send + ?Sized;
+
+    /// Enqueues `ops` with the statements of [`EnqueueStore::operation_insert_many`], on `conn`,
+    /// without beginning or ending a transaction: the caller's commit makes them, its rollback
+    /// undoes them. An idempotency key already committed (or written earlier in the same
+    /// transaction) returns that operation; a key another open transaction has just written
+    /// waits for that transaction to end, as any unique key does.
+    async fn operation_insert_many_on(
+        &self,
+        conn: &mut Self::Conn,
+        ops: Vec<NewOperation>,
+    ) -> Result<Vec<Enqueued>>;
+}
+
 /// The worker's side: claims and what a claim may write, and the worker's presence.
 #[async_trait]
 pub trait WorkerStore: Store {

@@ -23,8 +23,8 @@ pub use oprec_core::*;
 pub use oprec_ops as ops;
 pub use oprec_runtime as runtime;
 pub use oprec_runtime::{
-    Client, Context, Fenced, Kind, MemoryTransport, PayloadMode, Reconciled, Registry, Worker,
-    WorkerConfig,
+    AfterCommit, Client, Context, Fenced, Kind, MemoryTransport, PayloadMode, Reconciled, Registry,
+    Worker, WorkerConfig,
 };
 
 #[cfg(feature = "amqp")]

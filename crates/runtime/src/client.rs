@@ -12,13 +12,55 @@ use std::sync::Arc;
 use oprec_core::store::Enqueued;
 use oprec_core::{
     Clock, DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, EnqueueStore, Error, NewOperation,
-    OperationId, Result, SystemClock, Transport, WakeUp,
+    OperationId, Result, SystemClock, TransactionalEnqueue, Transport, WakeUp,
 };
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::group_commit::GroupCommit;
 use crate::{Registry, Stats};
+
+/// Operations enqueued inside a caller's transaction ([`Client::enqueue_in`]), whose wake-ups wait
+/// for the caller's commit: call [`AfterCommit::wake`] once it has committed. Dropped without it
+/// (a rollback, or a crash before the publish), nothing is published; committed operations are
+/// then woken by the scheduler after its re-wake interval.
+#[must_use = "publish the wake-ups with .wake() after the commit; otherwise the operations wait for \
+              the scheduler's re-wake interval"]
+pub struct AfterCommit {
+    client: Client,
+    enqueued: Vec<Enqueued>,
+    wake_ups: Vec<WakeUp>,
+}
+
+impl std::fmt::Debug for AfterCommit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AfterCommit")
+            .field("enqueued", &self.enqueued)
+            .field("wake_ups", &self.wake_ups.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AfterCommit {
+    /// The first operation enqueued (the only one of [`Client::enqueue_in`]): its id, and whether
+    /// it was created or an idempotency key found it.
+    pub fn first(&self) -> Option<&Enqueued> {
+        self.enqueued.first()
+    }
+
+    /// Every operation enqueued, in input order.
+    pub fn enqueued(&self) -> &[Enqueued] {
+        &self.enqueued
+    }
+
+    /// Publishes the wake-ups of the operations created due at once; call it after the commit.
+    /// A publish failure is logged, not returned, as for [`Client::enqueue_many`]: the rows are
+    /// committed, and the scheduler wakes them after its re-wake interval.
+    pub async fn wake(self) -> Vec<Enqueued> {
+        self.client.wake(self.wake_ups).await;
+        self.enqueued
+    }
+}
 
 /// Enqueues operations of registered kinds.
 #[derive(Clone)]
@@ -112,6 +154,63 @@ impl Client {
             .collect();
         self.wake(fresh).await;
         Ok(enqueued)
+    }
+
+    /// Enqueues one operation of `kind` inside a transaction the caller owns, on `conn` (on
+    /// PostgreSQL `&mut *tx` of a `sqlx::Transaction<'_, Postgres>`, on SQLite of a
+    /// `sqlx::Transaction<'_, Sqlite>` begun with `BEGIN IMMEDIATE`), with the same checks as
+    /// [`Client::enqueue`]. The operation exists if and only if the caller commits. Publish its
+    /// wake-up after the commit with [`AfterCommit::wake`]; if the process dies in between, or
+    /// the caller rolls back or forgets, nothing is lost: a committed operation is woken by the
+    /// scheduler after its re-wake interval, a rolled-back one never existed.
+    ///
+    /// ```text
+    /// let mut tx = pool.begin().await?;
+    /// sqlx::query("INSERT INTO orders (id) VALUES ($1)").bind(42_i64).execute(&mut *tx).await?;
+    /// let shipment = client
+    ///     .enqueue_in(&store, &mut *tx, "shipment.create", json!({"order": 42}), options)
+    ///     .await?;
+    /// tx.commit().await?;
+    /// shipment.wake().await;
+    /// ```
+    ///
+    /// `examples/transactional.rs` runs it on SQLite.
+    pub async fn enqueue_in<S: TransactionalEnqueue + ?Sized>(
+        &self,
+        store: &S,
+        conn: &mut S::Conn,
+        kind: &str,
+        payload: impl Serialize,
+        options: EnqueueOptions,
+    ) -> Result<AfterCommit> {
+        let payload = serde_json::to_value(payload)
+            .map_err(|e| Error::InvalidInput(format!("payload is not JSON: {e}")))?;
+        self.enqueue_many_in(store, conn, kind, vec![payload], options)
+            .await
+    }
+
+    /// Enqueues one operation per payload inside a transaction the caller owns; see
+    /// [`Client::enqueue_in`].
+    pub async fn enqueue_many_in<S: TransactionalEnqueue + ?Sized>(
+        &self,
+        store: &S,
+        conn: &mut S::Conn,
+        kind: &str,
+        payloads: Vec<Value>,
+        options: EnqueueOptions,
+    ) -> Result<AfterCommit> {
+        let (ops, due) = self.prepare(kind, payloads, options)?;
+        let enqueued = store.operation_insert_many_on(conn, ops).await?;
+        let wake_ups = enqueued
+            .iter()
+            .filter(|e| e.created && due.contains(&e.id))
+            .map(|e| WakeUp::new(e.id, kind))
+            .collect();
+        Ok(AfterCommit {
+            client: self.clone(),
+            enqueued,
+            wake_ups,
+        })
     }
 
     /// The store this client enqueues into.

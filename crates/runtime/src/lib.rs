@@ -37,7 +37,7 @@ mod upkeep;
 mod webhook;
 mod worker;
 
-pub use client::Client;
+pub use client::{AfterCommit, Client};
 pub use context::Context;
 pub use dead_letter::{
     AlertReport, AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once,

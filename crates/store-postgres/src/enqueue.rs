@@ -4,10 +4,12 @@
 //! A key repeated within a batch is core's business ([`IdempotentBatch`]): only its first
 //! occurrence reaches the database, and core resolves the repeats from the result.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use oprec_core::store::{Enqueued, MarkWokenParams};
-use oprec_core::{Error, IdempotentBatch, NewOperation, OperationId, Result};
+use oprec_core::{Error, IdempotentBatch, NewOperation, OperationId, Result, TransactionalEnqueue};
 use serde_json::Value;
+use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::row::{self, Columns};
@@ -22,14 +24,28 @@ pub(crate) async fn operation_insert_many(
     if ops.is_empty() {
         return Ok(Vec::new());
     }
+    let mut conn = store.pool.acquire().await.map_err(backend_error)?;
+    insert_on(&mut conn, ops).await
+}
+
+/// Enqueues `ops` in input order on `conn`, in whatever transaction it is in (none: each
+/// statement commits on its own, and each is atomic); see
+/// [`TransactionalEnqueue`](oprec_core::TransactionalEnqueue).
+pub(crate) async fn insert_on(
+    conn: &mut PgConnection,
+    ops: Vec<NewOperation>,
+) -> Result<Vec<Enqueued>> {
+    if ops.is_empty() {
+        return Ok(Vec::new());
+    }
     let plan = IdempotentBatch::plan(&ops);
     let unique: Vec<&NewOperation> = plan.unique().iter().map(|&i| &ops[i]).collect();
     let inserted = match unique.as_slice() {
-        [one] => vec![insert_one(store, one).await?],
+        [one] => vec![insert_one(conn, one).await?],
         many if many.iter().all(|op| op.idempotency_key.is_none()) => {
-            insert_keyless(store, many).await?
+            insert_keyless(conn, many).await?
         }
-        many => insert_many(store, many).await?,
+        many => insert_many(conn, many).await?,
     };
     plan.resolve(&inserted)
 }
@@ -43,7 +59,7 @@ fn max_attempts(op: &NewOperation) -> Option<i32> {
 /// One operation, the common case of an enqueue per request: a plain `INSERT ... VALUES` whose
 /// plan PostgreSQL caches, where the batch statement's arrays would be planned anew on every
 /// call (about 1 ms, most of a single enqueue's cost).
-async fn insert_one(store: &PgStore, op: &NewOperation) -> Result<Enqueued> {
+async fn insert_one(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueued> {
     let inserted: Option<Uuid> = sqlx::query_scalar(sql::ENQUEUE_INSERT_ONE)
         .bind(op.id.as_uuid())
         .bind(&op.kind)
@@ -57,7 +73,7 @@ async fn insert_one(store: &PgStore, op: &NewOperation) -> Result<Enqueued> {
         .bind(&op.enqueue_params)
         .bind(op.created_at)
         .bind(op.last_woken_at)
-        .fetch_optional(&store.pool)
+        .fetch_optional(&mut *conn)
         .await
         .map_err(backend_error)?;
     match inserted {
@@ -66,7 +82,7 @@ async fn insert_one(store: &PgStore, op: &NewOperation) -> Result<Enqueued> {
             created: true,
         }),
         // Only the idempotency key can have stopped the insert.
-        None => existing(store, op).await,
+        None => existing(conn, op).await,
     }
 }
 
@@ -104,9 +120,9 @@ fn batch<'q>(
 }
 
 /// Several operations (no key twice) in one statement, an array per column.
-async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
+async fn insert_many(conn: &mut PgConnection, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
     let rows = batch(sql::ENQUEUE_INSERT_MANY, ops)
-        .fetch_all(&store.pool)
+        .fetch_all(&mut *conn)
         .await
         .map_err(backend_error)?;
     if rows.len() != ops.len() {
@@ -122,7 +138,7 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
                 created: c.get("created")?,
             },
             // Another transaction committed the same key after this statement's snapshot.
-            None => existing(store, op).await?,
+            None => existing(conn, op).await?,
         });
     }
     Ok(results)
@@ -130,9 +146,9 @@ async fn insert_many(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enque
 
 /// Several operations without idempotency keys in one statement: nothing can conflict, so every
 /// one is created.
-async fn insert_keyless(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
+async fn insert_keyless(conn: &mut PgConnection, ops: &[&NewOperation]) -> Result<Vec<Enqueued>> {
     let done = batch(sql::ENQUEUE_INSERT_KEYLESS, ops)
-        .execute(&store.pool)
+        .execute(&mut *conn)
         .await
         .map_err(backend_error)?;
     if done.rows_affected() != ops.len() as u64 {
@@ -148,11 +164,11 @@ async fn insert_keyless(store: &PgStore, ops: &[&NewOperation]) -> Result<Vec<En
 }
 
 /// The stored operation that holds `op`'s idempotency key.
-async fn existing(store: &PgStore, op: &NewOperation) -> Result<Enqueued> {
+async fn existing(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueued> {
     let id: Uuid = sqlx::query_scalar(sql::ENQUEUE_EXISTING_ID)
         .bind(&op.kind)
         .bind(&op.idempotency_key)
-        .fetch_one(&store.pool)
+        .fetch_one(&mut *conn)
         .await
         .map_err(backend_error)?;
     Ok(Enqueued {
@@ -170,4 +186,19 @@ pub(crate) async fn operation_mark_woken(store: &PgStore, params: MarkWokenParam
         .await
         .map_err(backend_error)?;
     Ok(())
+}
+
+/// Enqueues on the caller's connection, inside the caller's transaction: `&mut *tx` of a
+/// `sqlx::Transaction<'_, Postgres>` on any pool of the same database.
+#[async_trait]
+impl TransactionalEnqueue for PgStore {
+    type Conn = PgConnection;
+
+    async fn operation_insert_many_on(
+        &self,
+        conn: &mut PgConnection,
+        ops: Vec<NewOperation>,
+    ) -> Result<Vec<Enqueued>> {
+        insert_on(conn, ops).await
+    }
 }

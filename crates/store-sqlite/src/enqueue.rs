@@ -5,8 +5,9 @@
 
 use std::collections::HashMap;
 
+use async_trait::async_trait;
 use oprec_core::store::{Enqueued, MarkWokenParams};
-use oprec_core::{Error, IdempotentBatch, NewOperation, OperationId, Result};
+use oprec_core::{Error, IdempotentBatch, NewOperation, OperationId, Result, TransactionalEnqueue};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 
@@ -65,23 +66,34 @@ pub(crate) async fn operation_insert_many(
     if ops.is_empty() {
         return Ok(Vec::new());
     }
+    // The write lock is held from the start, so a key found taken below is still taken, and by
+    // the same operation, when the transaction commits.
+    let mut tx = store.begin_write().await?;
+    let inserted = insert_on(tx.conn(), ops).await?;
+    tx.commit().await?;
+    Ok(inserted)
+}
+
+/// Enqueues `ops` in input order on `conn`, inside whatever transaction it is in; see
+/// [`TransactionalEnqueue`].
+async fn insert_on(conn: &mut SqliteConnection, ops: Vec<NewOperation>) -> Result<Vec<Enqueued>> {
+    if ops.is_empty() {
+        return Ok(Vec::new());
+    }
     let plan = IdempotentBatch::plan(&ops);
     let rows = plan
         .unique()
         .iter()
         .map(|&i| InsertRow::new(&ops[i]))
         .collect::<Result<Vec<_>>>()?;
-    // The write lock is held from the start, so a key found taken below is still taken, and by
-    // the same operation, when the transaction commits.
-    let mut tx = store.begin_write().await?;
     let created = match rows.as_slice() {
-        [one] => insert_one(tx.conn(), one).await?,
+        [one] => insert_one(conn, one).await?,
         _ => {
             let mut created = Vec::with_capacity(rows.len());
             for chunk in rows.chunks(ROWS_PER_STATEMENT) {
                 let ids: Vec<String> = sqlx::query_scalar(sql::ENQUEUE_INSERT_MANY)
                     .bind(json_text(chunk)?)
-                    .fetch_all(tx.conn())
+                    .fetch_all(&mut *conn)
                     .await
                     .map_err(backend_error)?;
                 created.extend(ids);
@@ -89,8 +101,7 @@ pub(crate) async fn operation_insert_many(
             created
         }
     };
-    let existing = existing_ids(tx.conn(), &rows, &created).await?;
-    tx.commit().await?;
+    let existing = existing_ids(conn, &rows, &created).await?;
     let inserted = rows
         .iter()
         .enumerate()
@@ -106,6 +117,24 @@ pub(crate) async fn operation_insert_many(
         })
         .collect::<Result<Vec<_>>>()?;
     plan.resolve(&inserted)
+}
+
+/// Enqueues on the caller's connection, inside the caller's transaction: `&mut *tx` of a
+/// `sqlx::Transaction<'_, Sqlite>` on a pool of the same database file. Begin it with
+/// `pool.begin_with("BEGIN IMMEDIATE")`, so that it takes SQLite's write lock at once: a deferred
+/// transaction that reads first and writes later can fail with "database is locked" when another
+/// writer went between (the busy timeout cannot help an upgrade from a read lock).
+#[async_trait]
+impl TransactionalEnqueue for SqliteStore {
+    type Conn = SqliteConnection;
+
+    async fn operation_insert_many_on(
+        &self,
+        conn: &mut SqliteConnection,
+        ops: Vec<NewOperation>,
+    ) -> Result<Vec<Enqueued>> {
+        insert_on(conn, ops).await
+    }
 }
 
 /// Inserts one operation with the plain statement; returns its id when it was inserted.
