@@ -2,7 +2,9 @@
 //! dependency (PostgreSQL) or a paused kind (SQLite) releases at its pace once the control lifts,
 //! not all in one second, and its dry run names the control; a re-drive whose operations die
 //! again brakes by itself and says why; `oprec redrive stop JOB` from another process and ctrl-c
-//! both leave a job that `oprec redrive resume JOB` finishes, re-driving nothing twice.
+//! both leave a job that `oprec redrive resume JOB` finishes, re-driving nothing twice; and the
+//! dry run says whether it is safe (first and last death, distinct errors, a success since,
+//! warnings).
 
 mod background;
 mod common;
@@ -397,4 +399,95 @@ fn ctrl_c_leaves_a_job_to_resume() {
             .all(|op| op["status"] == "pending" && op["redrive_count"] == 1),
         "every one exactly once"
     );
+}
+
+#[test]
+fn the_dry_run_says_whether_it_is_safe() {
+    let (_db, o) = Pg::fresh();
+    dead(&o, 30, "permanent");
+    dead(&o, 20, "transient");
+
+    let dry = o.run(&["redrive", "--json"]).json();
+    assert_eq!(dry["matched"], 50);
+    let groups = dry["groups"].as_array().unwrap();
+    let permanent = groups.iter().find(|g| g["reason"] == "permanent").unwrap();
+    assert_eq!(permanent["count"], 30);
+    assert_eq!(permanent["dependency"], "demo-provider");
+    let first: DateTime<Utc> = permanent["first_ended_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let last: DateTime<Utc> = permanent["last_ended_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(first <= last, "{permanent}");
+    assert!(permanent["recovered_at"].is_null(), "{permanent}");
+    // Distinct errors with their counts, not samples of the same one.
+    let errors: Vec<(u64, String)> = dry["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["count"].as_u64().unwrap(),
+                e["error"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        errors,
+        vec![
+            (
+                30,
+                "demo.flaky: simulated permanent failure on attempt 1".to_owned()
+            ),
+            (
+                20,
+                "demo.flaky: simulated transient failure on attempt 1".to_owned()
+            ),
+        ]
+    );
+    let warnings: Vec<&str> = dry["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        vec!["permanent", "not_recovered", "not_recovered"]
+    );
+    let text = o.run(&["redrive"]).ok().to_owned();
+    for needle in [
+        "SUCCEEDED SINCE",
+        "demo.flaky  permanent  permanent           30     demo-provider",
+        "errors (distinct, the most frequent first):",
+        "30     demo.flaky  demo.flaky: simulated permanent failure on attempt 1",
+        "! 30 demo.flaky operations died of a permanent failure",
+        "! no operation of dependency demo-provider has succeeded since the last of these 20 died",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+
+    // The provider answers again: an operation of the same dependency succeeds.
+    o.run(&["enqueue", "--kind", "demo.noop", "--payload", "{}"])
+        .ok();
+    o.work_until_idle();
+    let dry = o.run(&["redrive", "--json"]).json();
+    for g in dry["groups"].as_array().unwrap() {
+        let at: DateTime<Utc> = g["recovered_at"].as_str().unwrap().parse().unwrap();
+        assert!(at > last, "{g}");
+    }
+    let warnings: Vec<&str> = dry["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["what"].as_str().unwrap())
+        .collect();
+    assert_eq!(warnings, vec!["permanent"]);
+    let text = o.run(&["redrive"]).ok().to_owned();
+    assert!(text.contains("yes, 20"), "{text}");
 }

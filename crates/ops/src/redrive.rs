@@ -582,3 +582,64 @@ impl RedriveDone {
 /// the rest and nothing twice.
 pub const AGAIN: &str =
     "run the same re-drive again to re-drive the rest; nothing is re-driven twice";
+
+#[cfg(test)]
+mod tests {
+    use oprec_core::operator::PreviewGroup;
+
+    use super::*;
+
+    fn group(kind: &str, reason: TerminalReason, recovered: bool) -> PreviewGroup {
+        let at = Utc::now();
+        PreviewGroup {
+            kind: kind.to_owned(),
+            payload_mode: Some(PayloadMode::Snapshot),
+            class: None,
+            reason: Some(reason),
+            dependency: Some("provider".to_owned()),
+            count: 7,
+            first_ended_at: Some(at),
+            last_ended_at: Some(at),
+            recovered_at: recovered.then_some(at),
+        }
+    }
+
+    #[test]
+    fn permanent_and_crash_loop_groups_warn_and_so_does_no_success_since() {
+        let now = Utc::now();
+        let request =
+            RedriveRequest::check(&RedriveInput::default(), Spelling::Flags, now).unwrap();
+        let review = RedriveReview {
+            request,
+            began: now,
+            preview: RedrivePreview {
+                matched: 21,
+                groups: vec![
+                    group("a", TerminalReason::Permanent, true),
+                    group("b", TerminalReason::CrashLoop, true),
+                    group("c", TerminalReason::AttemptsExhausted, false),
+                ],
+                ..RedrivePreview::default()
+            },
+            planned: 21,
+            controls: Vec::new(),
+        };
+        let warnings = review.warnings();
+        let what: Vec<(&str, &str)> = warnings.iter().map(|w| (w.kind.as_str(), w.what)).collect();
+        assert_eq!(
+            what,
+            vec![
+                ("a", "permanent"),
+                ("b", "crash_loop"),
+                ("c", "not_recovered")
+            ]
+        );
+        assert!(warnings[1].text.contains("took its worker down"));
+        assert!(
+            warnings[2]
+                .text
+                .contains("no operation of dependency provider has succeeded since")
+        );
+        assert_eq!(review.to_json()["warnings"][0]["what"], "permanent");
+    }
+}

@@ -94,11 +94,14 @@ pub(crate) async fn redrive_preview(
     Ok(preview)
 }
 
+/// A dry run's question "has it succeeded since?": the dependency, or the kind when there is
+/// none (empty otherwise), and the last death.
+type Question = (Option<String>, String, DateTime<Utc>);
+
 /// Fills each group's `recovered_at`: one walk of the finished operations per distinct
 /// dependency (or kind) and last death.
 async fn recovered(store: &PgStore, groups: &mut [PreviewGroup]) -> Result<()> {
-    let mut found: HashMap<(Option<String>, String, DateTime<Utc>), Option<DateTime<Utc>>> =
-        HashMap::new();
+    let mut found: HashMap<Question, Option<DateTime<Utc>>> = HashMap::new();
     let mut tx = store.begin_with(sql::WALK_FINISHED_IN_ORDER).await?;
     for g in groups.iter_mut() {
         let Some(last) = g.last_ended_at else {

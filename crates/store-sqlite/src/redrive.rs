@@ -51,6 +51,10 @@ fn after_millis(t: DateTime<Utc>, d: Duration) -> Result<String> {
     )?)
 }
 
+/// A dry run's question "has it succeeded since?": the dependency, or the kind when there is
+/// none (empty otherwise), and the last death as stored.
+type Question = (Option<String>, String, String);
+
 /// See [`OperatorStore::redrive_preview`](oprec_core::OperatorStore::redrive_preview).
 pub(crate) async fn redrive_preview(
     store: &SqliteStore,
@@ -120,7 +124,7 @@ pub(crate) async fn redrive_preview(
     }
     // Whether each group's dependency (or kind) has succeeded since its last death: one walk of
     // the finished operations per distinct question.
-    let mut found: HashMap<(Option<String>, String, String), Option<String>> = HashMap::new();
+    let mut found: HashMap<Question, Option<String>> = HashMap::new();
     for g in &mut preview.groups {
         let Some(last) = g.last_ended_at else {
             continue;
