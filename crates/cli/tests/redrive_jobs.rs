@@ -221,6 +221,25 @@ fn a_paced_redrive_onto_a_paused_kind_waits_and_keeps_its_pace_on_sqlite() {
 }
 
 #[test]
+fn a_redrive_with_no_pace_does_not_wait_for_a_pause() {
+    // All at once has no pace to keep: the operations are released at once, and the claim holds
+    // them back until the pause lifts.
+    let o = Oprec::migrated();
+    dead(&o, 10, "transient");
+    o.run(&["pause", "--kind", "demo.flaky"]).ok();
+    let began = Instant::now();
+    let done = o.run(&["redrive", "--yes", "--all", "--json"]).json();
+    assert_eq!(done["redriven"], 10);
+    assert_eq!(done["state"], "done");
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+    assert_eq!(eligible_times(&o).len(), 10);
+}
+
+#[test]
 fn a_redrive_whose_operations_die_again_brakes_and_says_why() {
     let (db, o) = Pg::fresh();
     dead(&o, 600, "permanent");
@@ -309,6 +328,9 @@ fn a_redrive_stopped_from_another_process_resumes_and_redrives_nothing_twice() {
     let job = running_job(&o, 1);
     let id = job["id"].as_str().unwrap().to_owned();
 
+    // Its process is alive: resuming it elsewhere is refused.
+    o.run(&["redrive", "resume", &id])
+        .bad_input("is running in another process");
     let asked = o
         .run(&["redrive", "stop", &id, "--actor", "ops-oncall"])
         .ok()

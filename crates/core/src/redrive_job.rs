@@ -37,10 +37,6 @@ impl RedriveJobState {
     }
 }
 
-/// A running job saves its row at least this often; a running row older than
-/// [`RedriveJob::ABANDONED_AFTER_SECS`] belongs to a process that is gone.
-pub const SAVE_EVERY_SECS: i64 = 1;
-
 /// One re-drive job, as stored.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RedriveJob {
@@ -124,7 +120,8 @@ pub struct RedriveJobListParams {
 /// [`BrakeRule::WINDOW`] consecutive operations it released are dead again. Windows are the
 /// released operations in release order, 1–50, 51–100, ...; the first window is watched until it
 /// can no longer brake, later ones while they are among the last
-/// [`BrakeRule::WATCHED_WINDOWS`] windows released.
+/// [`BrakeRule::WATCHED_WINDOWS`] windows released. A resumed job counts its windows from the
+/// resumption.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BrakeRule;
 

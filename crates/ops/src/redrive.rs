@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    AuditEntry, Control, OperationFilter, RedriveJob, RedriveJobListParams, RedriveJobState,
-    RedriveJobStopParams, RedriveMode, RedrivePreview, RedrivePreviewParams,
+    AuditEntry, Control, OperationFilter, RedriveJob, RedriveJobListParams, RedriveJobSaveParams,
+    RedriveJobState, RedriveJobStopParams, RedriveMode, RedrivePreview, RedrivePreviewParams,
 };
 use oprec_core::{OperatorStore, PayloadMode, TerminalReason};
 use serde::Serialize;
@@ -478,7 +478,31 @@ impl Resumption {
         stop: &CancellationToken,
         on_event: impl FnMut(JobEvent<'_>),
     ) -> RedriveDone {
-        let Resumption { job, request, note } = self;
+        let Resumption {
+            mut job,
+            request,
+            note,
+        } = self;
+        if job.state == RedriveJobState::Running {
+            // Taken over from a process that is gone: recorded as interrupted first, so that
+            // turning running again clears a stop asked of that process.
+            let ended = store
+                .redrive_job_save(RedriveJobSaveParams {
+                    id: job.id.clone(),
+                    actor: job.actor.clone(),
+                    state: RedriveJobState::Interrupted,
+                    request: job.request.clone(),
+                    ended_before: job.ended_before,
+                    planned: job.planned,
+                    released: job.released,
+                    reason: Some("its process was gone".to_owned()),
+                })
+                .await;
+            match ended {
+                Ok(saved) => job = saved,
+                Err(e) => return RedriveDone::failed_to_start(e),
+            }
+        }
         run_and_audit(
             store,
             &request,

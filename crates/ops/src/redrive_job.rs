@@ -9,7 +9,9 @@
 //! Staggering from a control's end cannot work for a pause, which has no end, nor for a control
 //! set or lifted after the re-drive began. So the job leaves out what a control in force would
 //! hold back, waits while only such operations are left, and releases them at its pace once the
-//! control lifts; at most [`LOOKAHEAD`] of work is ever stored ahead of the clock. Releasing over
+//! control lifts; at most [`LOOKAHEAD`] of work is ever stored ahead of the clock. A re-drive with
+//! no pace (all at once) has none to keep: it releases everything, and the claim holds back what
+//! a control names until it lifts. Releasing over
 //! time is also what lets a stop or the brake ([`BrakeRule`]) keep the rest back.
 
 use std::collections::BTreeMap;
@@ -393,7 +395,9 @@ pub(crate) async fn run<S: OperatorStore + ?Sized>(
             limit: u32::try_from(ask).unwrap_or(u32::MAX),
             start_at: at,
             spacing,
-            skip_held_back: true,
+            // All at once has no pace to keep: what a control holds back is released too, and
+            // the claim holds it until the control lifts (the job need not wait for a pause).
+            skip_held_back: !spacing.is_zero(),
         };
         let batch = match store.operation_redrive(params).await {
             Ok(b) => b,
