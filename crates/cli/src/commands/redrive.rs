@@ -34,13 +34,16 @@ pub(crate) const LONG_ABOUT: &str = concat!(
 filters: in place (attempts reset, the same id) or --as-new (a new operation linked by \
 redrive_of; the old one stays as it was).\n\nWithout --yes nothing is changed: the command prints \
 the dry run (how many match, grouped by kind, class, terminal reason and dependency, how many \
-matches are not terminal and so refused, a sample of errors, whether each kind's payload is a \
-snapshot that the re-drive replays or a reference to today's data, and the pauses and \
-postponements in force that will delay the work).\n\nWith --yes the re-drive runs as a job: \
+matches are not terminal and so refused, per group the first and last death and whether the \
+dependency (or the kind) has succeeded since, the distinct errors with their counts, warnings for \
+permanent and crash-loop groups, whether each kind's payload is a snapshot that the re-drive \
+replays or a reference to today's data, and the pauses and postponements in force that will delay \
+the work).\n\nWith --yes the re-drive runs as a job: \
 --rate or --spread releases the operations at that pace, a second ahead of their eligible \
 times, for as long as the pace takes, so that a recovered dependency is not hit by the whole \
 pile at once. Operations a pause or postponement in force would hold back are released at the \
-pace once it lifts, not all in its last second. Stop a running job with `oprec redrive stop \
+pace once it lifts, not all in its last second (with no pace, everything is released at once and \
+the claim holds back what a control names). Stop a running job with `oprec redrive stop \
 JOB` from anywhere, or ctrl-c here; either leaves it to resume with `oprec redrive resume \
 JOB`; `oprec redrive status` lists the jobs. The brake: ",
     "a re-drive brakes (stops releasing, and says why) when more than half of a window of 50 \
