@@ -99,7 +99,10 @@ pub(crate) enum Command {
     /// Run the retry scenarios (outages, bad input, crashes) on a virtual clock with no services.
     Demo(DemoArgs),
     /// Re-drive dead operations by filter, after a dry run, at a bounded pace.
-    #[command(long_about = crate::commands::redrive::LONG_ABOUT)]
+    #[command(
+        long_about = crate::commands::redrive::LONG_ABOUT,
+        args_conflicts_with_subcommands = true
+    )]
     Redrive(RedriveArgs),
     /// Stop claims and wake-ups of a kind, failure class or dependency (nothing else stops).
     Pause(PauseArgs),

@@ -128,6 +128,28 @@ pub fn not_held_back_sql(row: &str, now: &str) -> String {
             )
         })
         .collect();
+    none_in_force(&matches, now)
+}
+
+/// The SQL condition that no control in force at `now` would hold back a copy of the
+/// `operations` row named `row` re-driven as new: the copy has the row's kind and dependency but
+/// no failure yet, so only kind and dependency controls (by the `dependency` column) reach it.
+pub fn not_held_back_copy_sql(row: &str, now: &str) -> String {
+    let matches: Vec<String> = [ControlScope::Kind, ControlScope::Dependency]
+        .iter()
+        .map(|s| {
+            format!(
+                "(c.scope = '{}' AND c.value = {row}.{})",
+                s.as_str(),
+                s.operation_column()
+            )
+        })
+        .collect();
+    none_in_force(&matches, now)
+}
+
+/// `NOT EXISTS` a control in force at `now` that one of `matches` (conditions on `c`) names.
+fn none_in_force(matches: &[String], now: &str) -> String {
     format!(
         "(NOT EXISTS (SELECT 1 FROM controls) OR NOT EXISTS (SELECT 1 FROM controls c \
          WHERE (c.until IS NULL OR c.until > {now}) AND ({})))",

@@ -30,6 +30,7 @@ mod operation;
 pub mod operator;
 mod outcome;
 mod policy;
+pub mod redrive_job;
 mod resolution;
 pub mod retention;
 mod stats;
@@ -43,7 +44,9 @@ mod worker_record;
 
 pub use claim_ahead::{ClaimAhead, ClaimAheadRule};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use control::{Control, ControlAction, ControlScope, not_held_back_sql};
+pub use control::{
+    Control, ControlAction, ControlScope, not_held_back_copy_sql, not_held_back_sql,
+};
 pub use ending::{Ending, ErrorPatch};
 pub use enqueue::{DEFAULT_MAX_PAYLOAD_BYTES, EnqueueOptions, IdempotentBatch, NewOperation};
 pub use error::{Error, Result};

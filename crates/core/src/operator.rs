@@ -10,6 +10,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use crate::control::{Control, ControlAction, ControlScope};
+pub use crate::redrive_job::{
+    BrakeRule, RedriveJob, RedriveJobListParams, RedriveJobSaveParams, RedriveJobState,
+    RedriveJobStopParams,
+};
 pub use crate::resolution::{Resolution, Settlement};
 pub use crate::stats::{AgeBucket, OldestEligible, StatsReport};
 use crate::{
@@ -114,6 +118,10 @@ pub struct RedriveParams {
     pub start_at: DateTime<Utc>,
     /// The gap between consecutive operations' `next_eligible_at` (zero: all at once).
     pub spacing: Duration,
+    /// Leave out the operations that a control in force would hold back once re-driven (as the
+    /// claim would see them: the row itself in place, a copy's kind and dependency as new), so
+    /// that a paced re-drive releases them at its pace once the control lifts, not all at once.
+    pub skip_held_back: bool,
 }
 
 /// One re-driven operation.
@@ -138,6 +146,22 @@ pub struct RedrivePreview {
     pub groups: Vec<PreviewGroup>,
     /// A few matches with their last error, for review.
     pub samples: Vec<PreviewSample>,
+    /// The distinct last errors of the matches, per kind, the most frequent first, with how many
+    /// matches have each.
+    pub errors: Vec<PreviewError>,
+}
+
+/// One distinct last error of a re-drive's matches.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PreviewError {
+    /// The kind.
+    pub kind: String,
+    /// The last error summary (`None`: no error kept).
+    pub error: Option<String>,
+    /// How many matches of the kind ended with it.
+    pub count: u64,
+    /// One of them, to look at (`oprec ops show`).
+    pub example: OperationId,
 }
 
 /// One group of a re-drive preview.
@@ -152,8 +176,18 @@ pub struct PreviewGroup {
     pub class: Option<FailureClass>,
     /// The terminal reason.
     pub reason: Option<TerminalReason>,
+    /// The dependency the kind calls, as kept on the operations.
+    pub dependency: Option<String>,
     /// How many.
     pub count: u64,
+    /// When the first of them ended.
+    pub first_ended_at: Option<DateTime<Utc>>,
+    /// When the last of them ended.
+    pub last_ended_at: Option<DateTime<Utc>>,
+    /// When an operation of the same dependency (of the same kind, when the kind names none)
+    /// first succeeded after the group's last death: a sign that the cause is gone (`None`: none
+    /// has succeeded since).
+    pub recovered_at: Option<DateTime<Utc>>,
 }
 
 /// One sampled match of a re-drive preview.
@@ -255,7 +289,7 @@ pub struct RedrivePreviewParams {
     pub filter: OperationFilter,
     /// Cancelled operations too.
     pub include_cancelled: bool,
-    /// How many matches to sample with their errors.
+    /// How many matches to sample with their errors, and how many distinct errors to list.
     pub samples: u32,
 }
 
@@ -315,6 +349,17 @@ pub trait OperatorStore: Store {
 
     /// Re-drives one batch; see [`RedriveParams`].
     async fn operation_redrive(&self, params: RedriveParams) -> Result<Vec<Redriven>>;
+
+    /// Creates or updates a re-drive job's row and returns it as stored (with any stop asked for
+    /// meanwhile).
+    async fn redrive_job_save(&self, params: RedriveJobSaveParams) -> Result<RedriveJob>;
+
+    /// Asks a running re-drive job to stop; returns the job as stored (`None`: no such job). A
+    /// job that is not running is returned unchanged.
+    async fn redrive_job_stop(&self, params: RedriveJobStopParams) -> Result<Option<RedriveJob>>;
+
+    /// Re-drive jobs, newest first (or the one asked for).
+    async fn redrive_job_list(&self, params: RedriveJobListParams) -> Result<Vec<RedriveJob>>;
 
     /// Quarantines pending operations; returns how many.
     async fn operation_quarantine(&self, params: QuarantineParams) -> Result<u64>;

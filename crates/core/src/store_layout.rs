@@ -19,7 +19,7 @@
 //! | `leader` | `leader_acquire`, `leader_release`, `leader_list` |
 //! | `controls` | `control_set`, `control_remove`, `control_list` |
 //! | `filter` | `operation_count_matching` |
-//! | `redrive` | `redrive_preview`, `operation_redrive` |
+//! | `redrive` | `redrive_preview`, `operation_redrive`, `redrive_job_save`, `redrive_job_stop`, `redrive_job_list` |
 //! | `quarantine` | `operation_quarantine`, `operation_release` |
 //! | `cancel` | `operation_cancel` |
 //! | `stats` | `stats`, `activity_per_minute` |
@@ -309,6 +309,24 @@ macro_rules! impl_store_traits {
                 params: $crate::operator::RedriveParams,
             ) -> $crate::Result<Vec<$crate::operator::Redriven>> {
                 crate::redrive::operation_redrive(self, params).await
+            }
+            async fn redrive_job_save(
+                &self,
+                params: $crate::redrive_job::RedriveJobSaveParams,
+            ) -> $crate::Result<$crate::redrive_job::RedriveJob> {
+                crate::redrive::redrive_job_save(self, params).await
+            }
+            async fn redrive_job_stop(
+                &self,
+                params: $crate::redrive_job::RedriveJobStopParams,
+            ) -> $crate::Result<Option<$crate::redrive_job::RedriveJob>> {
+                crate::redrive::redrive_job_stop(self, params).await
+            }
+            async fn redrive_job_list(
+                &self,
+                params: $crate::redrive_job::RedriveJobListParams,
+            ) -> $crate::Result<Vec<$crate::redrive_job::RedriveJob>> {
+                crate::redrive::redrive_job_list(self, params).await
             }
             async fn operation_quarantine(
                 &self,

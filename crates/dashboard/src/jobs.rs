@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use oprec_core::{FullStore, OperationId};
 use oprec_ops::redrive::{AGAIN, RedriveReview};
+use oprec_ops::redrive_job::JobEvent;
 use oprec_ops::{CancellationToken, Who};
 
 /// Jobs kept for their progress pages.
@@ -110,7 +111,10 @@ async fn run(
     let lock = || state.lock().unwrap_or_else(|e| e.into_inner());
     let stop = lock().stop.clone();
     let done = review
-        .apply(store.as_ref(), &who, note.as_deref(), &stop, |batch| {
+        .apply(store.as_ref(), &who, note.as_deref(), &stop, |event| {
+            let JobEvent::Released(batch) = event else {
+                return;
+            };
             let mut s = lock();
             s.done += batch.len() as u64;
             s.batches += 1;
@@ -138,10 +142,15 @@ async fn run(
             }
         ));
     } else if done.run.interrupted {
-        error = Some(format!(
-            "Stopped after {} operations were re-driven; {AGAIN}.",
-            done.run.done
-        ));
+        // Stopped here, by `oprec redrive stop`, or braked: the job's reason says which.
+        let why = done.job.as_ref().and_then(|j| j.reason.clone());
+        error = Some(match why {
+            Some(why) => format!("{why}; {AGAIN}."),
+            None => format!(
+                "Stopped after {} operations were re-driven; {AGAIN}.",
+                done.run.done
+            ),
+        });
     }
     if let Some(e) = &done.audit_failure {
         tracing::error!(error = %e, "the re-drive's audit entry could not be written");

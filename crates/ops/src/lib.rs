@@ -9,6 +9,7 @@
 //! | workflow | module |
 //! | --- | --- |
 //! | re-drive dead (or cancelled) operations, in place or as new, at a pace | [`redrive`] |
+//! | a re-drive as a job over time: wait for controls, stop, brake, resume | [`redrive_job`] |
 //! | quarantine pending operations, release held ones | [`moves`] |
 //! | cancel operations that have not started their last attempt | [`cancel`] |
 //! | resolve an unknown outcome | [`resolve`] |
@@ -38,6 +39,7 @@ mod pace;
 pub mod payload;
 pub mod purge;
 pub mod redrive;
+pub mod redrive_job;
 pub mod resolve;
 pub mod restore;
 pub mod retention;

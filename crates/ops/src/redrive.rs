@@ -11,15 +11,17 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{
-    AuditEntry, OperationFilter, RedriveMode, RedriveParams, RedrivePreview, RedrivePreviewParams,
-    Redriven,
+    AuditEntry, Control, OperationFilter, RedriveJob, RedriveJobListParams, RedriveJobSaveParams,
+    RedriveJobState, RedriveJobStopParams, RedriveMode, RedrivePreview, RedrivePreviewParams,
 };
-use oprec_core::{OperatorStore, PayloadMode};
+use oprec_core::{OperatorStore, PayloadMode, TerminalReason};
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::batches::{self, Batches, DEFAULT_BATCH, MAX_BATCH};
+use crate::batches::{Batches, DEFAULT_BATCH, MAX_BATCH};
 use crate::filter::{self, FilterInput};
+use crate::redrive_job::{self, JobEvent, JobSpec};
 use crate::{InputError, Pace, Result, Spelling, Who, time};
 
 /// Errors shown in a dry run.
@@ -142,11 +144,20 @@ impl RedriveRequest {
         let planned = self
             .limit
             .map_or(preview.matched, |l| l.min(preview.matched));
+        let as_new = matches!(self.mode, RedriveMode::AsNew { .. });
+        let controls = redrive_job::delaying_controls(
+            &store.control_list().await?,
+            &preview.groups,
+            &self.filter,
+            as_new,
+            began,
+        );
         Ok(RedriveReview {
             request: self.clone(),
             began,
             preview,
             planned,
+            controls,
         })
     }
 }
@@ -163,6 +174,20 @@ pub struct RedriveReview {
     pub preview: RedrivePreview,
     /// How many would be re-driven (the matches, capped by the limit).
     pub planned: u64,
+    /// The pauses and postponements in force that hold back some of the matches once
+    /// re-driven, each with how many: the re-drive waits for them and keeps its pace after.
+    pub controls: Vec<(Control, u64)>,
+}
+
+/// Something a person should know before applying a re-drive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// The kind it is about.
+    pub kind: String,
+    /// `permanent`, `crash_loop` or `not_recovered`.
+    pub what: &'static str,
+    /// In words.
+    pub text: String,
 }
 
 /// How a kind's payload reads on re-drive, in words.
@@ -216,112 +241,338 @@ impl RedriveReview {
             "payloads": self.payload_modes(),
             "mode": self.request.mode_name(),
             "pace": self.request.pace.to_json(self.planned),
+            "controls": self.controls_json(),
+            "errors": self.preview.errors,
+            "warnings": self.warnings(),
         })
     }
 
-    /// Applies the reviewed re-drive: batches of `request.batch`, eligible times staggered at the
-    /// pace from the review's time, only operations that ended before it, stopping between two
-    /// batches when `stop` is cancelled; then the audit entry. `on_batch` sees each batch.
+    /// What a person should know before applying, per group: a permanent failure (the request
+    /// itself was refused: a replay fails again unless the payload or the remote side changed),
+    /// a crash loop (the handler took its worker down: a replay takes workers down again), and a
+    /// dependency (or kind) that has not succeeded since the group's last death.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = Vec::new();
+        for g in &self.preview.groups {
+            let n = g.count;
+            let (what, text) = match g.reason {
+                Some(TerminalReason::Permanent) => (
+                    "permanent",
+                    format!(
+                        "{n} {} operations died of a permanent failure: the request itself was \
+                         refused, so a re-drive replays it and fails again unless the payload \
+                         or the remote side has changed",
+                        g.kind
+                    ),
+                ),
+                Some(TerminalReason::CrashLoop) => (
+                    "crash_loop",
+                    format!(
+                        "{n} {} operations died in a crash loop: their handler took its worker \
+                         down attempt after attempt, so a re-drive takes workers down again \
+                         unless the crash is fixed",
+                        g.kind
+                    ),
+                ),
+                _ => ("", String::new()),
+            };
+            if !what.is_empty() {
+                out.push(Warning {
+                    kind: g.kind.clone(),
+                    what,
+                    text,
+                });
+            }
+            if g.recovered_at.is_none()
+                && let Some(last) = g.last_ended_at
+            {
+                let of = match &g.dependency {
+                    Some(d) => format!("of dependency {d}"),
+                    None => format!("of kind {}", g.kind),
+                };
+                out.push(Warning {
+                    kind: g.kind.clone(),
+                    what: "not_recovered",
+                    text: format!(
+                        "no operation {of} has succeeded since the last of these {n} died ({}): \
+                         the cause may still be there; a paced re-drive brakes if they die again",
+                        last.format("%Y-%m-%d %H:%M:%S UTC")
+                    ),
+                });
+            }
+        }
+        out
+    }
+
+    /// The delaying controls for JSON: each control with `operations`, how many it holds back.
+    pub fn controls_json(&self) -> Value {
+        Value::Array(
+            self.controls
+                .iter()
+                .map(|(c, n)| {
+                    let mut v = serde_json::to_value(c).unwrap_or(json!({}));
+                    if let Value::Object(m) = &mut v {
+                        m.insert("operations".into(), json!(n));
+                    }
+                    v
+                })
+                .collect(),
+        )
+    }
+
+    /// Applies the reviewed re-drive as a job ([`crate::redrive_job`]): its row is created,
+    /// operations that ended before the review are released at the pace from now (those a
+    /// control in force holds back once it lifts), until all are released, `stop` is cancelled,
+    /// the job is stopped from elsewhere, or the brake says so; then the audit entry.
+    /// `on_event` sees each batch released and each wait.
     pub async fn apply<S: OperatorStore + ?Sized>(
         &self,
         store: &S,
         who: &Who,
         note: Option<&str>,
         stop: &CancellationToken,
-        mut on_batch: impl FnMut(&[Redriven]),
+        on_event: impl FnMut(JobEvent<'_>),
     ) -> RedriveDone {
-        let r = &self.request;
-        let spacing = r.pace.spacing(self.planned);
-        let mut filter = r.filter.clone();
-        // Only what ended before this run: an operation that dies again while the run goes on is
-        // not taken a second time by a later batch.
-        filter.terminal_until = Some(
-            filter
-                .terminal_until
-                .map_or(self.began, |u| u.min(self.began)),
-        );
-        let total = r.limit.unwrap_or(u64::MAX);
-        let (mut first, mut last) = (None, None);
-        let run = batches::run(
-            total,
-            r.batch,
-            stop,
-            |done, ask| {
-                let params = RedriveParams {
-                    filter: filter.clone(),
-                    include_cancelled: r.include_cancelled,
-                    mode: r.mode.clone(),
-                    limit: ask,
-                    // Batch k starts where batch k-1 ended, so the whole run keeps one pace.
-                    start_at: self.began + spacing * i32::try_from(done).unwrap_or(i32::MAX),
-                    spacing,
-                };
-                store.operation_redrive(params)
-            },
-            |batch: &Vec<Redriven>| {
-                if let Some(f) = batch.first() {
-                    first.get_or_insert(f.next_eligible_at);
-                }
-                if let Some(l) = batch.last() {
-                    last = Some(l.next_eligible_at);
-                }
-                on_batch(batch);
-            },
+        let job = match redrive_job::create(
+            store,
+            &self.request,
+            note,
+            &who.actor,
+            self.began,
+            self.planned,
         )
-        .await;
-        let audit = if run.done > 0 {
-            store
-                .audit_insert(AuditEntry {
-                    actor: who.actor.clone(),
-                    action: "redrive".to_owned(),
-                    filter: self.audit_filter(),
-                    affected: run.done,
-                    reason: note.map(str::to_owned),
-                    details: who.details(json!({
-                        "mode": r.mode,
-                        "pace": r.pace.to_json(self.planned),
-                        "limit": r.limit,
-                        "ended_before": self.began,
-                        "matched": self.preview.matched,
-                        "not_terminal": self.preview.not_terminal,
-                        "first_eligible_at": first,
-                        "last_eligible_at": last,
-                        "batches": run.batches,
-                        "batch": r.batch,
-                        "complete": run.complete(),
-                    })),
-                })
-                .await
-                .err()
-        } else {
-            None
+        .await
+        {
+            Ok(job) => job,
+            Err(e) => return RedriveDone::failed_to_start(e),
         };
-        RedriveDone {
-            run,
-            first_eligible_at: first,
-            last_eligible_at: last,
-            audit_failure: audit,
+        run_and_audit(store, &self.request, job, who, note, stop, on_event, false).await
+    }
+}
+
+/// The filter and options, for the audit log.
+fn audit_filter(request: &RedriveRequest) -> Value {
+    let mut v = serde_json::to_value(&request.filter).unwrap_or(json!({}));
+    if let Value::Object(m) = &mut v {
+        m.insert("include_cancelled".into(), json!(request.include_cancelled));
+    }
+    v
+}
+
+/// Runs `job` and writes its audit entry: when it released something, or ended stopped or
+/// braked (the reason is worth keeping even when nothing was released).
+#[allow(clippy::too_many_arguments)]
+async fn run_and_audit<S: OperatorStore + ?Sized>(
+    store: &S,
+    request: &RedriveRequest,
+    job: RedriveJob,
+    who: &Who,
+    note: Option<&str>,
+    stop: &CancellationToken,
+    on_event: impl FnMut(JobEvent<'_>),
+    resumed: bool,
+) -> RedriveDone {
+    let end = redrive_job::run(store, request, job, stop, on_event).await;
+    let state = end.job.state;
+    let worth =
+        end.released > 0 || matches!(state, RedriveJobState::Stopped | RedriveJobState::Braked);
+    let audit = if worth {
+        store
+            .audit_insert(AuditEntry {
+                actor: who.actor.clone(),
+                action: "redrive".to_owned(),
+                filter: audit_filter(request),
+                affected: end.released,
+                reason: note.map(str::to_owned),
+                details: who.details(json!({
+                    "job": end.job.id,
+                    "resumed": resumed,
+                    "state": state.as_str(),
+                    "why": end.job.reason,
+                    "mode": request.mode,
+                    "pace": request.pace.to_json(end.job.planned),
+                    "limit": request.limit,
+                    "ended_before": end.job.ended_before,
+                    "planned": end.job.planned,
+                    "released_in_all": end.job.released,
+                    "first_eligible_at": end.first_eligible_at,
+                    "last_eligible_at": end.last_eligible_at,
+                    "batches": end.batches,
+                    "batch": request.batch,
+                    "complete": state == RedriveJobState::Done,
+                })),
+            })
+            .await
+            .err()
+    } else {
+        None
+    };
+    RedriveDone {
+        run: Batches {
+            done: end.released,
+            batches: end.batches,
+            interrupted: matches!(
+                state,
+                RedriveJobState::Interrupted | RedriveJobState::Stopped | RedriveJobState::Braked
+            ),
+            failure: end.failure,
+        },
+        job: Some(end.job),
+        first_eligible_at: end.first_eligible_at,
+        last_eligible_at: end.last_eligible_at,
+        audit_failure: audit,
+    }
+}
+
+/// A job to resume: its row, its request, and the operations still to re-drive now.
+#[derive(Debug)]
+pub struct Resumption {
+    /// The job as stored.
+    pub job: RedriveJob,
+    /// Its request, as first checked.
+    pub request: RedriveRequest,
+    /// Why, for the audit log, as first given.
+    pub note: Option<String>,
+}
+
+impl Resumption {
+    /// Loads job `id` and checks that it may be resumed: it exists, it is not done, and it is not
+    /// running in a live process (a running row not saved for
+    /// [`RedriveJob::ABANDONED_AFTER_SECS`] is taken over).
+    pub async fn load<S: OperatorStore + ?Sized>(store: &S, id: &str) -> Result<Self> {
+        let job = find(store, id).await?;
+        let now = store.now().await?;
+        if job.state == RedriveJobState::Done {
+            return Err(InputError(format!(
+                "re-drive job {} is done: it released all {} it matched; there is nothing to \
+                 resume",
+                job.id, job.released
+            ))
+            .into());
         }
+        if job.state == RedriveJobState::Running && !job.abandoned(now) {
+            return Err(InputError(format!(
+                "re-drive job {} is running in another process (saved {} ago); stop it first \
+                 (oprec redrive stop {}), or wait {}s after its process is gone",
+                job.id,
+                time::human(now - job.updated_at),
+                job.id,
+                RedriveJob::ABANDONED_AFTER_SECS
+            ))
+            .into());
+        }
+        let spec = JobSpec::from_job(&job)?;
+        Ok(Resumption {
+            request: spec.request()?,
+            note: spec.note,
+            job,
+        })
     }
 
-    /// The filter and options, for the audit log.
-    fn audit_filter(&self) -> Value {
-        let mut v = serde_json::to_value(&self.request.filter).unwrap_or(json!({}));
-        if let Value::Object(m) = &mut v {
-            m.insert(
-                "include_cancelled".into(),
-                json!(self.request.include_cancelled),
-            );
+    /// Runs the job again from where it stopped, with the same filter, pace and limit, only
+    /// operations that ended before its first dry run; then an audit entry.
+    pub async fn apply<S: OperatorStore + ?Sized>(
+        self,
+        store: &S,
+        who: &Who,
+        stop: &CancellationToken,
+        on_event: impl FnMut(JobEvent<'_>),
+    ) -> RedriveDone {
+        let Resumption {
+            mut job,
+            request,
+            note,
+        } = self;
+        if job.state == RedriveJobState::Running {
+            // Taken over from a process that is gone: recorded as interrupted first, so that
+            // turning running again clears a stop asked of that process.
+            let ended = store
+                .redrive_job_save(RedriveJobSaveParams {
+                    id: job.id.clone(),
+                    actor: job.actor.clone(),
+                    state: RedriveJobState::Interrupted,
+                    request: job.request.clone(),
+                    ended_before: job.ended_before,
+                    planned: job.planned,
+                    released: job.released,
+                    reason: Some("its process was gone".to_owned()),
+                })
+                .await;
+            match ended {
+                Ok(saved) => job = saved,
+                Err(e) => return RedriveDone::failed_to_start(e),
+            }
         }
-        v
+        run_and_audit(
+            store,
+            &request,
+            job,
+            who,
+            note.as_deref(),
+            stop,
+            on_event,
+            true,
+        )
+        .await
     }
+}
+
+/// Job `id`, or a refusal naming it.
+pub async fn find<S: OperatorStore + ?Sized>(store: &S, id: &str) -> Result<RedriveJob> {
+    let id = id.trim();
+    store
+        .redrive_job_list(RedriveJobListParams {
+            id: Some(id.to_owned()),
+            limit: 1,
+        })
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            InputError(format!(
+                "no re-drive job {:?}; oprec redrive status lists them",
+                crate::cut(id, 100)
+            ))
+            .into()
+        })
+}
+
+/// Asks running job `id` to stop on behalf of `who`; returns the job as stored. A job that is not
+/// running is refused (it has nothing to stop).
+pub async fn stop<S: OperatorStore + ?Sized>(store: &S, id: &str, who: &Who) -> Result<RedriveJob> {
+    let found = find(store, id).await?;
+    let job = store
+        .redrive_job_stop(RedriveJobStopParams {
+            id: found.id.clone(),
+            actor: who.actor.clone(),
+        })
+        .await?
+        .unwrap_or(found);
+    if job.state != RedriveJobState::Running {
+        return Err(InputError(format!(
+            "re-drive job {} is not running ({}); there is nothing to stop",
+            job.id, job.state
+        ))
+        .into());
+    }
+    Ok(job)
+}
+
+/// The newest jobs first.
+pub async fn list<S: OperatorStore + ?Sized>(store: &S, limit: u32) -> Result<Vec<RedriveJob>> {
+    Ok(store
+        .redrive_job_list(RedriveJobListParams { id: None, limit })
+        .await?)
 }
 
 /// What an applied re-drive did.
 #[derive(Debug)]
 pub struct RedriveDone {
-    /// The batches: how many were re-driven, whether it was interrupted or failed.
+    /// The batches: how many were re-driven, whether it was interrupted (or stopped, or braked)
+    /// or failed.
     pub run: Batches,
+    /// The job's row as it ended (`None`: it could not be created).
+    pub job: Option<RedriveJob>,
     /// When the first re-driven operation becomes eligible.
     pub first_eligible_at: Option<DateTime<Utc>>,
     /// When the last one does.
@@ -330,7 +581,89 @@ pub struct RedriveDone {
     pub audit_failure: Option<oprec_core::Error>,
 }
 
+impl RedriveDone {
+    /// A re-drive whose job could not be created: nothing was done.
+    fn failed_to_start(e: oprec_core::Error) -> Self {
+        RedriveDone {
+            run: Batches {
+                failure: Some(e),
+                ..Batches::default()
+            },
+            job: None,
+            first_eligible_at: None,
+            last_eligible_at: None,
+            audit_failure: None,
+        }
+    }
+
+    /// How the job ended.
+    pub fn state(&self) -> Option<RedriveJobState> {
+        self.job.as_ref().map(|j| j.state)
+    }
+}
+
 /// What to tell a person who runs an interrupted or failed re-drive: running it again re-drives
 /// the rest and nothing twice.
 pub const AGAIN: &str =
     "run the same re-drive again to re-drive the rest; nothing is re-driven twice";
+
+#[cfg(test)]
+mod tests {
+    use oprec_core::operator::PreviewGroup;
+
+    use super::*;
+
+    fn group(kind: &str, reason: TerminalReason, recovered: bool) -> PreviewGroup {
+        let at = Utc::now();
+        PreviewGroup {
+            kind: kind.to_owned(),
+            payload_mode: Some(PayloadMode::Snapshot),
+            class: None,
+            reason: Some(reason),
+            dependency: Some("provider".to_owned()),
+            count: 7,
+            first_ended_at: Some(at),
+            last_ended_at: Some(at),
+            recovered_at: recovered.then_some(at),
+        }
+    }
+
+    #[test]
+    fn permanent_and_crash_loop_groups_warn_and_so_does_no_success_since() {
+        let now = Utc::now();
+        let request =
+            RedriveRequest::check(&RedriveInput::default(), Spelling::Flags, now).unwrap();
+        let review = RedriveReview {
+            request,
+            began: now,
+            preview: RedrivePreview {
+                matched: 21,
+                groups: vec![
+                    group("a", TerminalReason::Permanent, true),
+                    group("b", TerminalReason::CrashLoop, true),
+                    group("c", TerminalReason::AttemptsExhausted, false),
+                ],
+                ..RedrivePreview::default()
+            },
+            planned: 21,
+            controls: Vec::new(),
+        };
+        let warnings = review.warnings();
+        let what: Vec<(&str, &str)> = warnings.iter().map(|w| (w.kind.as_str(), w.what)).collect();
+        assert_eq!(
+            what,
+            vec![
+                ("a", "permanent"),
+                ("b", "crash_loop"),
+                ("c", "not_recovered")
+            ]
+        );
+        assert!(warnings[1].text.contains("took its worker down"));
+        assert!(
+            warnings[2]
+                .text
+                .contains("no operation of dependency provider has succeeded since")
+        );
+        assert_eq!(review.to_json()["warnings"][0]["what"], "permanent");
+    }
+}

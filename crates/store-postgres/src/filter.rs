@@ -5,13 +5,16 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use oprec_core::operator::{CountMatchingParams, OperationFilter};
+use oprec_core::operator::{CountMatchingParams, OperationFilter, RedriveMode, RedriveParams};
 use oprec_core::store::ListParams;
 use oprec_core::{Ending, OperationId, Result, Status};
 use sqlx::{Postgres, QueryBuilder};
 
 use crate::row::{self, Columns};
 use crate::{PgStore, backend_error};
+
+/// Where the time goes in core's pause rule, spliced with a bind parameter (the rule names it once).
+const NOW_MARK: &str = "/*now*/";
 
 /// The most rows one listing returns, whatever the caller asks.
 const LIST_LIMIT_MAX: u32 = 10_000;
@@ -129,11 +132,31 @@ pub(crate) fn redrive_groups(
     include_cancelled: bool,
 ) -> QueryBuilder<Postgres> {
     let mut q = QueryBuilder::new(
-        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, count(*) AS count
+        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, o.dependency,
+                count(*) AS count, min(o.terminal_at) AS first_ended_at,
+                max(o.terminal_at) AS last_ended_at
          FROM operations o WHERE",
     );
     push_redrivable(&mut q, f, include_cancelled);
-    q.push(" GROUP BY 1, 2, 3, 4 ORDER BY 5 DESC, 1");
+    q.push(" GROUP BY 1, 2, 3, 4, 5 ORDER BY 6 DESC, 1");
+    q
+}
+
+/// A re-drive's matches' distinct last errors per kind, the most frequent first, at most
+/// `limit`, each with one example.
+pub(crate) fn redrive_errors(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> QueryBuilder<Postgres> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.kind, o.last_error->>'summary' AS error, count(*) AS count,
+                min(o.id::text)::uuid AS example
+         FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled);
+    q.push(" GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ")
+        .push_bind(i64::from(limit));
     q
 }
 
@@ -162,17 +185,30 @@ pub(crate) fn redrive_samples(
     q
 }
 
-/// The ids of up to `limit` of a re-drive's matches, oldest terminal first, locked (rows another
-/// transaction holds are skipped).
+/// The ids of up to `params.limit` of a re-drive's matches, oldest terminal first, locked (rows
+/// another transaction holds are skipped); with `skip_held_back`, only those no control in force
+/// at `now` (NULL: the database's clock) would hold back once re-driven.
 pub(crate) fn redrive_pick(
-    f: &OperationFilter,
-    include_cancelled: bool,
-    limit: u32,
+    params: &RedriveParams,
+    now: Option<DateTime<Utc>>,
 ) -> QueryBuilder<Postgres> {
     let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
-    push_redrivable(&mut q, f, include_cancelled);
+    push_redrivable(&mut q, &params.filter, params.include_cancelled);
+    if params.skip_held_back {
+        let rule = match params.mode {
+            RedriveMode::InPlace { .. } => oprec_core::not_held_back_sql("o", NOW_MARK),
+            RedriveMode::AsNew { .. } => oprec_core::not_held_back_copy_sql("o", NOW_MARK),
+        };
+        let (before, after) = rule.split_once(NOW_MARK).unwrap_or((&rule, ""));
+        q.push(" AND ")
+            .push(before)
+            .push("coalesce(")
+            .push_bind(now)
+            .push("::timestamptz, now())")
+            .push(after);
+    }
     q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
-        .push_bind(i64::from(limit))
+        .push_bind(i64::from(params.limit))
         .push(" FOR UPDATE OF o SKIP LOCKED");
     q
 }

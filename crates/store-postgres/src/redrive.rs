@@ -6,9 +6,12 @@
 //! again after an interruption re-drives nothing twice.
 
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
 use oprec_core::operator::{
-    PreviewGroup, PreviewSample, RedriveMode, RedriveParams, RedrivePreview, RedrivePreviewParams,
-    Redriven,
+    PreviewError, PreviewGroup, PreviewSample, RedriveJob, RedriveJobListParams,
+    RedriveJobSaveParams, RedriveJobStopParams, RedriveMode, RedriveParams, RedrivePreview,
+    RedrivePreviewParams, Redriven,
 };
 use oprec_core::{OperationId, Result};
 use uuid::Uuid;
@@ -36,7 +39,11 @@ pub(crate) async fn redrive_preview(
             payload_mode: c.opt_parsed("payload_mode")?,
             class: c.opt_parsed("last_failure_class")?,
             reason: c.opt_parsed("terminal_reason")?,
+            dependency: c.get("dependency")?,
             count: c.big_count("count")?,
+            first_ended_at: c.get("first_ended_at")?,
+            last_ended_at: c.get("last_ended_at")?,
+            recovered_at: None,
         };
         preview.matched += group.count;
         preview.groups.push(group);
@@ -65,7 +72,64 @@ pub(crate) async fn redrive_preview(
             })
         })
         .collect::<Result<_>>()?;
+
+    let rows = filter::redrive_errors(f, include_cancelled, params.samples)
+        .build()
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    preview.errors = rows
+        .iter()
+        .map(|r| {
+            let c = Columns(r);
+            Ok(PreviewError {
+                kind: c.get("kind")?,
+                error: c.get("error")?,
+                count: c.big_count("count")?,
+                example: c.id("example")?,
+            })
+        })
+        .collect::<Result<_>>()?;
+    recovered(store, &mut preview.groups).await?;
     Ok(preview)
+}
+
+/// A dry run's question "has it succeeded since?": the dependency, or the kind when there is
+/// none (empty otherwise), and the last death.
+type Question = (Option<String>, String, DateTime<Utc>);
+
+/// Fills each group's `recovered_at`: one walk of the finished operations per distinct
+/// dependency (or kind) and last death.
+async fn recovered(store: &PgStore, groups: &mut [PreviewGroup]) -> Result<()> {
+    let mut found: HashMap<Question, Option<DateTime<Utc>>> = HashMap::new();
+    let mut tx = store.begin_with(sql::WALK_FINISHED_IN_ORDER).await?;
+    for g in groups.iter_mut() {
+        let Some(last) = g.last_ended_at else {
+            continue;
+        };
+        // The kind matters only when there is no dependency to ask about.
+        let kind = if g.dependency.is_some() {
+            String::new()
+        } else {
+            g.kind.clone()
+        };
+        let key = (g.dependency.clone(), kind, last);
+        if let Some(at) = found.get(&key) {
+            g.recovered_at = *at;
+            continue;
+        }
+        let at: Option<DateTime<Utc>> = sqlx::query_scalar(sql::REDRIVE_RECOVERED)
+            .bind(&g.dependency)
+            .bind(&g.kind)
+            .bind(last)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(backend_error)?;
+        found.insert(key, at);
+        g.recovered_at = at;
+    }
+    tx.commit().await.map_err(backend_error)?;
+    Ok(())
 }
 
 /// Re-drives one batch, oldest terminal first, the i-th eligible at `start_at + i * spacing`;
@@ -88,12 +152,11 @@ pub(crate) async fn operation_redrive(
 /// One pick and re-drive: how many were picked, and the re-driven.
 async fn redrive_batch(store: &PgStore, params: &RedriveParams) -> Result<(usize, Vec<Redriven>)> {
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
-    let ids: Vec<Uuid> =
-        filter::redrive_pick(&params.filter, params.include_cancelled, params.limit)
-            .build_query_scalar()
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(backend_error)?;
+    let ids: Vec<Uuid> = filter::redrive_pick(params, store.now_bind())
+        .build_query_scalar()
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(backend_error)?;
     let ats: Vec<DateTime<Utc>> = (0..ids.len())
         .map(|i| params.start_at + params.spacing * i as i32)
         .collect();
@@ -130,4 +193,77 @@ async fn redrive_batch(store: &PgStore, params: &RedriveParams) -> Result<(usize
         .collect::<Result<Vec<_>>>()?;
     out.sort_by_key(|r| r.next_eligible_at);
     Ok((ids.len(), out))
+}
+
+/// One `redrive_jobs` row.
+fn job(r: &sqlx::postgres::PgRow) -> Result<RedriveJob> {
+    let c = Columns(r);
+    Ok(RedriveJob {
+        id: c.get("id")?,
+        actor: c.get("actor")?,
+        state: c.parsed("state")?,
+        request: c.get("request")?,
+        ended_before: c.get("ended_before")?,
+        planned: c.big_count("planned")?,
+        released: c.big_count("released")?,
+        reason: c.get("reason")?,
+        stop_requested_by: c.get("stop_requested_by")?,
+        created_at: c.get("created_at")?,
+        updated_at: c.get("updated_at")?,
+    })
+}
+
+/// A count as the `bigint` a job's row keeps.
+fn big(what: &str, n: u64) -> Result<i64> {
+    i64::try_from(n).map_err(|e| oprec_core::Error::InvalidInput(format!("{what}: {e}")))
+}
+
+/// Creates or updates a re-drive job's row; returns it as stored.
+pub(crate) async fn redrive_job_save(
+    store: &PgStore,
+    params: RedriveJobSaveParams,
+) -> Result<RedriveJob> {
+    let r = sqlx::query(sql::REDRIVE_JOB_SAVE)
+        .bind(store.now_bind())
+        .bind(&params.id)
+        .bind(&params.actor)
+        .bind(params.state.as_str())
+        .bind(&params.request)
+        .bind(params.ended_before)
+        .bind(big("planned", params.planned)?)
+        .bind(big("released", params.released)?)
+        .bind(&params.reason)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    job(&r)
+}
+
+/// Asks a running re-drive job to stop; returns the job as stored.
+pub(crate) async fn redrive_job_stop(
+    store: &PgStore,
+    params: RedriveJobStopParams,
+) -> Result<Option<RedriveJob>> {
+    let r = sqlx::query(sql::REDRIVE_JOB_STOP)
+        .bind(store.now_bind())
+        .bind(&params.id)
+        .bind(&params.actor)
+        .fetch_optional(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    r.as_ref().map(job).transpose()
+}
+
+/// Re-drive jobs, newest first.
+pub(crate) async fn redrive_job_list(
+    store: &PgStore,
+    params: RedriveJobListParams,
+) -> Result<Vec<RedriveJob>> {
+    let rows = sqlx::query(sql::REDRIVE_JOB_LIST)
+        .bind(&params.id)
+        .bind(i64::from(params.limit))
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    rows.iter().map(job).collect()
 }

@@ -37,6 +37,13 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 pub(crate) const WALK_PENDING_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
+/// Opens the transaction of [`REDRIVE_RECOVERED`], which must walk operations_finished_at in
+/// its order from a time and stop at the first match (`ORDER BY terminal_at LIMIT 1`): with
+/// stale statistics after a mass death, the planner could otherwise fetch every success of a
+/// kind by operations_status_kind and sort them. The same settings as
+/// [`WALK_PENDING_IN_ORDER`], for the same reason.
+pub(crate) const WALK_FINISHED_IN_ORDER: &str = WALK_PENDING_IN_ORDER;
+
 /// The planner settings of [`MATCH_BATCH_BY_HASH`], written once for both constants.
 macro_rules! match_batch_settings {
     () => {
@@ -230,6 +237,18 @@ pub(crate) const REDRIVE_AS_NEW: &str = include_str!("sql/redrive_as_new.sql");
 
 /// Re-drives terminal operations in place.
 pub(crate) const REDRIVE_IN_PLACE: &str = include_str!("sql/redrive_in_place.sql");
+
+/// When a dependency (or kind) first succeeded after a time.
+pub(crate) const REDRIVE_RECOVERED: &str = include_str!("sql/redrive_recovered.sql");
+
+/// Creates or updates a re-drive job's row.
+pub(crate) const REDRIVE_JOB_SAVE: &str = include_str!("sql/redrive_job_save.sql");
+
+/// Asks a running re-drive job to stop.
+pub(crate) const REDRIVE_JOB_STOP: &str = include_str!("sql/redrive_job_stop.sql");
+
+/// Re-drive jobs, newest first.
+pub(crate) const REDRIVE_JOB_LIST: &str = include_str!("sql/redrive_job_list.sql");
 
 /// Ends waiting operations past their deadline.
 pub(crate) const RESCUE_END_PAST_DEADLINE: &str = include_str!("sql/rescue_end_past_deadline.sql");

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use oprec_core::operator::{CountMatchingParams, OperationFilter};
+use oprec_core::operator::{CountMatchingParams, OperationFilter, RedriveMode, RedriveParams};
 use oprec_core::store::ListParams;
 use oprec_core::{Ending, Result, Status};
 use serde::Serialize;
@@ -26,6 +26,9 @@ const OPERATION_COLUMNS: &str = "o.id, o.kind, o.idempotency_key, o.payload, o.p
      o.dependency, o.terminal_reason, o.code_version, o.enqueue_params, o.redrive_of, \
      o.redrive_root, o.redrive_count, o.vanished_streak, o.suspect, o.isolated, o.snoozes, o.unknowns, o.last_woken_at, o.created_at, o.updated_at, \
      o.terminal_at";
+
+/// Where the time goes in core's pause rule, spliced with a bind parameter (the rule names it once).
+const NOW_MARK: &str = "/*now*/";
 
 /// The statuses of operations not yet ended.
 const NOT_TERMINAL: &str = "('pending', 'running', 'reconciling', 'held')";
@@ -199,14 +202,32 @@ pub(crate) fn redrive_groups(
     include_cancelled: bool,
 ) -> Result<QueryBuilder<Sqlite>> {
     let mut q = QueryBuilder::new(
-        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, count(*) AS n \
+        "SELECT o.kind, o.payload_mode, o.last_failure_class, o.terminal_reason, o.dependency, \
+         count(*) AS n, min(o.terminal_at) AS first_ended_at, max(o.terminal_at) AS last_ended_at \
          FROM operations o WHERE",
     );
     push_redrivable(&mut q, f, include_cancelled)?;
     q.push(
-        " GROUP BY 1, 2, 3, 4 \
-         ORDER BY 5 DESC, 1, 2 NULLS LAST, 3 NULLS LAST, 4 NULLS LAST",
+        " GROUP BY 1, 2, 3, 4, 5 \
+         ORDER BY 6 DESC, 1, 2 NULLS LAST, 3 NULLS LAST, 4 NULLS LAST, 5 NULLS LAST",
     );
+    Ok(q)
+}
+
+/// A re-drive's matches' distinct last errors per kind, the most frequent first, at most
+/// `limit`, each with one example.
+pub(crate) fn redrive_errors(
+    f: &OperationFilter,
+    include_cancelled: bool,
+    limit: u32,
+) -> Result<QueryBuilder<Sqlite>> {
+    let mut q = QueryBuilder::new(
+        "SELECT o.kind, json_extract(o.last_error, '$.summary') AS summary, count(*) AS n, \
+         min(o.id) AS example FROM operations o WHERE",
+    );
+    push_redrivable(&mut q, f, include_cancelled)?;
+    q.push(" GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2 LIMIT ")
+        .push_bind(i64::from(limit));
     Ok(q)
 }
 
@@ -235,16 +256,25 @@ pub(crate) fn redrive_samples(
     Ok(q)
 }
 
-/// The ids of up to `limit` of a re-drive's matches, oldest terminal first.
-pub(crate) fn redrive_pick(
-    f: &OperationFilter,
-    include_cancelled: bool,
-    limit: u32,
-) -> Result<QueryBuilder<Sqlite>> {
+/// The ids of up to `params.limit` of a re-drive's matches, oldest terminal first; with
+/// `skip_held_back`, only those no control in force at `now` would hold back once re-driven.
+pub(crate) fn redrive_pick(params: &RedriveParams, now: &str) -> Result<QueryBuilder<Sqlite>> {
     let mut q = QueryBuilder::new("SELECT o.id FROM operations o WHERE");
-    push_redrivable(&mut q, f, include_cancelled)?;
+    push_redrivable(&mut q, &params.filter, params.include_cancelled)?;
+    if params.skip_held_back {
+        // Only those no control in force would hold back once re-driven, as the claim sees them.
+        let rule = match params.mode {
+            RedriveMode::InPlace { .. } => oprec_core::not_held_back_sql("o", NOW_MARK),
+            RedriveMode::AsNew { .. } => oprec_core::not_held_back_copy_sql("o", NOW_MARK),
+        };
+        let (before, after) = rule.split_once(NOW_MARK).unwrap_or((&rule, ""));
+        q.push(" AND ")
+            .push(before)
+            .push_bind(now.to_owned())
+            .push(after);
+    }
     q.push(" ORDER BY o.terminal_at, o.id LIMIT ")
-        .push_bind(i64::from(limit));
+        .push_bind(i64::from(params.limit));
     Ok(q)
 }
 

@@ -132,6 +132,14 @@ statements! {
     REDRIVE_IN_PLACE = "redrive_in_place.sql";
     /// Picked operations re-driven as new.
     REDRIVE_AS_NEW = "redrive_as_new.sql";
+    /// When a dependency (or kind) first succeeded after a time.
+    REDRIVE_RECOVERED = "redrive_recovered.sql";
+    /// A re-drive job's row created or updated.
+    REDRIVE_JOB_SAVE = "redrive_job_save.sql";
+    /// A running re-drive job asked to stop.
+    REDRIVE_JOB_STOP = "redrive_job_stop.sql";
+    /// Re-drive jobs, newest first.
+    REDRIVE_JOB_LIST = "redrive_job_list.sql";
     /// Waiting operations cancelled.
     CANCEL_WAITING = "cancel_waiting.sql";
     /// A remote id recorded.

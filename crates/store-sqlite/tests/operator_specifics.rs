@@ -146,6 +146,7 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
             limit: 5_000,
             start_at: start,
             spacing: Duration::milliseconds(1),
+            skip_held_back: false,
         })
         .await
         .unwrap();
@@ -264,6 +265,7 @@ async fn in_place_redrive_resets_every_field_the_postgres_store_resets() {
             limit: 10,
             start_at: start,
             spacing: Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap();

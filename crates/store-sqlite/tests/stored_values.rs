@@ -144,6 +144,7 @@ async fn operations_from_before_payload_mode_have_none_and_keep_it() {
             limit: 10,
             start_at: h.store.now().await.unwrap(),
             spacing: Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap();

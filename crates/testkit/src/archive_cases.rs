@@ -150,6 +150,7 @@ pub async fn remove_is_fenced_and_restore_gives_back_the_same_record<S: FullStor
             limit: 10,
             start_at: h.clock.now(),
             spacing: chrono::Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap();
@@ -174,6 +175,7 @@ pub async fn remove_is_fenced_and_restore_gives_back_the_same_record<S: FullStor
             limit: 10,
             start_at: h.clock.now(),
             spacing: chrono::Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap();
@@ -340,6 +342,7 @@ pub async fn lineage_is_kept_through_archive_and_restore<S: FullStore>(h: Harnes
             limit: 10,
             start_at: h.clock.now(),
             spacing: chrono::Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap()[0]

@@ -11,6 +11,7 @@ pub mod fenced_cases;
 pub mod fixture;
 pub mod model;
 pub mod operator_cases;
+pub mod redrive_cases;
 pub mod retention_cases;
 #[cfg(unix)]
 pub mod services;

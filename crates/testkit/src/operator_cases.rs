@@ -20,6 +20,10 @@ use oprec_core::{
 use serde_json::json;
 
 use crate::Harness;
+pub use crate::redrive_cases::{
+    redrive_jobs_keep_state_stops_and_resumption, redrive_leaves_out_what_a_control_holds_back,
+    redrive_preview_says_whether_it_is_safe,
+};
 use crate::store_cases::enqueue;
 
 /// Claims `id` and ends the claim with `t`.
@@ -610,6 +614,7 @@ pub async fn redrive_in_place_resets_spreads_and_is_idempotent<S: FullStore>(h: 
         limit,
         start_at: start,
         spacing: Duration::seconds(2),
+        skip_held_back: false,
     };
     let first = h.store.operation_redrive(params(3)).await.unwrap();
     assert_eq!(first.len(), 3);
@@ -671,6 +676,7 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: FullStore>(h: Harne
         limit: 100,
         start_at: h.clock.now(),
         spacing: Duration::zero(),
+        skip_held_back: false,
     };
     let out = h.store.operation_redrive(params.clone()).await.unwrap();
     assert_eq!(out.len(), 2);
@@ -715,6 +721,7 @@ pub async fn concurrent_redrives_as_new_copy_each_parent_once<S: FullStore>(h: H
         limit: 7,
         start_at: h.clock.now(),
         spacing: Duration::zero(),
+        skip_held_back: false,
     };
     // Joined in one task: each run awaits the database between its statements, so the two
     // interleave on two connections.
@@ -766,6 +773,7 @@ pub async fn redrive_as_new_of_a_copy_keeps_the_original_effect_key<S: FullStore
         limit: 10,
         start_at: h.clock.now(),
         spacing: Duration::zero(),
+        skip_held_back: false,
     };
     let first = h.store.operation_redrive(params(original)).await.unwrap();
     let copy = first[0].to;
@@ -889,6 +897,7 @@ pub async fn redrive_filters_select_exactly<S: FullStore>(h: Harness<S>) {
             limit: 100,
             start_at: h.clock.now(),
             spacing: Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .unwrap();
@@ -1388,6 +1397,9 @@ macro_rules! operator_conformance_tests {
             leaders_are_held_one_at_a_time,
             activity_counts_attempts_and_deaths_per_minute,
             workers_register_and_unhandled_kinds_show,
+            redrive_leaves_out_what_a_control_holds_back,
+            redrive_jobs_keep_state_stops_and_resumption,
+            redrive_preview_says_whether_it_is_safe,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

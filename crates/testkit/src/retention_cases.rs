@@ -316,6 +316,7 @@ pub async fn retention_keeps_the_origin_of_a_redrive<S: FullStore>(h: Harness<S>
             limit: 10,
             start_at: h.clock.now(),
             spacing: Duration::zero(),
+            skip_held_back: false,
         })
         .await
         .expect("redrive");

@@ -320,6 +320,7 @@ impl<S: FullStore> Driver<S> {
                         limit: 10,
                         start_at: now,
                         spacing: Duration::zero(),
+                        skip_held_back: false,
                     })
                     .await
                     .map_err(|e| format!("redrive: {e}"))?
@@ -340,6 +341,7 @@ impl<S: FullStore> Driver<S> {
                         limit: 10,
                         start_at: now,
                         spacing: Duration::zero(),
+                        skip_held_back: false,
                     })
                     .await
                     .map_err(|e| format!("redrive as new: {e}"))?;
