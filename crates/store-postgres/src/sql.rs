@@ -37,6 +37,16 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 pub(crate) const WALK_PENDING_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
+/// Opens the transaction of a retention batch ([`RETENTION_DELETE`]), which walks the partial
+/// index of finished operations one kind at a time in finish order and stops at the cutoff.
+/// Without statistics (autovacuum off, a table never analyzed) the planner took every finished
+/// row through `operations_status_kind` and sorted them all by finish time to keep a thousand:
+/// 11.9 s and a 39 MB spill for one batch at 1 M rows, against 0.1 s once analyzed. With sorts
+/// and sequential scans priced out, only the ordered walk that stops after `n` rows is left; JIT
+/// is off for the reason [`WALK_PENDING_IN_ORDER`] gives.
+pub(crate) const WALK_FINISHED_IN_ORDER: &str =
+    "BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
+
 /// The planner settings of [`MATCH_BATCH_BY_HASH`], written once for both constants.
 macro_rules! match_batch_settings {
     () => {
