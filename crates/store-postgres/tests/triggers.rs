@@ -45,7 +45,10 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
         .fetch_one(store.pool())
         .await
         .expect("schema");
-    assert_ne!(schema, "public", "the test needs a schema off the default path");
+    assert_ne!(
+        schema, "public",
+        "the test needs a schema off the default path"
+    );
     let operator = sqlx::PgPool::connect(&common::database_url())
         .await
         .expect("connect with the default search path");
@@ -86,7 +89,10 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
     .fetch_one(store.pool())
     .await
     .expect("minutes");
-    assert_eq!(failed, 1, "the attempt was counted in the operation's schema");
+    assert_eq!(
+        failed, 1,
+        "the attempt was counted in the operation's schema"
+    );
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "DELETE FROM {schema}.operations WHERE id = $1"
     )))
