@@ -9,6 +9,6 @@
 -- Rolling deploy: safe while workers run: yes. Built concurrently (no lock that blocks writes); the file holds
 -- this one statement because PostgreSQL refuses CONCURRENTLY inside a multi-statement string.
 -- The previous version's retention keeps walking operations_finished_at, which stays.
--- A build interrupted half-way leaves an invalid index: `oprec migrate` reports it.
+-- A build interrupted half-way leaves an invalid index: the next `oprec migrate` drops and builds it again.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS operations_finished_kind
     ON operations (status, kind, terminal_at) WHERE status IN ('succeeded', 'cancelled');

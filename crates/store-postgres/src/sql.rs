@@ -80,6 +80,9 @@ pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off; SET
 pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
     include_str!("sql/migrate_operations_at_least.sql");
 
+/// Whether the online index `$1` is there but invalid (a failed concurrent build).
+pub(crate) const MIGRATE_INDEX_INVALID: &str = include_str!("sql/migrate_index_invalid.sql");
+
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
 
