@@ -325,6 +325,39 @@ fn a_redrive_racing_the_archive_loses_nothing() {
 }
 
 #[test]
+fn an_archive_that_matches_nothing_creates_no_file() {
+    let o = Oprec::migrated();
+    dead(&o, 2);
+    let file = o.path("nothing.jsonl");
+    let to = file.to_str().unwrap();
+    // They died just now: none ended more than 30 days ago.
+    let said = o
+        .run(&[
+            "archive", "--status", "dead", "--until", "30d", "--to", to, "--yes",
+        ])
+        .ok()
+        .to_owned();
+    assert!(said.contains("nothing matched"), "{said}");
+    assert!(!file.exists(), "no file for an archive of nothing");
+    let done = o
+        .run(&[
+            "archive", "--status", "dead", "--until", "30d", "--to", to, "--yes", "--json",
+        ])
+        .json();
+    assert_eq!(done["written"], 0, "{done}");
+    assert_eq!(done["changed"], false, "{done}");
+    assert!(!file.exists(), "no file for an archive of nothing");
+    assert_eq!(
+        o.run(&["ops", "list", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
 fn sqlite_round_trip_and_refusals() {
     let o = Oprec::migrated();
     dead(&o, 3);

@@ -113,6 +113,9 @@ fn show_says_what_is_past_retention_and_a_worker_removes_just_that() {
     assert_eq!(d["past_retention"], 0);
     assert_eq!(d["next_removal_at"], Value::Null);
     assert_eq!(p["past_retention"], 22);
+    // The policy says its ages in seconds, as the rows do.
+    assert_eq!(p["policy"]["default"]["succeeded_seconds"], week, "{p}");
+    assert_eq!(p["policy"]["default"]["cancelled_seconds"], week, "{p}");
 
     // A longer age: nothing is due, and the next removal is the oldest's finish plus the age.
     let later = o
@@ -128,7 +131,7 @@ fn show_says_what_is_past_retention_and_a_worker_removes_just_that() {
     // The text form names the same figures.
     let text = o.run(&["retention", "show"]).ok().to_owned();
     assert!(
-        text.contains("demo.noop") && text.contains("never by age"),
+        text.contains("demo.noop") && text.contains("never by age") && text.contains("7 days"),
         "{text}"
     );
     assert!(
@@ -217,6 +220,14 @@ fn bad_retention_flags_are_bad_input() {
     .bad_input("--retention off");
     o.run(&["worker", "--demo", "--retention", "sometimes"])
         .bad_input("--retention");
+    // Ages past 100 years are refused wherever the policy is read, before any cutoff is
+    // computed (one of 100,000,000 days overflowed the clock; 3,000,000, the database's).
+    o.run(&["retention", "show", "--retain-succeeded", "100000000d"])
+        .bad_input("at most 36500 days");
+    o.run(&["retention", "show", "--retain-cancelled", "3000000d"])
+        .bad_input("--retain-cancelled");
+    o.run(&["worker", "--demo", "--retain-succeeded", "100000000d"])
+        .bad_input("at most 36500 days");
 }
 
 /// A process killed (and reaped) when the test ends, passed or not.

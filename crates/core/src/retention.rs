@@ -48,8 +48,10 @@ impl FinishedStatus {
 }
 
 /// How long one kind's finished operations are kept, per status; `None` keeps them until an
-/// operator removes them.
+/// operator removes them. Serialized in whole seconds (`{"succeeded_seconds": 604800,
+/// "cancelled_seconds": null}`), as the preview's rows and the published settings say ages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "RetentionSettings")]
 pub struct Retention {
     /// How long succeeded operations are kept after they finished.
     pub succeeded: Option<Duration>,
@@ -57,9 +59,40 @@ pub struct Retention {
     pub cancelled: Option<Duration>,
 }
 
+/// Why an age cannot be a retention age.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RetentionAgeError {
+    /// Zero or less: every operation would go the moment it finished.
+    #[error("must be longer than zero")]
+    NotPositive,
+    /// Past [`Retention::MAX_DAYS`]: no store can name a time that far back (a cutoff of
+    /// millions of days overflows the clock; thousands, PostgreSQL's timestamps).
+    #[error(
+        "must be at most {} days (100 years); to keep operations until an operator removes them, say off",
+        Retention::MAX_DAYS
+    )]
+    TooLong,
+}
+
+/// `age` as a retention age: longer than zero, at most [`Retention::MAX_DAYS`].
+pub fn retention_age(age: Duration) -> Result<Duration, RetentionAgeError> {
+    if age <= Duration::zero() {
+        Err(RetentionAgeError::NotPositive)
+    } else if age > Duration::days(Retention::MAX_DAYS) {
+        Err(RetentionAgeError::TooLong)
+    } else {
+        Ok(age)
+    }
+}
+
 impl Retention {
     /// The default age, in days, of both statuses.
     pub const DEFAULT_DAYS: i64 = 7;
+
+    /// The longest age, in days, a retention may have: 100 years. Longer ones are refused as
+    /// input ([`retention_age`]); "keep until an operator removes them" is `None`.
+    pub const MAX_DAYS: i64 = 36_500;
 
     /// Keeps every finished operation (retention off).
     pub const fn off() -> Self {
@@ -122,8 +155,7 @@ impl RetentionSettings {
     fn retention(self) -> Option<Retention> {
         let age = |s: Option<i64>| match s {
             None => Some(None),
-            Some(s) if s > 0 => Some(Some(Duration::seconds(s))),
-            Some(_) => None,
+            Some(s) => Some(Some(retention_age(Duration::try_seconds(s)?).ok()?)),
         };
         Some(Retention {
             succeeded: age(self.succeeded_seconds)?,
@@ -156,7 +188,8 @@ impl RetentionPolicy {
     }
 
     /// The policy a leader published ([`to_settings`](Self::to_settings)); `None` when the
-    /// settings hold none, or one that does not read (a negative age, another shape).
+    /// settings hold none, or one that does not read (an age that is not a [`retention_age`],
+    /// another shape).
     pub fn from_settings(settings: &serde_json::Value) -> Option<Self> {
         let p: PolicySettings = serde_json::from_value(settings.get("retention")?.clone()).ok()?;
         Some(RetentionPolicy {
@@ -203,9 +236,11 @@ pub struct RetentionRule {
 }
 
 impl RetentionRule {
-    /// Operations finished before this time are past their retention at `now`.
+    /// Operations finished before this time are past their retention at `now`. An age past
+    /// [`Retention::MAX_DAYS`] (one a kind declared in code, never read from input, which
+    /// [`retention_age`] refuses) counts as that bound, so no cutoff overflows the clock.
     pub fn finished_before(&self, now: DateTime<Utc>) -> DateTime<Utc> {
-        now - self.keep_for
+        now - self.keep_for.min(Duration::days(Retention::MAX_DAYS))
     }
 
     /// One batch of this rule at `now`, of at most `limit` operations.
@@ -451,5 +486,32 @@ mod tests {
         let b = rule.batch(now, 500);
         assert_eq!(b.finished_before, now - Duration::minutes(5));
         assert_eq!(b.limit, 500);
+        let forever = RetentionRule {
+            keep_for: Duration::days(100_000_000),
+            ..rule
+        };
+        assert_eq!(
+            forever.finished_before(now),
+            now - Duration::days(Retention::MAX_DAYS)
+        );
+    }
+
+    #[test]
+    fn retention_ages_are_positive_and_at_most_a_hundred_years() {
+        assert_eq!(
+            retention_age(Duration::zero()),
+            Err(RetentionAgeError::NotPositive)
+        );
+        assert_eq!(
+            retention_age(Duration::days(Retention::MAX_DAYS)),
+            Ok(Duration::days(Retention::MAX_DAYS))
+        );
+        assert_eq!(
+            retention_age(Duration::days(Retention::MAX_DAYS + 1)),
+            Err(RetentionAgeError::TooLong)
+        );
+        let huge = serde_json::json!({"retention": {"default": {"succeeded_seconds": i64::MAX,
+            "cancelled_seconds": null}, "kinds": {}}});
+        assert_eq!(RetentionPolicy::from_settings(&huge), None);
     }
 }

@@ -304,7 +304,8 @@ impl ArchiveReview {
         on_batch: &mut impl FnMut(ArchiveBatch),
     ) -> Result<()> {
         let r = &self.request;
-        let mut file = open_target(&r.to, r.append)?;
+        // Opened with the first records: an archive that matches nothing creates no file.
+        let mut file: Option<File> = None;
         let total = r.limit.unwrap_or(u64::MAX);
         let mut after: Option<OperationId> = None;
         let mut taken = 0u64;
@@ -333,7 +334,11 @@ impl ArchiveReview {
             let Some(last) = records.last() else { break };
             after = Some(last.operation.id);
             taken += records.len() as u64;
-            let batch = archive_batch(store, &mut file, &r.to, &records).await?;
+            let target = match &mut file {
+                Some(f) => f,
+                None => file.insert(open_target(&r.to, r.append)?),
+            };
+            let batch = archive_batch(store, target, &r.to, &records).await?;
             done.written += batch.written;
             done.removed += batch.removed;
             done.kept += batch.kept;

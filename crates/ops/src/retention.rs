@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 use oprec_core::maintenance::MAINTENANCE_LEADER;
-use oprec_core::retention::{FinishedStatus, RetentionFiguresParams};
+use oprec_core::retention::{FinishedStatus, RetentionFiguresParams, retention_age};
 use oprec_core::{FullStore, Retention, RetentionPolicy, Status};
 use serde::Serialize;
 
@@ -27,12 +27,18 @@ pub struct RetentionInput<'a> {
     pub retention: Option<&'a str>,
 }
 
-/// One age: a positive duration, or `off` (kept until an operator removes it).
+/// One age: a duration core accepts as a retention age (longer than zero, at most 100 years),
+/// or `off` (kept until an operator removes it).
 fn age(label: &str, text: Option<&str>) -> Result<Option<Option<Duration>>, InputError> {
     match text.map(str::trim) {
         None => Ok(None),
         Some("off" | "never") => Ok(Some(None)),
-        Some(t) => crate::time::positive_duration(label, t).map(|d| Some(Some(d))),
+        Some(t) => {
+            let d = crate::time::duration(label, t)?;
+            let d = retention_age(d)
+                .map_err(|e| InputError(format!("{label} {:?} {e}", crate::spelling::shown(t))))?;
+            Ok(Some(Some(d)))
+        }
     }
 }
 

@@ -100,6 +100,24 @@ pub fn human(d: Duration) -> String {
     humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
 }
 
+/// An age for people in words: [`human`] with a space before each unit written as a word
+/// (`7 days`, `1 month 2 days`, `1 day 12h`, `5m`).
+pub fn human_age(d: Duration) -> String {
+    let short = human(d);
+    let mut out = String::with_capacity(short.len() + 4);
+    let mut chars = short.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c.is_ascii_digit() {
+            let unit: String = chars.clone().take_while(|c| c.is_alphabetic()).collect();
+            if unit.len() > 2 {
+                out.push(' ');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +125,16 @@ mod tests {
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn ages_read_as_words() {
+        assert_eq!(human_age(Duration::days(7)), "7 days");
+        assert_eq!(
+            human_age(Duration::days(1) + Duration::hours(12)),
+            "1 day 12h"
+        );
+        assert_eq!(human_age(Duration::minutes(5)), "5m");
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 /// transaction in the database, and another process waiting for the migration lock holds one:
 /// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
 /// tests in parallel). Outside the lock, two processes building the same index are harmless:
-/// the loser finds it made, which [`online_index`] treats as done.
+/// the loser finds it made, which [`online_index`] treats as done. An online index that a failed
+/// concurrent build left invalid is dropped and built again ([`drop_invalid_index`]).
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
     refuse_newer_schema(store).await?;
     let mut locked = sqlx::migrate::Migrator::with_migrations(
@@ -27,8 +28,51 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
         .await
         .map_err(|e| Error::backend(false, e))?;
     for m in MIGRATOR.iter().filter(|m| m.no_tx) {
+        drop_invalid_index(store, m).await?;
         online_index(store, m).await?;
     }
+    Ok(())
+}
+
+/// The index a `-- no-transaction` migration builds: the name after `IF NOT EXISTS`.
+fn online_index_name(m: &sqlx::migrate::Migration) -> Option<&str> {
+    let (_, rest) = m.sql.as_str().split_once("IF NOT EXISTS")?;
+    rest.split_whitespace().next()
+}
+
+/// Drops the migration's index if a concurrent build that failed half-way (or was interrupted)
+/// left it invalid: PostgreSQL keeps such an index, updates it on every write and never reads
+/// it, and `IF NOT EXISTS` would take it for built. Dropped concurrently, so that writers never
+/// wait; [`online_index`] then builds it again. A build still running in another process shows
+/// as invalid too: the drop waits for it to end, and the index is built once more.
+async fn drop_invalid_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
+    let Some(name) = online_index_name(m) else {
+        return Ok(());
+    };
+    let invalid: bool = sqlx::query_scalar(sql::MIGRATE_INDEX_INVALID)
+        .bind(name)
+        .fetch_one(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    if !invalid {
+        return Ok(());
+    }
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP INDEX CONCURRENTLY IF EXISTS {name}"
+    )))
+    .execute(&store.pool)
+    .await
+    .map_err(|e| {
+        Error::backend(
+            false,
+            format!(
+                "migration {} ({}): the index {name} is invalid (a concurrent build failed) and \
+                 could not be dropped to be built again: {e}; drop it (DROP INDEX CONCURRENTLY \
+                 {name}) and migrate again",
+                m.version, m.description
+            ),
+        )
+    })?;
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! Retention ([`RetentionStore`](oprec_core::RetentionStore)): removing one batch of finished
 //! operations past their retention, as core's rule says, and reading what a kind holds for the
-//! preview. The batch is one statement over the partial index of finished operations. Beside it,
+//! preview. The batch is one statement that walks the partial index of finished operations by
+//! kind and finish time, in a transaction whose planner settings keep it there whatever the
+//! statistics say ([`sql::WALK_FINISHED_IN_ORDER`]). Beside it,
 //! the upkeep of what removal leaves: old per-minute attempt counts, and a VACUUM of the tables
 //! when the server's autovacuum is off.
 
@@ -27,15 +29,17 @@ pub(crate) async fn operation_retention_delete(
     params: RetentionDeleteParams,
 ) -> Result<u64> {
     let (kinds, except) = kinds(&params.kinds);
+    let mut tx = store.begin_with(sql::WALK_FINISHED_IN_ORDER).await?;
     let done = sqlx::query(sql::RETENTION_DELETE)
         .bind(kinds)
         .bind(except)
         .bind(params.status.as_str())
         .bind(params.finished_before)
         .bind(i64::from(params.limit))
-        .execute(&store.pool)
+        .execute(&mut *tx)
         .await
         .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
     Ok(done.rows_affected())
 }
 

@@ -37,12 +37,17 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 pub(crate) const WALK_PENDING_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
-/// Opens the transaction of [`REDRIVE_RECOVERED`], which must walk operations_finished_at in
-/// its order from a time and stop at the first match (`ORDER BY terminal_at LIMIT 1`): with
-/// stale statistics after a mass death, the planner could otherwise fetch every success of a
-/// kind by operations_status_kind and sort them. The same settings as
-/// [`WALK_PENDING_IN_ORDER`], for the same reason.
-pub(crate) const WALK_FINISHED_IN_ORDER: &str = WALK_PENDING_IN_ORDER;
+/// Opens the transactions that walk the partial indexes of finished operations in their order
+/// and stop early: a retention batch ([`RETENTION_DELETE`]) walks `operations_finished_kind` one
+/// kind at a time in finish order up to the cutoff, and [`REDRIVE_RECOVERED`] walks
+/// `operations_finished_at` from a time to the first match (`ORDER BY terminal_at LIMIT 1`).
+/// Without statistics (autovacuum off, a table never analyzed, a mass death just recorded) the
+/// planner took every finished row through `operations_status_kind` and sorted them all: 11.9 s
+/// and a 39 MB spill for one retention batch at 1 M rows, against 0.1 s once analyzed. With sorts
+/// and sequential scans priced out, only the ordered walk that stops early is left; JIT is off for
+/// the reason [`WALK_PENDING_IN_ORDER`] gives.
+pub(crate) const WALK_FINISHED_IN_ORDER: &str =
+    "BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
 
 /// The planner settings of [`MATCH_BATCH_BY_HASH`], written once for both constants.
 macro_rules! match_batch_settings {
@@ -76,6 +81,9 @@ pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off; SET
 /// Counts operations up to `$1` (the size that decides how an online index is built).
 pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
     include_str!("sql/migrate_operations_at_least.sql");
+
+/// Whether the online index `$1` is there but invalid (a failed concurrent build).
+pub(crate) const MIGRATE_INDEX_INVALID: &str = include_str!("sql/migrate_index_invalid.sql");
 
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");

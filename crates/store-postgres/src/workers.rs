@@ -71,12 +71,20 @@ pub(crate) async fn operation_unhandled(
     store: &PgStore,
     params: WorkerListParams,
 ) -> Result<Vec<UnhandledKind>> {
+    // The stats' planner settings: without statistics the planner would read every pending
+    // row and sort them by kind, as this statement once did (0.7-1.5 s at 300,000 pending).
+    let mut tx = store.pool.begin().await.map_err(backend_error)?;
+    sqlx::raw_sql(sql::STATS_INDEXES_ONLY)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_error)?;
     let rows = sqlx::query(sql::WORKERS_UNHANDLED)
         .bind(store.now_bind())
         .bind(micros(params.seen_within))
-        .fetch_all(&store.pool)
+        .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
     rows.iter()
         .map(|r| {
             let c = Columns(r);

@@ -34,3 +34,78 @@ async fn trigger_functions_never_compile_their_statements() {
         );
     }
 }
+
+/// Every trigger function finds its tables in its own schema whatever the caller's search path:
+/// an operator's statements through schema-qualified names, from a session with the default
+/// search path, fire the count and per-minute triggers and change the counts they keep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
+    let store = common::fresh_store(1).await;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()::text")
+        .fetch_one(store.pool())
+        .await
+        .expect("schema");
+    assert_ne!(
+        schema, "public",
+        "the test needs a schema off the default path"
+    );
+    let operator = sqlx::PgPool::connect(&common::database_url())
+        .await
+        .expect("connect with the default search path");
+    let path: String = sqlx::query_scalar("SHOW search_path")
+        .fetch_one(&operator)
+        .await
+        .expect("search path");
+    assert!(!path.contains(&schema), "{path}");
+    let id = uuid::Uuid::now_v7();
+    for statement in [
+        format!(
+            "INSERT INTO {schema}.operations (id, kind, payload, next_eligible_at, created_at, \
+             updated_at, dependency) VALUES ($1, 'k', '{{}}', now(), now(), now(), 'dep')"
+        ),
+        format!("UPDATE {schema}.operations SET status = 'held' WHERE id = $1"),
+        format!(
+            "INSERT INTO {schema}.operation_attempts (operation_id, attempt, claimed_at, \
+             ended_at, outcome) VALUES ($1, 1, now(), now(), 'error')"
+        ),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(statement.clone()))
+            .bind(id)
+            .execute(&operator)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let held: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(operations), 0)::int8 FROM operation_counts
+         WHERE kind = 'k' AND status = 'held'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .expect("counts");
+    assert_eq!(held, 1, "the update was counted in the operation's schema");
+    let failed: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(failed), 0)::int8 FROM attempt_minutes WHERE dependency = 'dep'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .expect("minutes");
+    assert_eq!(
+        failed, 1,
+        "the attempt was counted in the operation's schema"
+    );
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DELETE FROM {schema}.operations WHERE id = $1"
+    )))
+    .bind(id)
+    .execute(&operator)
+    .await
+    .expect("delete through a qualified name");
+    let left: i64 = sqlx::query_scalar(
+        "SELECT coalesce(sum(operations), 0)::int8 FROM operation_counts WHERE kind = 'k'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .expect("counts");
+    assert_eq!(left, 0, "the delete was counted out");
+    operator.close().await;
+}

@@ -212,6 +212,11 @@ pub(crate) async fn run(global: &Global, args: ArchiveArgs) -> anyhow::Result<()
     if args.json {
         return output::json(&done.to_json(&request.to));
     }
+    if done.written == 0 {
+        return output::line!(
+            "nothing matched: no operation was archived and nothing was written to {file} (not created)"
+        );
+    }
     let mut text = format!(
         "archived {} operations to {file} (written, synced and read back before removal)",
         count(done.removed)

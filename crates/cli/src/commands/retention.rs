@@ -101,7 +101,7 @@ pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> 
 /// An age as the table shows it.
 fn age(seconds: Option<i64>) -> String {
     match seconds {
-        Some(s) => oprec::ops::time::human(chrono::Duration::seconds(s)),
+        Some(s) => oprec::ops::time::human_age(chrono::Duration::seconds(s)),
         None => "kept".to_owned(),
     }
 }

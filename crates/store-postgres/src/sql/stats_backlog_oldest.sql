@@ -1,4 +1,28 @@
--- The creation time of the oldest waiting or running operation. Reads operations_status_kind
--- (status, kind, id) for the non-terminal rows.
-SELECT min(created_at) FROM operations
-WHERE status IN ('pending', 'running', 'reconciling', 'held')
+-- The creation time of the oldest waiting or running operation, as the first one enqueued: ids
+-- are UUID v7 made at enqueue, so within a status and kind the first id in
+-- operations_status_kind (status, kind, id) is the oldest. A loose scan of that index finds the
+-- kinds present in each non-terminal status (one probe each), and one more probe per status and
+-- kind reads its first row: the cost follows the number of kinds, not the backlog.
+WITH RECURSIVE present(status, kind) AS (
+    SELECT s.status,
+           (SELECT o.kind FROM operations o
+            WHERE o.status = s.status
+            ORDER BY o.status, o.kind
+            LIMIT 1)
+    FROM unnest(ARRAY['pending', 'running', 'reconciling', 'held']) AS s(status)
+    UNION ALL
+    SELECT p.status,
+           (SELECT o.kind FROM operations o
+            WHERE o.status = p.status AND o.kind > p.kind
+            ORDER BY o.status, o.kind
+            LIMIT 1)
+    FROM present p
+    WHERE p.kind IS NOT NULL
+)
+SELECT min((SELECT o.created_at
+            FROM operations o
+            WHERE o.status = p.status AND o.kind = p.kind
+            ORDER BY o.status, o.kind, o.id
+            LIMIT 1))
+FROM present p
+WHERE p.kind IS NOT NULL
