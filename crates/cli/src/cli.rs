@@ -293,7 +293,8 @@ pub(crate) enum TransportCommand {
 /// `oprec transport purge`.
 #[derive(Debug, Args)]
 pub(crate) struct PurgeArgs {
-    /// Really purge (without it, the command says what would happen and exits 2).
+    /// Really purge (without it, a dry run: the command says how many wake-ups would go,
+    /// changes nothing and exits 0, as every bulk command does without --yes).
     #[arg(long)]
     pub yes: bool,
     /// Purge only this kind's wake-ups (default: every kind's).
