@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::control::{Control, ControlAction, ControlScope};
 pub use crate::resolution::{Resolution, Settlement};
-pub use crate::stats::{AgeBucket, OldestEligible, StatsReport};
+pub use crate::stats::{AgeBucket, HELD_BACK_COUNT_MAX, HeldBack, OldestEligible, StatsReport};
 use crate::{
     FailureClass, OperationId, PayloadMode, Result, Status, Store, TerminalReason, UnhandledKind,
     WorkerRecord,
