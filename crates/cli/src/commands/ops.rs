@@ -4,7 +4,7 @@
 use oprec::ops::Spelling;
 use oprec::ops::filter;
 use oprec::store::{ListParams, OperationGetParams};
-use oprec::{Operation, OperationDetail, OperationId, Status};
+use oprec::{Control, ControlAction, Operation, OperationDetail, OperationId, Status};
 
 use crate::backend::{Backend, store_error};
 use crate::cli::{Global, ListArgs, ShowArgs};
@@ -153,6 +153,55 @@ fn render_detail(d: &OperationDetail) -> String {
     out
 }
 
+/// The controls in force when a listing was read, to mark the pending operations they hold back.
+struct HeldBy {
+    controls: Vec<Control>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+impl HeldBy {
+    /// The controls in force, read only when the listing holds a pending operation.
+    async fn read(backend: &Backend, ops: &[Operation]) -> anyhow::Result<Self> {
+        let now = chrono::Utc::now();
+        if !ops.iter().any(|o| o.status == Status::Pending) {
+            return Ok(HeldBy {
+                controls: Vec::new(),
+                now,
+            });
+        }
+        let now = backend.store.now().await.map_err(store_error)?;
+        let controls = backend.store.control_list().await.map_err(store_error)?;
+        Ok(HeldBy { controls, now })
+    }
+
+    /// The control that holds `op` back, if it is pending and one does.
+    fn of(&self, op: &Operation) -> Option<&Control> {
+        if op.status != Status::Pending {
+            return None;
+        }
+        self.controls.iter().find(|c| c.holds_back(op, self.now))
+    }
+}
+
+/// How the listing marks an operation a control holds back: `paused: kind demo.noop`,
+/// `postponed until 2026-01-05 10:00:00Z: dependency bank`.
+fn held_text(c: &Control) -> String {
+    match (c.action, c.until) {
+        (ControlAction::Pause, None) => format!("paused: {} {}", c.scope, c.value),
+        (ControlAction::Pause, Some(t)) => {
+            format!("paused until {}: {} {}", output::time(t), c.scope, c.value)
+        }
+        (ControlAction::Postpone, until) => format!(
+            "postponed{}: {} {}",
+            until
+                .map(|t| format!(" until {}", output::time(t)))
+                .unwrap_or_default(),
+            c.scope,
+            c.value
+        ),
+    }
+}
+
 /// The page size of `ops list` when `--limit` is not given.
 const PAGE: u32 = 50;
 /// The largest page `ops list` shows.
@@ -217,8 +266,28 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         .operation_list(params)
         .await
         .map_err(store_error)?;
+    let holds = HeldBy::read(&backend, &ops).await?;
     if args.json {
-        return output::json(&ops);
+        // Each operation as stored, with `held_back` naming the control that holds it back.
+        let listed: Vec<serde_json::Value> = ops
+            .iter()
+            .map(|o| {
+                let mut v = serde_json::to_value(o)?;
+                if let (Some(c), serde_json::Value::Object(m)) = (holds.of(o), &mut v) {
+                    m.insert(
+                        "held_back".to_owned(),
+                        serde_json::json!({
+                            "scope": c.scope,
+                            "value": c.value,
+                            "action": c.action,
+                            "until": c.until,
+                        }),
+                    );
+                }
+                Ok(v)
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        return output::json(&listed);
     }
     if ops.is_empty() {
         output::line!("no operations match")?;
@@ -237,7 +306,10 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         t.row(vec![
             o.id.to_string(),
             o.kind.clone(),
-            status_of(o),
+            match holds.of(o) {
+                Some(c) => format!("{} ({})", status_of(o), held_text(c)),
+                None => status_of(o),
+            },
             attempts_of(o),
             if o.status == Status::Pending {
                 output::time(o.next_eligible_at)
