@@ -225,8 +225,8 @@ pub(crate) struct EnqueueArgs {
 pub(crate) enum OpsCommand {
     /// One operation: the record and its attempt history.
     Show(ShowArgs),
-    /// Operations matching filters, oldest first.
-    List(ListArgs),
+    /// Operations matching filters (the filters of redrive, quarantine and cancel), newest first.
+    List(Box<ListArgs>),
 }
 
 /// `oprec ops show`.
@@ -241,23 +241,43 @@ pub(crate) struct ShowArgs {
 
 /// `oprec ops list`.
 #[derive(Debug, Args)]
+#[command(
+    long_about = "Operations matching filters, newest first (as the dashboard lists them; \
+--oldest-first for the other way), one page at a time: the last line names the --after that \
+gives the next page.\n\nThe filters are the ones `oprec redrive`, `oprec quarantine`, \
+`oprec release` and `oprec cancel` take, so a listing shows what those would touch. Here --limit \
+is the page size (50 unless given, at most 10,000)."
+)]
 pub(crate) struct ListArgs {
     /// Only this status: pending, running, reconciling, held, succeeded, dead, cancelled.
-    #[arg(long, value_name = "STATUS")]
+    #[arg(long, value_name = "STATUS", help_heading = "Filters")]
     pub status: Option<String>,
-    /// Only this kind.
-    #[arg(long, value_name = "KIND")]
-    pub kind: Option<String>,
-    /// Only this last failure class: transient, rate_limited, backpressure, permanent,
-    /// configuration, unknown.
-    #[arg(long, value_name = "CLASS")]
-    pub class: Option<String>,
-    /// The most operations to show (at most 10,000).
-    #[arg(long, value_name = "N", default_value_t = 50)]
-    pub limit: u32,
-    /// Only operations after this id (the last id of the previous page).
+    #[command(flatten)]
+    pub filter: crate::filter::FilterArgs,
+    /// Only operations that ended for this terminal reason (repeatable): permanent,
+    /// attempts_exhausted, deadline_passed, crash_loop, operator, obsolete.
+    #[arg(long = "reason", value_name = "REASON", help_heading = "Filters")]
+    pub reasons: Vec<String>,
+    /// Only operations that ended at or after this time, as `oprec redrive --since` reads it:
+    /// RFC 3339, or a duration ago (`2h`). Operations not ended never match.
+    #[arg(long, value_name = "TIME|DURATION", help_heading = "Filters")]
+    pub since: Option<String>,
+    /// Only operations that ended before this time: RFC 3339, or a duration ago (`30m`).
+    #[arg(long, value_name = "TIME|DURATION", help_heading = "Filters")]
+    pub until: Option<String>,
+    /// Only operations created at or after this time: RFC 3339, or a duration ago (`2h`).
+    #[arg(long, value_name = "TIME|DURATION", help_heading = "Filters")]
+    pub created_since: Option<String>,
+    /// Only operations created before this time: RFC 3339, or a duration ago (`30m`).
+    #[arg(long, value_name = "TIME|DURATION", help_heading = "Filters")]
+    pub created_until: Option<String>,
+    /// The next page: only operations listed after this id (the id the previous page ended
+    /// with, in the same order).
     #[arg(long, value_name = "ID")]
     pub after: Option<String>,
+    /// Oldest first (by creation) instead of newest first.
+    #[arg(long)]
+    pub oldest_first: bool,
     /// Print the operations as a JSON array.
     #[arg(long)]
     pub json: bool,
@@ -276,7 +296,8 @@ pub(crate) enum TransportCommand {
 /// `oprec transport purge`.
 #[derive(Debug, Args)]
 pub(crate) struct PurgeArgs {
-    /// Really purge (without it, the command says what would happen and exits 2).
+    /// Really purge (without it, a dry run: the command says how many wake-ups would go,
+    /// changes nothing and exits 0, as every bulk command does without --yes).
     #[arg(long)]
     pub yes: bool,
     /// Purge only this kind's wake-ups (default: every kind's).

@@ -360,7 +360,7 @@ fn url_mistakes_never_print_the_password() {
                 "postgres://app:pa55/word@127.0.0.1:1/test",
                 "stats",
             ],
-            Some(1),
+            Some(2),
             "must percent-encode",
         ),
         (

@@ -221,3 +221,85 @@ fn worker_flags_are_checked() {
     assert_eq!(busy.code, Some(1), "{busy:?}");
     assert!(busy.stderr.contains("cannot serve metrics"), "{busy:?}");
 }
+
+/// Work a control holds back has a gauge per control, and the oldest-eligible gauge leaves it
+/// out, so an "oldest eligible is overdue" alert is not raised by a pause, and a paused backlog
+/// shows where it waits.
+#[test]
+fn held_back_work_has_a_gauge_per_control() {
+    let o = Oprec::migrated();
+    o.run(&["pause", "--kind", "demo.noop", "--reason", "maintenance"])
+        .ok();
+    o.run(&[
+        "postpone",
+        "--dependency",
+        "elsewhere",
+        "--until",
+        "1h",
+        "--reason",
+        "their outage",
+    ])
+    .ok();
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.noop",
+        "--payload",
+        "{}",
+        "--count",
+        "2",
+    ])
+    .ok();
+    o.enqueue("demo.flaky", r#"{"fail_times": 0}"#);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
+    let held = r#"oprec_held_back_operations{control="kind:demo.noop"}"#;
+    let began = Instant::now();
+    let text = loop {
+        if let Some(t) = scrape(port)
+            && sample(&t, r#"oprec_operations{status="succeeded"}"#) == Some(1.0)
+            && sample(&t, held) == Some(2.0)
+        {
+            break t;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "no held-back gauge: {:?}",
+            scrape(port)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(
+        sample(
+            &text,
+            r#"oprec_held_back_operations{control="dependency:elsewhere"}"#
+        ),
+        Some(0.0),
+        "{text}"
+    );
+    assert!(
+        sample(
+            &text,
+            r#"oprec_held_back_overdue_seconds{control="kind:demo.noop"}"#
+        )
+        .is_some_and(|s| s >= 0.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "oprec_oldest_eligible_overdue_seconds"),
+        Some(0.0),
+        "paused work is not overdue work: {text}"
+    );
+    assert!(text.contains("# HELP oprec_held_back_operations"), "{text}");
+}

@@ -74,12 +74,18 @@ fn migrate_enqueue_list_and_show() {
     assert_eq!(only[0]["id"], flaky.as_str());
     let none = o.run(&["ops", "list", "--status", "dead", "--json"]).json();
     assert_eq!(none.as_array().unwrap().len(), 0);
-    let after = o.run(&["ops", "list", "--after", &id, "--json"]).json();
+    // Newest first: the page after the newest (flaky) holds the older one.
+    let after = o.run(&["ops", "list", "--after", &flaky, "--json"]).json();
     assert_eq!(
         after.as_array().unwrap().len(),
         1,
         "keyset page after the first"
     );
+    assert_eq!(after[0]["id"], id.as_str());
+    let after = o
+        .run(&["ops", "list", "--oldest-first", "--after", &id, "--json"])
+        .json();
+    assert_eq!(after[0]["id"], flaky.as_str(), "oldest first on request");
     let limited = o.run(&["ops", "list", "--limit", "1"]).ok().to_owned();
     assert!(limited.contains("--after"), "says how to page: {limited}");
 

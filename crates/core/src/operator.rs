@@ -15,7 +15,7 @@ pub use crate::redrive_job::{
     RedriveJobStopParams,
 };
 pub use crate::resolution::{Resolution, Settlement};
-pub use crate::stats::{AgeBucket, OldestEligible, StatsReport};
+pub use crate::stats::{AgeBucket, HELD_BACK_COUNT_MAX, HeldBack, OldestEligible, StatsReport};
 use crate::{
     FailureClass, OperationId, PayloadMode, Result, Status, Store, TerminalReason, UnhandledKind,
     WorkerRecord,

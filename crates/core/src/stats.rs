@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Serialize, Serializer};
 
 use crate::status::named_enum;
-use crate::{FailureClass, OperationId, Status, UnhandledKind};
+use crate::{ControlAction, ControlScope, FailureClass, OperationId, Status, UnhandledKind};
 
 named_enum! {
     /// How long ago a waiting operation was created: the backlog's age buckets.
@@ -73,8 +73,13 @@ pub struct StatsReport {
     pub pending_by_class: BTreeMap<Option<FailureClass>, u64>,
     /// Attempts recorded per succeeded operation (1.0 is perfect).
     pub attempts_per_success: Option<f64>,
-    /// The pending operation that has waited longest past its eligible time, and since when.
+    /// The pending operation that has waited longest past its eligible time, and since when,
+    /// among those no control holds back: the work workers should be taking (held-back work is
+    /// in [`StatsReport::held_back`]).
     pub oldest_eligible: Option<OldestEligible>,
+    /// Each pause or postponement in force, with the eligible work it holds back: what explains
+    /// a backlog that nobody claims.
+    pub held_back: Vec<HeldBack>,
     /// Dead operations per kind.
     pub dead_by_kind: BTreeMap<String, u64>,
     /// Operations promoted to dead in the last hour, per kind.
@@ -93,6 +98,31 @@ pub struct StatsReport {
     pub backlog_by_age: BTreeMap<AgeBucket, u64>,
     /// Pending operations, per kind, that no live worker handles (see [`OperatorStore::worker_list`](crate::OperatorStore::worker_list)).
     pub unhandled: Vec<UnhandledKind>,
+}
+
+/// The most eligible operations counted per control: a hold over more is reported as "at least"
+/// this many, so that the figures stay a bounded walk of the pending index however large the
+/// hold.
+pub const HELD_BACK_COUNT_MAX: u64 = 10_000;
+
+/// A control in force and the eligible pending work it holds back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HeldBack {
+    /// What the control applies to.
+    pub scope: ControlScope,
+    /// The kind, class or dependency name.
+    pub value: String,
+    /// Pause or postpone.
+    pub action: ControlAction,
+    /// When it lapses by itself (a postponement's end), if ever.
+    pub until: Option<DateTime<Utc>>,
+    /// Pending operations eligible now that it holds back, counted up to
+    /// [`HELD_BACK_COUNT_MAX`].
+    pub eligible: u64,
+    /// The count stopped at [`HELD_BACK_COUNT_MAX`]: there are at least that many.
+    pub at_least: bool,
+    /// The held-back operation eligible longest.
+    pub oldest: Option<OldestEligible>,
 }
 
 /// The pending operation most overdue.

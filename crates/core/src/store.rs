@@ -22,6 +22,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::operator::OperationFilter;
 use crate::{
     Error, FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
     TerminalReason, Transition, WorkerBeatParams,
@@ -316,6 +317,9 @@ pub struct ListParams {
     pub created_since: Option<DateTime<Utc>>,
     /// Only operations created before this time.
     pub created_until: Option<DateTime<Utc>>,
+    /// An operator's filter, as re-drive, quarantine and cancel take it (several kinds, classes
+    /// or reasons, a dependency, ids, an end-time range), narrowing beside the fields above.
+    pub filter: OperationFilter,
     /// Keyset pagination: only ids after this one in the listing's order (ids are time-ordered).
     pub after: Option<OperationId>,
     /// Newest first (descending ids; `after` then pages towards older operations) instead of

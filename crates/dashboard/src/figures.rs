@@ -117,6 +117,16 @@ pub(crate) fn figures(r: &StatsReport) -> Markup {
                         Some(o) => { "overdue: " a href={ "/operations/" (o.id) } { (o.kind) } },
                         None => "nothing overdue",
                     }
+                    // Work a control holds back is not overdue, but it waits: named apart.
+                    @if let Some(h) = r
+                        .held_back
+                        .iter()
+                        .filter_map(|h| h.oldest.as_ref())
+                        .min_by_key(|o| o.next_eligible_at)
+                    {
+                        " · held back: " a href={ "/operations/" (h.id) } { (h.kind) }
+                        " for " (span(now - h.next_eligible_at))
+                    }
                 },
                 None,
             ))

@@ -149,6 +149,7 @@ pub(crate) async fn page(
         error_contains: filter.error_contains,
         created_since: filter.terminal_since,
         created_until: filter.terminal_until,
+        filter: Default::default(),
         after: f.after()?,
         newest_first: true,
         // One more than shown: whether there is a next page.

@@ -230,7 +230,8 @@ async fn hostile_text_in_records_comes_out_escaped_on_every_page_that_shows_it()
     // Each page, and the places it shows the hostile text; the signed-in name in the header is
     // one on every page.
     for (path, min) in [
-        // The control in force, the kind no worker handles, the oldest eligible, dead per kind;
+        // The control in force, the kind no worker handles, the held-back work beside the
+        // oldest eligible, dead per kind;
         // the worker's id, host, version and kinds; attempts by dependency and deaths by code
         // version (badges: class and text).
         ("/".to_owned(), 13),

@@ -119,6 +119,7 @@ pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
                     Error::Backend { transient, source } if !hint.is_empty() => {
                         Error::backend(transient, format!("{source}{hint}"))
                     }
+                    Error::InvalidInput(m) => Error::InvalidInput(format!("{m}{hint}")),
                     other => other,
                 })?;
             Ok(AnyStore::Postgres(match &options.clock {

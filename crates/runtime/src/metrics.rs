@@ -49,6 +49,12 @@ pub mod names {
     pub const BACKLOG: &str = "oprec_backlog_operations";
     /// Pending operations of kinds no live worker handles (gauge).
     pub const UNHANDLED: &str = "oprec_unhandled_operations";
+    /// Eligible pending operations a control in force holds back, per control (gauge, labelled
+    /// `control="kind:NAME"`, `"failure_class:NAME"` or `"dependency:NAME"`).
+    pub const HELD_BACK: &str = "oprec_held_back_operations";
+    /// How long the oldest eligible operation a control holds back has waited past its time,
+    /// per control (gauge, seconds).
+    pub const HELD_BACK_OVERDUE: &str = "oprec_held_back_overdue_seconds";
     /// Finished operations removed by retention (counter).
     pub const RETENTION_REMOVED: &str = "oprec_retention_removed_total";
     /// Failed refreshes of the figures (counter).
@@ -73,7 +79,18 @@ pub const GAUGES: &[(&str, &str)] = &[
     ),
     (
         names::OLDEST_ELIGIBLE_OVERDUE,
-        "How long the most overdue eligible pending operation has waited past its time.",
+        "How long the most overdue eligible pending operation that no control holds back has \
+         waited past its time.",
+    ),
+    (
+        names::HELD_BACK,
+        "Eligible pending operations a pause or postponement in force holds back, per control \
+         (counted up to 10000).",
+    ),
+    (
+        names::HELD_BACK_OVERDUE,
+        "How long the oldest eligible operation a control holds back has waited past its time, \
+         per control.",
     ),
     (names::DEAD, "Dead operations per kind."),
     (
@@ -303,6 +320,26 @@ fn record_figures(labelled: &mut Labelled, r: &StatsReport) {
         _ => 0.0,
     };
     gauge!(names::OLDEST_ELIGIBLE_OVERDUE).set(overdue);
+    // One series per control in force: a handful, set and lifted by operators.
+    let control = |h: &oprec_core::HeldBack| format!("{}:{}", h.scope, h.value);
+    let held = r
+        .held_back
+        .iter()
+        .map(|h| (control(h), h.eligible))
+        .collect();
+    labelled.set(names::HELD_BACK, "control", held);
+    let held_overdue = r
+        .held_back
+        .iter()
+        .map(|h| {
+            let secs = match (&h.oldest, r.at) {
+                (Some(o), Some(at)) => (at - o.next_eligible_at).num_seconds().max(0) as u64,
+                _ => 0,
+            };
+            (control(h), secs)
+        })
+        .collect();
+    labelled.set(names::HELD_BACK_OVERDUE, "control", held_overdue);
 }
 
 /// Refreshes the figures' gauges every `every` until `stop`; a store error is logged and counted,

@@ -98,6 +98,7 @@ pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
     if let Some(t) = p.created_until {
         q.push(" AND o.created_at < ").push_bind(t);
     }
+    push_conditions(&mut q, &p.filter);
     let (after, order) = if p.newest_first {
         (" AND o.id < ", " ORDER BY o.id DESC LIMIT ")
     } else {

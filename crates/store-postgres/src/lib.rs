@@ -84,7 +84,13 @@ impl PgStore {
 
     /// Connects to `url` (`postgres://user@host/db`; TLS via `sslmode=verify-full`).
     pub async fn connect(url: &str) -> Result<Self> {
-        let options: PgConnectOptions = url.parse().map_err(backend_error)?;
+        // A URL that does not parse is the caller's input to fix, not a database failure.
+        let options: PgConnectOptions = url.parse().map_err(|e| {
+            oprec_core::Error::InvalidInput(format!(
+                "the database URL {}: {e}",
+                oprec_core::redact_url(url)
+            ))
+        })?;
         Self::connect_with(options, 10).await
     }
 

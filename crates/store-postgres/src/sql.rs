@@ -3,7 +3,7 @@
 //! constant. Each file starts with what the statement does and which index it walks. Statements
 //! whose shape depends on an operator's filter are built in `filter.rs` instead.
 //!
-//! Six statements splice in core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! Seven statements splice in core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
 //! says `/*not_held_back*/`; their final text is built once, on first use.
 
 use std::sync::LazyLock;
@@ -295,8 +295,29 @@ pub(crate) const STATS_DEAD_SINCE_BY_CODE_VERSION: &str =
 /// Promotions to dead since a time, by kind.
 pub(crate) const STATS_DEAD_SINCE_BY_KIND: &str = include_str!("sql/stats_dead_since_by_kind.sql");
 
-/// The pending operation eligible longest.
-pub(crate) const STATS_OLDEST_ELIGIBLE: &str = include_str!("sql/stats_oldest_eligible.sql");
+/// The pending operation eligible longest that no control holds back.
+pub(crate) static STATS_OLDEST_ELIGIBLE: LazyLock<String> = LazyLock::new(|| {
+    with_not_held_back(include_str!("sql/stats_oldest_eligible.sql"), "operations")
+});
+
+/// The eligible pending operations a control of `scope` holds back (counted up to a bound) and
+/// the one eligible longest, by the scope's rule ([`oprec_core::ControlScope::matches_sql`]).
+pub(crate) fn stats_held_back(scope: oprec_core::ControlScope) -> &'static str {
+    static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
+        oprec_core::ControlScope::ALL
+            .iter()
+            .map(|s| {
+                include_str!("sql/stats_held_back.sql")
+                    .replace("/*covers*/", &s.matches_sql("o", "$2"))
+            })
+            .collect()
+    });
+    let i = oprec_core::ControlScope::ALL
+        .iter()
+        .position(|s| *s == scope)
+        .expect("every scope is in ALL");
+    &BY_SCOPE[i]
+}
 
 /// Pending operations by last failure class.
 pub(crate) const STATS_PENDING_BY_CLASS: &str = include_str!("sql/stats_pending_by_class.sql");

@@ -10,18 +10,24 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 use oprec_core::operator::{
-    ActivityMinute, ActivityParams, OldestEligible, StatsReport, WorkerListParams,
+    ActivityMinute, ActivityParams, HELD_BACK_COUNT_MAX, HeldBack, OldestEligible, StatsReport,
+    WorkerListParams,
 };
-use oprec_core::{Result, Status, WORKER_LIVE_SECS};
+use oprec_core::{Control, Result, Status, WORKER_LIVE_SECS};
 use sqlx::{PgConnection, Row};
 
 use crate::row::{self, Columns};
-use crate::{PgStore, backend_error, read, sql, workers};
+use crate::{PgStore, backend_error, controls, read, sql, workers};
 
 /// The figures, all taken at the store's "now".
 pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
     let now = read::now(pg).await?;
     let (hour_ago, day_ago) = (now - Duration::hours(1), now - Duration::days(1));
+    let in_force: Vec<Control> = controls::control_list(pg)
+        .await?
+        .into_iter()
+        .filter(|c| c.in_force(now))
+        .collect();
     let mut tx = pg.pool.begin().await.map_err(backend_error)?;
     sqlx::raw_sql(sql::STATS_INDEXES_ONLY)
         .execute(&mut *tx)
@@ -42,7 +48,8 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
         })
         .await?,
         attempts_per_success: (successes > 0).then(|| attempts as f64 / successes as f64),
-        oldest_eligible: oldest_eligible(store, now).await?,
+        oldest_eligible: None,
+        held_back: Vec::new(),
         dead_by_kind: named(store, sql::STATS_DEAD_BY_KIND, None).await?,
         dead_last_hour_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(hour_ago)).await?,
         dead_last_day_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(day_ago)).await?,
@@ -66,6 +73,18 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
         })
         .await?,
         unhandled: Vec::new(),
+    };
+    // The last two walk the pending index in order and stop early; with sorts priced out the
+    // planner never fetches and sorts every eligible row instead (as the claim does).
+    sqlx::raw_sql("SET LOCAL enable_sort = off")
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    let store: &mut PgConnection = &mut tx;
+    let report = StatsReport {
+        oldest_eligible: oldest_eligible(store, now).await?,
+        held_back: held_back(store, &in_force, now).await?,
+        ..report
     };
     tx.commit().await.map_err(backend_error)?;
     Ok(StatsReport {
@@ -131,7 +150,7 @@ async fn oldest_eligible(
     store: &mut PgConnection,
     now: DateTime<Utc>,
 ) -> Result<Option<OldestEligible>> {
-    let r = sqlx::query(sql::STATS_OLDEST_ELIGIBLE)
+    let r = sqlx::query(sql::STATS_OLDEST_ELIGIBLE.as_str())
         .bind(now)
         .fetch_optional(&mut *store)
         .await
@@ -146,6 +165,44 @@ async fn oldest_eligible(
             })
         })
         .transpose()
+}
+
+/// Each control in `in_force` with the eligible work it holds back at `now`.
+async fn held_back(
+    store: &mut PgConnection,
+    in_force: &[Control],
+    now: DateTime<Utc>,
+) -> Result<Vec<HeldBack>> {
+    let mut out = Vec::with_capacity(in_force.len());
+    for c in in_force {
+        let r = sqlx::query(sql::stats_held_back(c.scope))
+            .bind(now)
+            .bind(&c.value)
+            .bind(HELD_BACK_COUNT_MAX as i64 + 1)
+            .fetch_one(&mut *store)
+            .await
+            .map_err(backend_error)?;
+        let col = Columns(&r);
+        let met: u64 = col.big_count("eligible")?;
+        let oldest = match col.get::<Option<String>>("kind")? {
+            Some(kind) => Some(OldestEligible {
+                id: col.id("id")?,
+                kind,
+                next_eligible_at: col.get("next_eligible_at")?,
+            }),
+            None => None,
+        };
+        out.push(HeldBack {
+            scope: c.scope,
+            value: c.value.clone(),
+            action: c.action,
+            until: c.until,
+            eligible: met.min(HELD_BACK_COUNT_MAX),
+            at_least: met > HELD_BACK_COUNT_MAX,
+            oldest,
+        });
+    }
+    Ok(out)
 }
 
 /// When the oldest waiting or running operation was created.

@@ -161,6 +161,7 @@ pub(crate) fn list(p: &ListParams) -> Result<QueryBuilder<Sqlite>> {
     if let Some(t) = p.created_until {
         q.push(" AND o.created_at < ").push_bind(time::text(t)?);
     }
+    push_filter(&mut q, &p.filter)?;
     let (after, order) = if p.newest_first {
         (" AND o.id < ", " ORDER BY o.id DESC LIMIT ")
     } else {

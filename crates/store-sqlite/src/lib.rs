@@ -90,7 +90,13 @@ impl SqliteStore {
     /// creating the file if it is missing (unless `mode=ro`), with a busy timeout of
     /// [`BUSY_TIMEOUT`] and a pool of [`DEFAULT_MAX_CONNECTIONS`].
     pub async fn connect(url: &str) -> Result<Self> {
-        let options: SqliteConnectOptions = url.parse().map_err(backend_error)?;
+        // A URL that does not parse is the caller's input to fix, not a database failure.
+        let options: SqliteConnectOptions = url.parse().map_err(|e| {
+            oprec_core::Error::InvalidInput(format!(
+                "the database URL {}: {e}",
+                oprec_core::redact_url(url)
+            ))
+        })?;
         let options = options.create_if_missing(true).busy_timeout(BUSY_TIMEOUT);
         Self::connect_with(options, DEFAULT_MAX_CONNECTIONS).await
     }

@@ -7,7 +7,7 @@
 //! statement keeps one text whatever the list's length (SQLite prepares and caches it once per
 //! connection) and no list meets SQLite's limit on bind parameters.
 //!
-//! Six statements splice core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
+//! Seven statements splice core's pause rule ([`oprec_core::not_held_back_sql`]) where their file
 //! says `/*not_held_back*/`; their final text is built once, on first use.
 
 use std::sync::LazyLock;
@@ -31,6 +31,29 @@ pub(crate) fn controls_wake_reset(scope: oprec_core::ControlScope) -> &'static s
             .map(|s| {
                 include_str!("sql/controls_wake_reset.sql")
                     .replace("/*scope_matches*/", &s.matches_sql("operations", "?1"))
+            })
+            .collect()
+    });
+    let i = oprec_core::ControlScope::ALL
+        .iter()
+        .position(|s| *s == scope)
+        .expect("every scope is in ALL");
+    &BY_SCOPE[i]
+}
+
+/// The most overdue pending operation that no control holds back.
+pub(crate) static STATS_OLDEST_ELIGIBLE: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/stats_oldest_eligible.sql"), "o", "?1"));
+
+/// The eligible pending operations a control of `scope` holds back (counted up to a bound) and
+/// the one eligible longest, by the scope's rule ([`oprec_core::ControlScope::matches_sql`]).
+pub(crate) fn stats_held_back(scope: oprec_core::ControlScope) -> &'static str {
+    static BY_SCOPE: LazyLock<Vec<String>> = LazyLock::new(|| {
+        oprec_core::ControlScope::ALL
+            .iter()
+            .map(|s| {
+                include_str!("sql/stats_held_back.sql")
+                    .replace("/*covers*/", &s.matches_sql("o", "?2"))
             })
             .collect()
     });
@@ -178,8 +201,6 @@ statements! {
     STATS_BACKLOG_BY_AGE = "stats_backlog_by_age.sql";
     /// Attempts per succeeded operation.
     STATS_ATTEMPTS_PER_SUCCESS = "stats_attempts_per_success.sql";
-    /// The most overdue pending operation.
-    STATS_OLDEST_ELIGIBLE = "stats_oldest_eligible.sql";
     /// The oldest waiting operation's creation.
     STATS_BACKLOG_OLDEST = "stats_backlog_oldest.sql";
     /// Activity per minute.
@@ -285,7 +306,7 @@ mod tests {
                 "SEARCH o USING INDEX operations_pending_eligible",
             ),
             (
-                STATS_OLDEST_ELIGIBLE,
+                STATS_OLDEST_ELIGIBLE.as_str(),
                 "USING INDEX operations_pending_eligible",
             ),
             (
@@ -307,6 +328,13 @@ mod tests {
             assert!(
                 plan.contains(index) && !plan.contains("TEMP B-TREE"),
                 "{statement}\n{plan}"
+            );
+        }
+        for scope in oprec_core::ControlScope::ALL {
+            let held = plan(&store, stats_held_back(*scope)).await;
+            assert!(
+                held.contains("SEARCH o USING INDEX operations_pending_eligible"),
+                "{scope}\n{held}"
             );
         }
         let exists = plan(&store, &CLAIM_WORK_EXISTS).await;

@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use oprec_core::operator::{
-    ActivityMinute, ActivityParams, OldestEligible, StatsReport, WorkerListParams,
+    ActivityMinute, ActivityParams, HELD_BACK_COUNT_MAX, HeldBack, OldestEligible, StatsReport,
+    WorkerListParams,
 };
-use oprec_core::{AgeBucket, Result, Status, WORKER_LIVE_SECS};
+use oprec_core::{AgeBucket, Control, Result, Status, WORKER_LIVE_SECS};
 use sqlx::SqliteConnection;
 
 use crate::row::Columns;
-use crate::{SqliteStore, backend_error, sql, time, workers};
+use crate::{SqliteStore, backend_error, controls, sql, time, workers};
 
 /// Runs `statement`, which selects a key `k` and a count `n`, with `binds` in order; returns the
 /// counts by key, each key read by `key`.
@@ -50,6 +51,11 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
         at: Some(now),
         ..StatsReport::default()
     };
+    let in_force: Vec<Control> = controls::control_list(store)
+        .await?
+        .into_iter()
+        .filter(|c| c.in_force(now))
+        .collect();
     // One read transaction: every figure is of the same moment.
     let mut tx = store.pool.begin().await.map_err(backend_error)?;
     let conn: &mut SqliteConnection = &mut tx;
@@ -101,7 +107,7 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
     let c = Columns(&row);
     let (attempts, successes) = (c.u64("attempts")?, c.u64("successes")?);
     r.attempts_per_success = (successes > 0).then(|| attempts as f64 / successes as f64);
-    let oldest = sqlx::query(sql::STATS_OLDEST_ELIGIBLE)
+    let oldest = sqlx::query(sql::STATS_OLDEST_ELIGIBLE.as_str())
         .bind(&now_text)
         .fetch_optional(&mut *conn)
         .await
@@ -116,6 +122,34 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
             })
         })
         .transpose()?;
+    for c in &in_force {
+        let row = sqlx::query(sql::stats_held_back(c.scope))
+            .bind(&now_text)
+            .bind(&c.value)
+            .bind(HELD_BACK_COUNT_MAX as i64 + 1)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(backend_error)?;
+        let col = Columns(&row);
+        let met = col.u64("eligible")?;
+        let oldest = match col.opt_text("kind")? {
+            Some(kind) => Some(OldestEligible {
+                id: col.id("id")?,
+                kind,
+                next_eligible_at: col.time("next_eligible_at")?,
+            }),
+            None => None,
+        };
+        r.held_back.push(HeldBack {
+            scope: c.scope,
+            value: c.value.clone(),
+            action: c.action,
+            until: c.until,
+            eligible: met.min(HELD_BACK_COUNT_MAX),
+            at_least: met > HELD_BACK_COUNT_MAX,
+            oldest,
+        });
+    }
     let row = sqlx::query(sql::STATS_BACKLOG_OLDEST)
         .fetch_one(&mut *conn)
         .await

@@ -214,6 +214,7 @@ macro_rules! store_conformance_tests {
             store_cases::list_filters_and_pages,
             store_cases::hostile_filter_values_are_only_data,
             store_cases::list_filters_by_reason_error_and_time_newest_first,
+            store_cases::list_takes_an_operators_filter,
             store_cases::count_groups_by_status_kind_and_class,
             store_cases::mark_woken_records_the_time,
             store_cases::claim_by_ids_honours_kinds,

@@ -1392,6 +1392,7 @@ macro_rules! operator_conformance_tests {
             quarantine_and_release,
             reconcile_due_and_resolve,
             stats_answer_the_retry_questions,
+            stats_show_what_controls_hold_back,
             audit_log_keeps_every_action,
             dead_promotions_are_announced_once,
             leaders_are_held_one_at_a_time,
@@ -1610,4 +1611,87 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
             .unwrap()
             .is_empty()
     );
+}
+
+/// The figures show each control in force with the eligible work it holds back (a pause of a
+/// kind, a postponement of a dependency with its end, a pause of a class that holds nothing), and
+/// the oldest eligible operation is the oldest that no control holds back.
+pub async fn stats_show_what_controls_hold_back<S: FullStore>(h: Harness<S>) {
+    let a1 = enqueue(&h, "a", EnqueueOptions::default()).await;
+    h.advance_secs(10);
+    enqueue(&h, "a", EnqueueOptions::default()).await;
+    h.advance_secs(10);
+    let banked = enqueue(
+        &h,
+        "b",
+        EnqueueOptions {
+            dependency: Some("bank".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    h.advance_secs(10);
+    let free = enqueue(&h, "c", EnqueueOptions::default()).await;
+    // Not eligible yet: held back by nothing so far.
+    enqueue(
+        &h,
+        "a",
+        EnqueueOptions {
+            delay: Some(Duration::hours(1)),
+            ..Default::default()
+        },
+    )
+    .await;
+    h.advance_secs(10);
+    let until = h.clock.now() + Duration::minutes(30);
+    for c in [
+        control(ControlScope::Kind, "a", None),
+        control(ControlScope::Dependency, "bank", Some(until)),
+        control(ControlScope::FailureClass, "permanent", None),
+    ] {
+        h.store.control_set(c).await.unwrap();
+    }
+    let r = h.store.stats().await.unwrap();
+    assert_eq!(
+        r.oldest_eligible.as_ref().map(|o| o.id),
+        Some(free),
+        "the oldest that no control holds back"
+    );
+    let held = |r: &oprec_core::StatsReport, value: &str| {
+        r.held_back.iter().find(|b| b.value == value).cloned()
+    };
+    let a = held(&r, "a").expect("the kind's pause");
+    assert_eq!(
+        (a.scope, a.action, a.until, a.eligible, a.at_least),
+        (ControlScope::Kind, ControlAction::Pause, None, 2, false)
+    );
+    assert_eq!(a.oldest.map(|o| o.id), Some(a1));
+    let bank = held(&r, "bank").expect("the dependency's postponement");
+    assert_eq!(
+        (bank.action, bank.until, bank.eligible),
+        (ControlAction::Postpone, Some(until), 1)
+    );
+    assert_eq!(
+        bank.oldest.map(|o| (o.id, o.kind)),
+        Some((banked, "b".into()))
+    );
+    let class = held(&r, "permanent").expect("the class's pause");
+    assert_eq!((class.eligible, class.oldest), (0, None));
+    assert_eq!(r.held_back.len(), 3);
+
+    // Lifted: the kind's work is the oldest eligible again; lapsed: the postponement is gone.
+    h.store
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::Kind,
+            value: "a".into(),
+        })
+        .await
+        .unwrap();
+    let r = h.store.stats().await.unwrap();
+    assert_eq!(r.oldest_eligible.as_ref().map(|o| o.id), Some(a1));
+    assert!(held(&r, "a").is_none());
+    h.advance_secs(31 * 60);
+    let r = h.store.stats().await.unwrap();
+    assert!(held(&r, "bank").is_none(), "{:?}", r.held_back);
+    assert_eq!(r.held_back.len(), 1);
 }

@@ -1774,3 +1774,110 @@ pub async fn list_filters_by_reason_error_and_time_newest_first<S: FullStore>(h:
     .await;
     assert_eq!(page3, vec![ids[0]], "filters and pages together");
 }
+
+/// The listing takes an operator's filter as re-drive and quarantine do: several kinds and
+/// classes at once, a dependency (the kind's own or one a failure named), ids, beside the
+/// single-valued fields.
+pub async fn list_takes_an_operators_filter<S: FullStore>(h: Harness<S>) {
+    use oprec_core::operator::OperationFilter;
+    let a = enqueue(&h, "a", EnqueueOptions::default()).await;
+    let b = enqueue(&h, "b", EnqueueOptions::default()).await;
+    let c = enqueue(&h, "c", EnqueueOptions::default()).await;
+    let mut op = NewOperation::new(
+        "d",
+        json!({"n": 1}),
+        &plain_policy(),
+        EnqueueOptions::default(),
+        h.clock.now(),
+    )
+    .unwrap();
+    op.dependency = Some("bank".into());
+    let banked = h.store.operation_insert(op).await.unwrap().id;
+    // b fails naming the catalogue: a dependency filter finds it too.
+    let claim = h
+        .store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            kinds: vec![],
+            ids: vec![b],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    h.store
+        .operation_complete(CompleteParams {
+            id: b,
+            claim_token: claim.claim_token.unwrap(),
+            transition: Transition::retry(
+                h.clock.now(),
+                Failure::transient("catalogue incomplete").about_dependency("catalogue"),
+            ),
+        })
+        .await
+        .unwrap();
+    let list = |filter: OperationFilter| async {
+        h.store
+            .operation_list(ListParams {
+                filter,
+                limit: 100,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|o| o.id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        list(OperationFilter {
+            kinds: vec!["a".into(), "c".into()],
+            ..Default::default()
+        })
+        .await,
+        vec![a, c]
+    );
+    assert_eq!(
+        list(OperationFilter {
+            classes: vec![FailureClass::Transient, FailureClass::Permanent],
+            ..Default::default()
+        })
+        .await,
+        vec![b]
+    );
+    assert_eq!(
+        list(OperationFilter {
+            dependency: Some("bank".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![banked]
+    );
+    assert_eq!(
+        list(OperationFilter {
+            dependency: Some("catalogue".into()),
+            ..Default::default()
+        })
+        .await,
+        vec![b],
+        "a dependency its last failure named"
+    );
+    assert_eq!(
+        list(OperationFilter {
+            ids: vec![c, a],
+            kinds: vec!["a".into(), "b".into()],
+            ..Default::default()
+        })
+        .await,
+        vec![a],
+        "every field narrows"
+    );
+    assert!(
+        list(OperationFilter {
+            reasons: vec![TerminalReason::Permanent],
+            ..Default::default()
+        })
+        .await
+        .is_empty(),
+        "nothing has ended"
+    );
+}

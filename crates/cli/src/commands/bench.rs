@@ -259,6 +259,30 @@ async fn guard(url: &str, args: &BenchArgs) -> anyhow::Result<()> {
     )))
 }
 
+/// Refuses, before minutes of measuring, what would only fail later: a transport URL that does
+/// not parse, or a report file in a folder that does not exist.
+fn check_before_running(args: &BenchArgs) -> anyhow::Result<()> {
+    for t in &args.transports {
+        if let Err(e) = oprec::connect_transport(t.trim()) {
+            return Err(bad(format!("--transports: {e}")));
+        }
+    }
+    if let Some(path) = &args.out {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(bad(format!(
+                "--out {}: the folder {} does not exist",
+                path.display(),
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the benchmark and prints its report.
 pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> {
     let url = &global.database_url;
@@ -268,6 +292,7 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
             oprec::redact_url(url)
         )));
     }
+    check_before_running(&args)?;
     guard(url, &args).await?;
     if single(url, &args).await?.is_some() {
         return Ok(());

@@ -1,8 +1,10 @@
 //! `oprec ops show` and `oprec ops list`: operations and their attempt history, as readable
 //! layouts or as JSON.
 
+use oprec::ops::Spelling;
+use oprec::ops::filter;
 use oprec::store::{ListParams, OperationGetParams};
-use oprec::{FailureClass, Operation, OperationDetail, OperationId, Status};
+use oprec::{Control, ControlAction, Operation, OperationDetail, OperationId, Status};
 
 use crate::backend::{Backend, store_error};
 use crate::cli::{Global, ListArgs, ShowArgs};
@@ -151,47 +153,141 @@ fn render_detail(d: &OperationDetail) -> String {
     out
 }
 
-/// Prints the operations matching the filters.
-pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> {
+/// The controls in force when a listing was read, to mark the pending operations they hold back.
+struct HeldBy {
+    controls: Vec<Control>,
+    now: chrono::DateTime<chrono::Utc>,
+}
+
+impl HeldBy {
+    /// The controls in force, read only when the listing holds a pending operation.
+    async fn read(backend: &Backend, ops: &[Operation]) -> anyhow::Result<Self> {
+        let now = chrono::Utc::now();
+        if !ops.iter().any(|o| o.status == Status::Pending) {
+            return Ok(HeldBy {
+                controls: Vec::new(),
+                now,
+            });
+        }
+        let now = backend.store.now().await.map_err(store_error)?;
+        let controls = backend.store.control_list().await.map_err(store_error)?;
+        Ok(HeldBy { controls, now })
+    }
+
+    /// The control that holds `op` back, if it is pending and one does.
+    fn of(&self, op: &Operation) -> Option<&Control> {
+        if op.status != Status::Pending {
+            return None;
+        }
+        self.controls.iter().find(|c| c.holds_back(op, self.now))
+    }
+}
+
+/// How the listing marks an operation a control holds back: `paused: kind demo.noop`,
+/// `postponed until 2026-01-05 10:00:00Z: dependency bank`.
+fn held_text(c: &Control) -> String {
+    match (c.action, c.until) {
+        (ControlAction::Pause, None) => format!("paused: {} {}", c.scope, c.value),
+        (ControlAction::Pause, Some(t)) => {
+            format!("paused until {}: {} {}", output::time(t), c.scope, c.value)
+        }
+        (ControlAction::Postpone, until) => format!(
+            "postponed{}: {} {}",
+            until
+                .map(|t| format!(" until {}", output::time(t)))
+                .unwrap_or_default(),
+            c.scope,
+            c.value
+        ),
+    }
+}
+
+/// The page size of `ops list` when `--limit` is not given.
+const PAGE: u32 = 50;
+/// The largest page `ops list` shows.
+const PAGE_MAX: u64 = 10_000;
+
+/// The listing `args` ask for, every value checked.
+fn list_params(args: &ListArgs) -> anyhow::Result<ListParams> {
     let status = args
         .status
         .as_deref()
-        .map(|s| {
-            s.parse::<Status>()
-                .map_err(|e| bad(format!("--status: {e}")))
-        })
+        .map(|s| filter::status("--status", s))
         .transpose()?;
-    let failure_class = args
-        .class
-        .as_deref()
-        .map(|s| {
-            s.parse::<FailureClass>()
-                .map_err(|e| bad(format!("--class: {e}")))
-        })
-        .transpose()?;
+    let now = chrono::Utc::now();
+    let mut input = args.filter.input();
+    input.reasons = args.reasons.clone();
+    input.since = args.since.clone();
+    input.until = args.until.clone();
+    let operation_filter = input.check(Spelling::Flags, now)?;
+    let created = |label: &str, t: &Option<String>| {
+        t.as_deref()
+            .map(|t| oprec::ops::time::ago(label, t, now))
+            .transpose()
+    };
+    let created_since = created("--created-since", &args.created_since)?;
+    let created_until = created("--created-until", &args.created_until)?;
+    if let (Some(s), Some(u)) = (created_since, created_until)
+        && s >= u
+    {
+        return Err(bad(
+            "--created-since is not before --created-until: nothing could match",
+        ));
+    }
     let after = args
         .after
         .as_deref()
         .map(|s| parse_id("--after", s))
         .transpose()?;
-    if args.limit == 0 || args.limit > 10_000 {
-        return Err(bad("--limit must be between 1 and 10,000"));
-    }
+    let limit = match args.filter.limit {
+        None => PAGE,
+        Some(n @ 1..=PAGE_MAX) => n as u32,
+        Some(_) => return Err(bad("--limit must be between 1 and 10,000")),
+    };
+    Ok(ListParams {
+        status,
+        created_since,
+        created_until,
+        filter: operation_filter,
+        after,
+        newest_first: !args.oldest_first,
+        limit,
+        ..ListParams::default()
+    })
+}
+
+/// Prints the operations matching the filters.
+pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> {
+    let params = list_params(&args)?;
+    let limit = params.limit;
     let backend = Backend::connect(&global.database_url).await?;
     let ops = backend
         .store
-        .operation_list(ListParams {
-            status,
-            kind: args.kind,
-            failure_class,
-            after,
-            limit: args.limit,
-            ..ListParams::default()
-        })
+        .operation_list(params)
         .await
         .map_err(store_error)?;
+    let holds = HeldBy::read(&backend, &ops).await?;
     if args.json {
-        return output::json(&ops);
+        // Each operation as stored, with `held_back` naming the control that holds it back.
+        let listed: Vec<serde_json::Value> = ops
+            .iter()
+            .map(|o| {
+                let mut v = serde_json::to_value(o)?;
+                if let (Some(c), serde_json::Value::Object(m)) = (holds.of(o), &mut v) {
+                    m.insert(
+                        "held_back".to_owned(),
+                        serde_json::json!({
+                            "scope": c.scope,
+                            "value": c.value,
+                            "action": c.action,
+                            "until": c.until,
+                        }),
+                    );
+                }
+                Ok(v)
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        return output::json(&listed);
     }
     if ops.is_empty() {
         output::line!("no operations match")?;
@@ -210,7 +306,10 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         t.row(vec![
             o.id.to_string(),
             o.kind.clone(),
-            status_of(o),
+            match holds.of(o) {
+                Some(c) => format!("{} ({})", status_of(o), held_text(c)),
+                None => status_of(o),
+            },
             attempts_of(o),
             if o.status == Status::Pending {
                 output::time(o.next_eligible_at)
@@ -227,12 +326,17 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         ]);
     }
     output::text(&t.render(""))?;
-    if ops.len() as u32 == args.limit
+    if ops.len() as u32 == limit
         && let Some(last) = ops.last()
     {
         output::line!(
-            "(first {} shown; next page: --after {})",
+            "({} shown, {} first; next page: --after {})",
             ops.len(),
+            if args.oldest_first {
+                "oldest"
+            } else {
+                "newest"
+            },
             last.id
         )?;
     }

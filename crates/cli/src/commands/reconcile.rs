@@ -6,7 +6,8 @@
 use chrono::{DateTime, Utc};
 use clap::{ArgGroup, Args, Subcommand};
 use oprec::ops::filter;
-use oprec::ops::resolve::{MAX_REMOTE_ID, resolve as resolve_one};
+use oprec::ops::resolve::{MAX_REMOTE_ID, ResolveRequest, resolve as resolve_one};
+use oprec::ops::{CancellationToken, Spelling};
 use oprec::store::{ListParams, OperationGetParams};
 use oprec::{Operation, Resolution, Status};
 use serde::Serialize;
@@ -16,6 +17,7 @@ use crate::audit_trail::{self, ActorArgs};
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
 use crate::exit::bad;
+use crate::filter::FilterArgs;
 use crate::output::{self, Table, cut};
 
 /// `oprec reconcile ...`.
@@ -24,7 +26,7 @@ pub(crate) enum ReconcileCommand {
     /// Operations whose outcome is unknown, waiting for their kind's reconcile hook or a person.
     List(ListArgs),
     /// Record what a person found: the effect was applied, or it was not.
-    Resolve(ResolveArgs),
+    Resolve(Box<ResolveArgs>),
 }
 
 /// `oprec reconcile list`.
@@ -44,10 +46,26 @@ pub(crate) struct ListArgs {
 /// `oprec reconcile resolve`.
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("decision").required(true).args(["applied", "not_applied"])))]
+#[command(
+    long_about = "Record what a person found about unknown outcomes: the effect was applied \
+(the operation ends succeeded) or it was not (pending again, eligible now, safe to retry).\n\n\
+Given an id, that operation is resolved at once. Given filters instead (the filters of `oprec \
+cancel` and `oprec ops list`), every reconciling match is resolved the same way, but only with \
+--yes: without it the command prints how many would be resolved and changes nothing. --yes with \
+no filter at all is refused unless --all says every reconciling operation is meant."
+)]
 pub(crate) struct ResolveArgs {
-    /// The operation (reconciling).
+    /// The operation (reconciling); leave it out to resolve by filter.
     #[arg(value_name = "ID")]
-    pub id: String,
+    pub id: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Resolve by filter (without it, only count the reconciling matches and change nothing).
+    #[arg(long)]
+    pub yes: bool,
+    /// With --yes and no filter: resolve every reconciling operation (refused without it).
+    #[arg(long)]
+    pub all: bool,
     /// The effect happened: the operation ends succeeded.
     #[arg(long)]
     pub applied: bool,
@@ -144,9 +162,17 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
     )
 }
 
-/// Records a person's decision.
+/// Records a person's decision, about one operation or every reconciling match of filters.
 pub(crate) async fn resolve(global: &Global, args: ResolveArgs) -> anyhow::Result<()> {
-    let id = filter::id("operation id", &args.id)?;
+    let Some(id) = args.id.as_deref() else {
+        return resolve_matching(global, args).await;
+    };
+    if filter::narrows(&args.filter.filter()?) || args.filter.limit.is_some() {
+        return Err(bad(
+            "give the operation either as an id or as filters, not both (--id is a filter too)",
+        ));
+    }
+    let id = filter::id("operation id", id)?;
     if args.remote_id.is_some() && !args.applied {
         return Err(bad(
             "--remote-id goes with --applied: an effect that was not applied has no remote id",
@@ -203,4 +229,100 @@ pub(crate) async fn resolve(global: &Global, args: ResolveArgs) -> anyhow::Resul
         Status::Pending => output::line!("{id}: not applied; pending again, eligible now"),
         other => output::line!("{id}: not applied; now {other} (its attempts are used up)"),
     }
+}
+
+/// Resolves every reconciling match of the filters the same way, after a dry run.
+async fn resolve_matching(global: &Global, args: ResolveArgs) -> anyhow::Result<()> {
+    if args.remote_id.is_some() {
+        return Err(bad(
+            "--remote-id names one effect: resolve that operation by its id, not by filter",
+        ));
+    }
+    let request = ResolveRequest {
+        filter: args.filter.filter()?,
+        resolution: if args.applied {
+            Resolution::Applied { remote_id: None }
+        } else {
+            Resolution::NotApplied
+        },
+        limit: args.filter.limit()?,
+    };
+    if args.yes {
+        filter::scope(
+            &request.filter,
+            args.all,
+            "reconcile resolve",
+            "reconciling",
+            Spelling::Flags,
+        )?;
+    }
+    let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
+    let who = args.actor.who()?;
+    let backend = Backend::connect(&global.database_url).await?;
+    let store = backend.store.as_ref();
+    let review = request.review(store).await?;
+    let decision = if args.applied {
+        "applied"
+    } else {
+        "not applied"
+    };
+    if !args.yes {
+        if args.json {
+            return output::json(&json!({
+                "action": "reconcile_resolve",
+                "resolution": request.resolution,
+                "matched": review.matching,
+                "would_resolve": review.planned,
+                "changed": false,
+            }));
+        }
+        return output::line!(
+            "{} reconciling operations match ({} would be resolved as {decision}); nothing was \
+             changed: add --yes to resolve them",
+            output::count(review.matching),
+            output::count(review.planned),
+        );
+    }
+    let bar = crate::progress::bar(review.planned, "resolved");
+    let done = request
+        .apply(
+            store,
+            &who,
+            reason.as_deref(),
+            &CancellationToken::new(),
+            |n| bar.inc(n),
+        )
+        .await;
+    bar.finish_and_clear();
+    let resolved = done.run.done;
+    if let Some(e) = done.run.failure {
+        return Err(store_error(e).context(format!(
+            "stopped after resolving {} operations; run the same command again for the rest",
+            output::count(resolved)
+        )));
+    }
+    audit_trail::check(done.audit_failure)?;
+    if args.json {
+        return output::json(&json!({
+            "action": "reconcile_resolve",
+            "resolution": request.resolution,
+            "count": resolved,
+            "statuses": done.statuses,
+            "changed": resolved > 0,
+        }));
+    }
+    let statuses: Vec<String> = done
+        .statuses
+        .iter()
+        .map(|(s, n)| format!("{} {s}", output::count(*n)))
+        .collect();
+    output::line!(
+        "resolved {} operations as {decision}{}",
+        output::count(resolved),
+        if statuses.is_empty() {
+            String::new()
+        } else {
+            format!(" (now {})", statuses.join(", "))
+        }
+    )
 }

@@ -2,8 +2,9 @@
 //! (the observations a retry incident needs): operations by status, pending by failure class,
 //! attempts per success, the most overdue eligible operation, dead per kind with their promotion
 //! rate and by code version, unknown outcomes awaiting reconciliation, attempts by dependency,
-//! backlog age, and pending work of kinds no live worker handles (unhandled). `--json` prints the
-//! store's `StatsReport` as it is.
+//! backlog age, pending work of kinds no live worker handles (unhandled), and the pauses and
+//! postponements in force with the eligible work each holds back (the oldest eligible figure
+//! leaves that work out). `--json` prints the store's `StatsReport` as it is.
 
 use std::collections::BTreeMap;
 
@@ -97,8 +98,12 @@ fn render(r: &StatsReport, url: &str) -> String {
             duration::human(at - o.next_eligible_at)
         ),
         (Some(o), None) => format!("{} {}\n", o.id, o.kind),
-        (None, _) => "none (every pending operation is waiting for its time)\n".to_owned(),
+        (None, _) => {
+            "none (every pending operation no control holds back is waiting for its time)\n"
+                .to_owned()
+        }
     });
+    out.push_str(&held_back(r));
 
     out.push_str("\ndead per kind\n");
     if r.dead_by_kind.is_empty() {
@@ -143,6 +148,45 @@ fn render(r: &StatsReport, url: &str) -> String {
     out
 }
 
+/// The pauses and postponements in force with the eligible work each holds back: what explains
+/// an overdue backlog that nobody claims.
+fn held_back(r: &StatsReport) -> String {
+    let mut out =
+        "\nheld back by controls in force (not claimed or woken until lifted or lapsed)\n"
+            .to_owned();
+    if r.held_back.is_empty() {
+        out.push_str("  no pause or postponement in force\n");
+        return out;
+    }
+    let mut t = Table::new(&[
+        "CONTROL",
+        "ACTION",
+        "UNTIL",
+        "ELIGIBLE",
+        "OLDEST OVERDUE BY",
+    ]);
+    for h in &r.held_back {
+        let eligible = if h.at_least {
+            format!("{}+", count(h.eligible))
+        } else {
+            count(h.eligible)
+        };
+        let overdue = match (&h.oldest, r.at) {
+            (Some(o), Some(at)) => duration::human(at - o.next_eligible_at),
+            _ => "-".to_owned(),
+        };
+        t.row(vec![
+            format!("{} {}", h.scope, h.value),
+            h.action.to_string(),
+            h.until.map_or_else(|| "-".to_owned(), output::time),
+            eligible,
+            overdue,
+        ]);
+    }
+    out.push_str(&t.render("  "));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +199,7 @@ mod tests {
             "pending by failure class",
             "attempts per success: -",
             "oldest eligible: none",
+            "no pause or postponement in force",
             "dead per kind",
             "reconciling",
             "attempts in the last hour by dependency",
