@@ -249,6 +249,12 @@ pub(crate) struct ListArgs {
     /// configuration, unknown.
     #[arg(long, value_name = "CLASS")]
     pub class: Option<String>,
+    /// Operations re-driven as new (dead or cancelled ones whose copy, linked both ways,
+    /// carries the work on): `hide`, `show` (marked "re-driven as ID") or `only`. By default
+    /// they are hidden when listing --status dead, so that list is the dead awaiting action,
+    /// and shown otherwise.
+    #[arg(long, value_name = "WHICH")]
+    pub redriven: Option<String>,
     /// The most operations to show (at most 10,000).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: u32,

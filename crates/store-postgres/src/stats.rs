@@ -44,6 +44,7 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
         attempts_per_success: (successes > 0).then(|| attempts as f64 / successes as f64),
         oldest_eligible: oldest_eligible(store, now).await?,
         dead_by_kind: named(store, sql::STATS_DEAD_BY_KIND, None).await?,
+        dead_redriven_by_kind: named(store, sql::STATS_DEAD_REDRIVEN_BY_KIND, None).await?,
         dead_last_hour_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(hour_ago)).await?,
         dead_last_day_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(day_ago)).await?,
         dead_last_day_by_code_version: named(

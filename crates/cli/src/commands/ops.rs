@@ -1,7 +1,7 @@
 //! `oprec ops show` and `oprec ops list`: operations and their attempt history, as readable
 //! layouts or as JSON.
 
-use oprec::store::{ListParams, OperationGetParams};
+use oprec::store::{ListParams, OperationGetParams, RedrivenShown};
 use oprec::{FailureClass, Operation, OperationDetail, OperationId, Status};
 
 use crate::backend::{Backend, store_error};
@@ -23,12 +23,16 @@ fn attempts_of(op: &Operation) -> String {
     }
 }
 
-/// The status with its terminal reason.
+/// The status with its terminal reason, marked when the operation was re-driven as new.
 fn status_of(op: &Operation) -> String {
-    match op.terminal_reason {
+    let mut s = match op.terminal_reason {
         Some(r) => format!("{} ({r})", op.status),
         None => op.status.to_string(),
+    };
+    if op.redriven_as.is_some() {
+        s.push_str(", re-driven");
     }
+    s
 }
 
 /// Prints one operation and its attempts.
@@ -116,6 +120,11 @@ fn render_detail(d: &OperationDetail) -> String {
     }
     opt("code version", o.code_version.clone());
     opt("redrive of", o.redrive_of.map(|r| r.to_string()));
+    opt(
+        "re-driven as",
+        o.redriven_as
+            .map(|c| format!("{c} (a copy carries the work on: this one no longer awaits action)")),
+    );
     opt("effect key", Some(o.effect_key()));
     opt("payload", Some(cut(&o.payload.to_string(), 200)));
 
@@ -169,6 +178,14 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
                 .map_err(|e| bad(format!("--class: {e}")))
         })
         .transpose()?;
+    let redriven = args
+        .redriven
+        .as_deref()
+        .map(|s| {
+            s.parse::<RedrivenShown>()
+                .map_err(|e| bad(format!("--redriven: {e}")))
+        })
+        .transpose()?;
     let after = args
         .after
         .as_deref()
@@ -184,6 +201,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
             status,
             kind: args.kind,
             failure_class,
+            redriven,
             after,
             limit: args.limit,
             ..ListParams::default()
