@@ -121,6 +121,11 @@ fn two_of_three_redriven(o: &Oprec) -> (Vec<String>, Vec<String>, String) {
     );
     o.run(&["ops", "list", "--redriven", "maybe"])
         .bad_input("--redriven");
+    let none = o
+        .run(&["ops", "list", "--status", "dead", "--kind", "demo.noop"])
+        .ok()
+        .to_owned();
+    assert!(none.contains("no dead operations await action"), "{none}");
 
     // stats counts them apart.
     let stats = o.run(&["stats", "--json"]).json();

@@ -212,7 +212,14 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         return output::json(&ops);
     }
     if ops.is_empty() {
-        output::line!("no operations match")?;
+        if redriven.is_none() && status == Some(Status::Dead) {
+            output::line!(
+                "no dead operations await action (those re-driven as new are left out: \
+                 --redriven show lists them too)"
+            )?;
+        } else {
+            output::line!("no operations match")?;
+        }
         return Ok(());
     }
     let mut t = Table::new(&[
