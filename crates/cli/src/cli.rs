@@ -273,6 +273,12 @@ pub(crate) struct ListArgs {
     pub created_until: Option<String>,
     /// The next page: only operations listed after this id (the id the previous page ended
     /// with, in the same order).
+    /// Operations re-driven as new (dead or cancelled ones whose copy, linked both ways,
+    /// carries the work on): `hide`, `show` (marked "re-driven as ID") or `only`. By default
+    /// they are hidden when listing --status dead, so that list is the dead awaiting action,
+    /// and shown otherwise.
+    #[arg(long, value_name = "WHICH")]
+    pub redriven: Option<String>,
     #[arg(long, value_name = "ID")]
     pub after: Option<String>,
     /// Oldest first (by creation) instead of newest first.

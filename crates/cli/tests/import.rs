@@ -1,7 +1,8 @@
 //! `oprec import` against the real services: a legacy Redis list (OPREC_TEST_REDIS_URL) and a
 //! legacy AMQP queue (OPREC_TEST_AMQP_URL), each fresh per test, into a fresh SQLite store.
 //! Importing twice creates nothing twice; `--then-purge` empties the source only after the
-//! commit; malformed messages become held operations carrying the parse error.
+//! commit; malformed messages become held operations carrying the parse error; a job whose id is
+//! taken by another body is a conflict, reported and left in the source.
 
 mod common;
 
@@ -151,10 +152,10 @@ async fn malformed_redis_jobs_become_held_operations_with_the_parse_error() {
     rpush(&key, &items).await;
     let from = redis_url();
     let v = import(&o, &["--from", &from, "--list", &key, "--then-purge"]);
-    // "a" twice: the second is already present.
-    assert_eq!(figures(&v), (6, 5, 1, 2, 6), "{v}");
-    assert_eq!(llen(&key).await, 0);
-
+    // "a" twice with two bodies: the second is a conflict, left in the list.
+    assert_eq!(figures(&v), (6, 5, 0, 2, 5), "{v}");
+    assert_eq!(v["conflicts"], 1, "{v}");
+    assert_eq!(llen(&key).await, 1);
     let held = rows(
         &o,
         "SELECT status, json_extract(payload, '$.parse_error'), \
@@ -174,10 +175,13 @@ async fn malformed_redis_jobs_become_held_operations_with_the_parse_error() {
     let c = counts(&o).await;
     assert!(c.to_string().contains("held"), "{c}");
 
-    // The same messages again (a legacy producer re-sent them): nothing new, nothing re-held.
+    // The same messages again (a legacy producer re-sent them): nothing new, nothing re-held;
+    // the conflict left by the first run and its copy stay.
     rpush(&key, &items).await;
     let again = import(&o, &["--from", &from, "--list", &key, "--then-purge"]);
-    assert_eq!(figures(&again), (6, 0, 6, 0, 6), "{again}");
+    assert_eq!(figures(&again), (7, 0, 5, 0, 5), "{again}");
+    assert_eq!(again["conflicts"], 2, "{again}");
+    assert_eq!(llen(&key).await, 2);
     assert_eq!(total(&o).await, 5);
 }
 
@@ -285,6 +289,211 @@ async fn an_amqp_queue_is_imported_once_and_purged_after_the_commit() {
     assert_eq!(held.len(), 16);
     assert!(held.iter().all(|(_, body, d)| body.ends_with("is not json")
         && d.as_deref().unwrap_or_default().contains("expected value")));
+    let _ = ch.close(200, "done".into()).await;
+    let _ = conn.close(200, "done".into()).await;
+}
+
+async fn lrange(key: &str) -> Vec<String> {
+    redis::cmd("LRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis().await)
+        .await
+        .expect("LRANGE")
+}
+
+fn job(id: &str, n: i64) -> Vec<u8> {
+    json!({"id": id, "n": n}).to_string().into_bytes()
+}
+
+/// The operation that holds key `key`, with its payload and its wake-up mark.
+async fn by_key(o: &Oprec, key: &str) -> (String, String, Option<String>) {
+    let r = rows(
+        o,
+        &format!(
+            "SELECT id, payload, last_woken_at FROM operations WHERE idempotency_key = '{key}'"
+        ),
+    )
+    .await;
+    assert_eq!(r.len(), 1, "{key}: {r:?}");
+    r[0].clone()
+}
+
+#[tokio::test]
+async fn a_redis_job_whose_id_is_taken_by_another_body_is_a_conflict_left_in_the_list() {
+    let o = Oprec::migrated();
+    let key = format!("oprec-test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = RedisKeyGuard {
+        url: redis_url(),
+        key: key.clone(),
+    };
+    // 1,200 jobs over two batches: in the first, job-5 again with another body (a conflict)
+    // and job-7 again as it was (already present); in the second, job-3 with another body.
+    let mut items: Vec<Vec<u8>> = (0..1200).map(|i| job(&format!("job-{i}"), i)).collect();
+    items.insert(10, job("job-5", -5));
+    items.insert(11, job("job-7", 7));
+    items.insert(1100, job("job-3", -3));
+    rpush(&key, &items).await;
+    let from = redis_url();
+
+    let v = import(
+        &o,
+        &[
+            "--transport",
+            "memory://",
+            "--from",
+            &from,
+            "--list",
+            &key,
+            "--then-purge",
+        ],
+    );
+    assert_eq!(figures(&v), (1203, 1200, 1, 0, 1201), "{v}");
+    assert_eq!(v["conflicts"], 2, "{v}");
+    let (job5, payload5, woken) = by_key(&o, "job-5").await;
+    let (job3, ..) = by_key(&o, "job-3").await;
+    assert_eq!(
+        v["conflicting"],
+        json!([{"key": "job-5", "existing": job5}, {"key": "job-3", "existing": job3}]),
+        "{v}"
+    );
+    // The first body is the operation's; the other stays in the list, in its order.
+    assert_eq!(serde_json::from_str::<Value>(&payload5).unwrap()["n"], 5);
+    assert_eq!(
+        lrange(&key).await,
+        vec![
+            json!({"id": "job-5", "n": -5}).to_string(),
+            json!({"id": "job-3", "n": -3}).to_string()
+        ]
+    );
+    // Inserted already marked woken (the wake-up is published right after the commit), so the
+    // scheduler never waits a re-wake interval for them.
+    assert!(woken.is_some(), "job-5 was not marked woken");
+    let unwoken = rows(
+        &o,
+        "SELECT CAST(count(*) AS TEXT), '', NULL FROM operations WHERE last_woken_at IS NULL",
+    )
+    .await;
+    assert_eq!(unwoken[0].0, "0");
+    assert_eq!(total(&o).await, 1200);
+
+    // Run again: the conflicts are read, reported again, and still left.
+    let human = o.run(&[
+        "import",
+        "--kind",
+        "demo.noop",
+        "--from",
+        &from,
+        "--list",
+        &key,
+        "--then-purge",
+    ]);
+    let out = human.ok();
+    assert!(
+        out.contains("read 2: imported 0, already present 0, conflicts 2"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "conflict: id \"job-5\" is taken by operation {job5} with a different payload"
+        )),
+        "{out}"
+    );
+    assert_eq!(llen(&key).await, 2);
+    assert_eq!(total(&o).await, 1200);
+}
+
+#[tokio::test]
+async fn an_amqp_message_whose_id_is_taken_by_another_body_is_never_purged() {
+    let o = Oprec::migrated();
+    let url = amqp_url();
+    let queue = format!("oprec-test.import.{}", uuid::Uuid::now_v7().simple());
+    let _queue = AmqpQueueGuard {
+        url: url.clone(),
+        queue: queue.clone(),
+    };
+    let conn = Connection::connect(&url, ConnectionProperties::default())
+        .await
+        .unwrap_or_else(|e| panic!("RabbitMQ (OPREC_TEST_AMQP_URL={url}) is required: {e}"));
+    let ch = conn.create_channel().await.expect("channel");
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .expect("confirms");
+    let mut args = FieldTable::default();
+    args.insert("x-expires".into(), AMQPValue::LongInt(600_000));
+    ch.queue_declare(
+        ShortString::from(queue.as_str()),
+        QueueDeclareOptions {
+            durable: true,
+            ..QueueDeclareOptions::default()
+        },
+        args.clone(),
+    )
+    .await
+    .expect("declare");
+    // Two batches: the conflict (m-1 with another body) in the first, a repeat of m-2 as it
+    // was in the second, so the second batch's acknowledgements must leave the first's
+    // conflict alone.
+    let mut bodies: Vec<Vec<u8>> = (0..1100).map(|i| job(&format!("m-{i}"), i)).collect();
+    bodies.insert(3, job("m-1", -1));
+    bodies.push(job("m-2", 2));
+    let mut confirms = Vec::new();
+    for body in &bodies {
+        confirms.push(
+            ch.basic_publish(
+                ShortString::from(""),
+                ShortString::from(queue.as_str()),
+                BasicPublishOptions::default(),
+                body,
+                BasicProperties::default(),
+            )
+            .await
+            .expect("publish"),
+        );
+    }
+    for c in confirms {
+        c.await.expect("confirm");
+    }
+
+    let v = import(&o, &["--from", &url, "--queue", &queue, "--then-purge"]);
+    assert_eq!(figures(&v), (1102, 1100, 1, 0, 1101), "{v}");
+    assert_eq!(v["conflicts"], 1, "{v}");
+    let (m1, ..) = by_key(&o, "m-1").await;
+    assert_eq!(
+        v["conflicting"],
+        json!([{"key": "m-1", "existing": m1}]),
+        "{v}"
+    );
+
+    // The conflict comes back to the queue (the requeue is asynchronous: wait, bounded), and it
+    // is the only message there.
+    let mut left = Vec::new();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < until && left.is_empty() {
+        if let Some(m) = ch
+            .basic_get(
+                ShortString::from(queue.as_str()),
+                lapin::options::BasicGetOptions { no_ack: true },
+            )
+            .await
+            .expect("get")
+        {
+            left.push(m.delivery.data.clone());
+        } else {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    assert_eq!(left, vec![job("m-1", -1)]);
+    let more = ch
+        .basic_get(
+            ShortString::from(queue.as_str()),
+            lapin::options::BasicGetOptions { no_ack: true },
+        )
+        .await
+        .expect("get");
+    assert!(more.is_none(), "only the conflict is left");
+    assert_eq!(total(&o).await, 1100);
     let _ = ch.close(200, "done".into()).await;
     let _ = conn.close(200, "done".into()).await;
 }

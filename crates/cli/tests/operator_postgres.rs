@@ -82,6 +82,20 @@ fn two_redrives_as_new_at_once_copy_each_dead_operation_once() {
         0,
         "no parent copied twice"
     );
+    // Every original is marked with its one copy, and none is left counted as awaiting action.
+    assert_eq!(
+        db.int(
+            "SELECT count(*) FROM operations p JOIN operations c ON c.id = p.redriven_as \
+             WHERE c.redrive_of = p.id AND p.status = 'dead'"
+        ),
+        2_000
+    );
+    let stats = o.run(&["stats", "--json"]).json();
+    assert!(stats["by_status"]["dead"].is_null(), "{stats}");
+    assert_eq!(
+        stats["dead_redriven_by_kind"]["demo.flaky"], 2_000,
+        "{stats}"
+    );
 }
 
 #[test]

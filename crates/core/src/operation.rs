@@ -72,6 +72,11 @@ pub struct Operation {
     /// original's key.
     #[serde(default)]
     pub redrive_root: Option<OperationId>,
+    /// The copy that re-drives this operation as new, once one exists (the store marks the
+    /// original as the copy is inserted). A dead operation with one is no longer dead awaiting
+    /// action: its copy carries the work on, and counts of dead work leave it out.
+    #[serde(default)]
+    pub redriven_as: Option<OperationId>,
     /// How many times this operation was re-driven.
     pub redrive_count: u32,
     /// Isolated attempts in a row that vanished (lease expired, no outcome): the crash-loop
@@ -107,6 +112,11 @@ impl Operation {
     /// down a lineage hands the remote side the same effect key as the original did.
     pub fn effect_root(&self) -> OperationId {
         self.redrive_root.or(self.redrive_of).unwrap_or(self.id)
+    }
+
+    /// Dead and not re-driven as new: work someone still has to act on.
+    pub fn is_dead_awaiting_action(&self) -> bool {
+        self.status == Status::Dead && self.redriven_as.is_none()
     }
 
     /// The idempotency key handlers hand the remote side: the same on every attempt and on every

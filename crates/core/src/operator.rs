@@ -81,7 +81,8 @@ pub enum RedriveMode {
         #[serde(skip_serializing_if = "Option::is_none", with = "opt_secs")]
         extend_deadline: Option<Duration>,
     },
-    /// A new operation linked by `redrive_of`; the old one stays as it was.
+    /// A new operation linked by `redrive_of`; the old one stays dead, marked `redriven_as` with
+    /// its copy (no longer dead awaiting action).
     AsNew {
         /// The new operation's deadline = now + this, when given.
         #[serde(skip_serializing_if = "Option::is_none", with = "opt_secs")]

@@ -65,7 +65,9 @@ fn class_keys<S: Serializer>(
 pub struct StatsReport {
     /// When the figures were taken.
     pub at: Option<DateTime<Utc>>,
-    /// Operations by status.
+    /// Operations by status. A dead operation re-driven as new (its copy carries the work on)
+    /// is not counted under dead but in [`StatsReport::dead_redriven_by_kind`], so `dead` is the
+    /// dead awaiting action.
     pub by_status: BTreeMap<Status, u64>,
     /// Pending operations by last failure class (`None`, shown as `none`, when they have not
     /// failed).
@@ -80,8 +82,11 @@ pub struct StatsReport {
     /// Each pause or postponement in force, with the eligible work it holds back: what explains
     /// a backlog that nobody claims.
     pub held_back: Vec<HeldBack>,
-    /// Dead operations per kind.
+    /// Dead operations awaiting action per kind (not re-driven as new).
     pub dead_by_kind: BTreeMap<String, u64>,
+    /// Dead operations re-driven as new per kind: no longer awaiting action, kept with their
+    /// history and a link to their copy.
+    pub dead_redriven_by_kind: BTreeMap<String, u64>,
     /// Operations promoted to dead in the last hour, per kind.
     pub dead_last_hour_by_kind: BTreeMap<String, u64>,
     /// Operations promoted to dead in the last day, per kind.

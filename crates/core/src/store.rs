@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::operator::OperationFilter;
+use crate::status::named_enum;
 use crate::{
     Error, FailureClass, NewOperation, Operation, OperationDetail, OperationId, Result, Status,
     TerminalReason, Transition, WorkerBeatParams,
@@ -320,6 +321,9 @@ pub struct ListParams {
     /// An operator's filter, as re-drive, quarantine and cancel take it (several kinds, classes
     /// or reasons, a dependency, ids, an end-time range), narrowing beside the fields above.
     pub filter: OperationFilter,
+    /// Which operations re-driven as new to list; `None` takes
+    /// [`RedrivenShown::default_for`] the status asked.
+    pub redriven: Option<RedrivenShown>,
     /// Keyset pagination: only ids after this one in the listing's order (ids are time-ordered).
     pub after: Option<OperationId>,
     /// Newest first (descending ids; `after` then pages towards older operations) instead of
@@ -327,6 +331,39 @@ pub struct ListParams {
     pub newest_first: bool,
     /// The most rows (capped by the store at 10,000).
     pub limit: u32,
+}
+
+named_enum! {
+    /// Which operations re-driven as new (marked `redriven_as`: their copy carries the work on)
+    /// a listing shows.
+    RedrivenShown, "re-driven choice" {
+        /// Leave them out: a listing of dead operations is then the dead awaiting action.
+        Hide => "hide",
+        /// List them beside the others.
+        Show => "show",
+        /// List only them.
+        Only => "only",
+    }
+}
+
+impl RedrivenShown {
+    /// What a listing shows when the caller does not say: a listing of dead operations hides
+    /// the re-driven ones (they await no action), any other listing shows them.
+    pub fn default_for(status: Option<Status>) -> Self {
+        if status == Some(Status::Dead) {
+            RedrivenShown::Hide
+        } else {
+            RedrivenShown::Show
+        }
+    }
+}
+
+impl ListParams {
+    /// The re-driven choice in force: the caller's, or [`RedrivenShown::default_for`] its status.
+    pub fn redriven_shown(&self) -> RedrivenShown {
+        self.redriven
+            .unwrap_or_else(|| RedrivenShown::default_for(self.status))
+    }
 }
 
 /// One group of a count.

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 use oprec_core::operator::OperationFilter;
-use oprec_core::{OperationId, Status};
+use oprec_core::store::RedrivenShown;
+use oprec_core::{OperationId, ParseEnumError, Status};
 use oprec_ops::filter::{self, FilterInput};
 use oprec_ops::{InputError, Spelling};
 use serde::Deserialize;
@@ -33,6 +34,8 @@ pub(crate) struct FilterForm {
     pub cancelled: String,
     pub after: String,
     pub limit: String,
+    /// Operations re-driven as new: `hide`, `show` or `only` (blank: hidden when listing dead).
+    pub redriven: String,
 }
 
 impl FilterForm {
@@ -52,6 +55,7 @@ impl FilterForm {
             cancelled: g("cancelled"),
             after: String::new(),
             limit: String::new(),
+            redriven: g("redriven"),
         }
     }
 
@@ -72,6 +76,7 @@ impl FilterForm {
             ("since", self.since.trim()),
             ("until", self.until.trim()),
             ("cancelled", self.cancelled.trim()),
+            ("redriven", self.redriven.trim()),
         ]
     }
 
@@ -118,6 +123,17 @@ impl FilterForm {
     /// The status to list.
     pub fn status(&self) -> Result<Option<Status>, AppError> {
         blank_or(&self.status, |t| filter::status("status", t))
+    }
+
+    /// Which operations re-driven as new to list (blank: core's default for the status).
+    pub fn redriven(&self) -> Result<Option<RedrivenShown>, AppError> {
+        let t = self.redriven.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        t.parse()
+            .map(Some)
+            .map_err(|e: ParseEnumError| AppError::bad_request(format!("redriven: {e}")))
     }
 
     /// The page to list after (keyset paging).

@@ -146,6 +146,12 @@ fn steps_table(steps: &[Step], now: chrono::DateTime<chrono::Utc>) -> Markup {
 fn lineage(o: &Operation, chain: &[Operation], now: chrono::DateTime<chrono::Utc>) -> Markup {
     html! {
         p { "Re-driven " (o.redrive_count) " time" @if o.redrive_count != 1 { "s" } "." }
+        @if let Some(copy) = o.redriven_as {
+            p #redriven-as {
+                "Re-driven as new: " a.mono href={ "/operations/" (copy) } { (copy) }
+                " carries the work on, so this one no longer awaits action."
+            }
+        }
         @if chain.is_empty() {
             p.muted { "Not a re-drive of another operation." }
         } @else {
@@ -223,7 +229,9 @@ pub(crate) async fn page(
             h1.mono { (o.id) }
             p {
                 (badge(o.status.as_str())) " "
-                @if o.status == Status::Dead {
+                @if let Some(copy) = o.redriven_as {
+                    "re-driven as new → " a.mono href={ "/operations/" (copy) } { (copy) }
+                } @else if o.status == Status::Dead {
                     a.button #redrive-one href={ "/redrive" (query(&[("id", &o.id.to_string())])) } {
                         "Re-drive this operation…"
                     }

@@ -5,7 +5,7 @@
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
-use oprec_core::store::ListParams;
+use oprec_core::store::{ListParams, RedrivenShown};
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 use oprec_ops::filter::{MAX_NAME, MAX_SEARCH};
 
@@ -57,6 +57,12 @@ fn filter_form(f: &FilterForm) -> Markup {
                 &f.reason,
                 &names(TerminalReason::ALL, |s| s.as_str()),
             ))
+            (select(
+                "redriven",
+                "Re-driven as new (any: hidden when listing dead)",
+                &f.redriven,
+                &names(RedrivenShown::ALL, |s| s.as_str()),
+            ))
             label {
                 "Error contains"
                 input name="error" value=(f.error.trim()) placeholder="text in the last error"
@@ -90,7 +96,14 @@ fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
         tr {
             td.mono { a href={ "/operations/" (o.id) } { (short_id(&o.id)) } }
             td { (o.kind) }
-            td { (badge(o.status.as_str())) }
+            td {
+                (badge(o.status.as_str()))
+                @if let Some(copy) = o.redriven_as {
+                    " " a.redriven href={ "/operations/" (copy) } title="re-driven as new: its copy carries the work on" {
+                        "re-driven → " (short_id(&copy))
+                    }
+                }
+            }
             td.num {
                 @match o.max_attempts {
                     Some(m) => { (o.attempt) "/" (m) },
@@ -151,6 +164,7 @@ pub(crate) async fn page(
         created_until: filter.terminal_until,
         filter: Default::default(),
         after: f.after()?,
+        redriven: f.redriven()?,
         newest_first: true,
         // One more than shown: whether there is a next page.
         limit: limit + 1,

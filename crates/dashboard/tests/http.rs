@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use common::{TOKEN, count_in, csrf_of, dashboard, fresh_store, seed};
-use oprec_core::operator::{AuditListParams, OperationFilter};
+use oprec_core::operator::{AuditListParams, OperationFilter, RedriveMode, RedriveParams};
 use oprec_core::store::ListParams;
 use oprec_core::{OperatorStore, Status, Store};
 use tower::ServiceExt;
@@ -534,6 +534,67 @@ async fn the_operations_list_pages_by_keyset_newest_first() {
             .contains("kind=webhook.deliver&amp;status=dead&amp;after=")
     );
     assert_eq!(r.body.matches(r#"<a href="/operations/"#).count(), 5);
+}
+
+/// A dead operation re-driven as new leaves the dead list (unless asked for), counts apart on the
+/// overview, and links to its copy, which links back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redriven_original_links_to_its_copy_and_leaves_the_dead_list() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 12).await;
+    let original = seeded.dead_webhooks[0];
+    let now = store.now().await.unwrap();
+    let out = store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                ids: vec![original],
+                ..Default::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::AsNew { deadline: None },
+            limit: 1,
+            start_at: now,
+            spacing: chrono::Duration::zero(),
+            skip_held_back: false,
+        })
+        .await
+        .unwrap();
+    let copy = out[0].to;
+    let app = dashboard(&store, None).router();
+
+    let page = get(&app, &format!("/operations/{original}"), None).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains(r#"id="redriven-as""#), "{}", page.body);
+    assert!(page.body.contains(&format!(r#"href="/operations/{copy}""#)));
+    assert!(
+        !page.body.contains("redrive-one"),
+        "no re-drive offered twice"
+    );
+    let back = get(&app, &format!("/operations/{copy}"), None).await;
+    assert!(
+        back.body
+            .contains(&format!(r#"href="/operations/{original}""#))
+    );
+
+    let dead = get(&app, "/operations?status=dead&limit=500", None).await;
+    assert!(
+        !dead.body.contains(&original.to_string()),
+        "awaiting action only"
+    );
+    assert!(dead.body.contains(&seeded.dead_webhooks[1].to_string()));
+    let only = get(&app, "/operations?status=dead&redriven=only", None).await;
+    assert!(only.body.contains(&original.to_string()), "{}", only.body);
+    assert!(only.body.contains("re-driven →"), "{}", only.body);
+    let bad = get(&app, "/operations?redriven=maybe", None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+
+    let dead_webhooks = seeded.dead_webhooks.len() as u64;
+    let stats = store.stats().await.unwrap();
+    assert_eq!(
+        stats.dead_by_kind.get("webhook.deliver"),
+        Some(&(dead_webhooks - 1))
+    );
+    assert_eq!(stats.dead_redriven_by_kind.get("webhook.deliver"), Some(&1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -137,6 +137,7 @@ mod tests {
                 enqueue_params: json!({}),
                 redrive_of: None,
                 redrive_root: None,
+                redriven_as: None,
                 redrive_count: 0,
                 vanished_streak: 0,
                 suspect: false,

@@ -24,6 +24,28 @@ pub fn parse(source: &str, text: &str) -> Result<Value, InputError> {
     Ok(value)
 }
 
+/// Whether two payloads are the same effect's input: equal as JSON values, numbers compared by
+/// value (a store may give `1e2` back as `100`, and `1.0` as `1`), object keys in any order. An
+/// idempotency key met again with a payload that is not the same is a conflict, not a repeat.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            match (x.as_i64(), y.as_i64(), x.as_u64(), y.as_u64()) {
+                (Some(x), Some(y), ..) => x == y,
+                (.., Some(x), Some(y)) => x == y,
+                _ => x.as_f64() == y.as_f64(),
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 /// The first integer literal of valid JSON `text` outside strings that fits neither `i64` nor
 /// `u64`, with its byte offset.
 fn wide_integer(text: &str) -> Option<(usize, &str)> {
@@ -60,6 +82,20 @@ fn wide_integer(text: &str) -> Option<(usize, &str)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn payloads_are_the_same_by_value_not_by_spelling() {
+        use serde_json::json;
+        let v = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap();
+        assert!(super::same(
+            &v(r#"{"a":1e2,"b":[1.0]}"#),
+            &json!({"b": [1], "a": 100})
+        ));
+        assert!(!super::same(&json!({"a": 1}), &json!({"a": 2})));
+        assert!(!super::same(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+        assert!(!super::same(&json!({"a": "1"}), &json!({"a": 1})));
+        assert!(!super::same(&json!(u64::MAX), &json!(-1)));
+    }
+
     use super::*;
 
     #[test]

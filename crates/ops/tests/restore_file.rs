@@ -38,6 +38,7 @@ fn record(id: OperationId, attempt: u32) -> ArchivedOperation {
             enqueue_params: json!({}),
             redrive_of: None,
             redrive_root: None,
+            redriven_as: None,
             redrive_count: 0,
             vanished_streak: 0,
             suspect: false,

@@ -31,8 +31,10 @@ pub mod names {
     pub const ATTEMPTS_PER_SUCCESS: &str = "oprec_attempts_per_success";
     /// How long the most overdue eligible operation has waited (gauge, seconds).
     pub const OLDEST_ELIGIBLE_OVERDUE: &str = "oprec_oldest_eligible_overdue_seconds";
-    /// Dead operations per kind (gauge).
+    /// Dead operations awaiting action per kind (gauge): not re-driven as new.
     pub const DEAD: &str = "oprec_dead_operations";
+    /// Dead operations re-driven as new per kind (gauge): their copies carry the work on.
+    pub const DEAD_REDRIVEN: &str = "oprec_dead_redriven_operations";
     /// Promotions to dead in the last hour, per kind (gauge).
     pub const DEAD_LAST_HOUR: &str = "oprec_dead_last_hour";
     /// Promotions to dead in the last day, per kind (gauge).
@@ -92,7 +94,14 @@ pub const GAUGES: &[(&str, &str)] = &[
         "How long the oldest eligible operation a control holds back has waited past its time, \
          per control.",
     ),
-    (names::DEAD, "Dead operations per kind."),
+    (
+        names::DEAD,
+        "Dead operations awaiting action per kind (re-driven as new ones are not counted).",
+    ),
+    (
+        names::DEAD_REDRIVEN,
+        "Dead operations re-driven as new per kind: their copies carry the work on.",
+    ),
     (
         names::DEAD_LAST_HOUR,
         "Operations promoted to dead in the last hour, per kind.",
@@ -283,6 +292,11 @@ fn record_figures(labelled: &mut Labelled, r: &StatsReport) {
         .collect();
     labelled.set(names::PENDING, "class", pending);
     labelled.set(names::DEAD, "kind", r.dead_by_kind.clone());
+    labelled.set(
+        names::DEAD_REDRIVEN,
+        "kind",
+        r.dead_redriven_by_kind.clone(),
+    );
     labelled.set(
         names::DEAD_LAST_HOUR,
         "kind",

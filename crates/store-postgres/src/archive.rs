@@ -253,6 +253,7 @@ async fn insert_operations(
         .bind(col(recs, |r| r.operation.isolated))
         .bind(col(recs, |r| r.operation.snoozes as i32))
         .bind(col(recs, |r| r.operation.unknowns as i32))
+        .bind(col(recs, |r| r.operation.redriven_as.map(|p| *p.as_uuid())))
         .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;

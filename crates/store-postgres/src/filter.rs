@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use oprec_core::operator::{CountMatchingParams, OperationFilter, RedriveMode, RedriveParams};
-use oprec_core::store::ListParams;
+use oprec_core::store::{ListParams, RedrivenShown};
 use oprec_core::{Ending, OperationId, Result, Status};
 use sqlx::{Postgres, QueryBuilder};
 
@@ -74,6 +74,7 @@ fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
 /// page size is capped at [`LIST_LIMIT_MAX`]. Walks the primary key in id order, or
 /// operations_status_kind when a status narrows it.
 pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
+    let redriven = p.redriven_shown();
     let mut q = QueryBuilder::new("SELECT o.* FROM operations o WHERE true");
     if let Some(status) = p.status {
         q.push(" AND o.status = ").push_bind(status.as_str());
@@ -99,6 +100,12 @@ pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
         q.push(" AND o.created_at < ").push_bind(t);
     }
     push_conditions(&mut q, &p.filter);
+    // Re-driven as new: hidden from a listing of dead operations unless asked for, as core says.
+    match redriven {
+        RedrivenShown::Hide => q.push(" AND o.redriven_as IS NULL"),
+        RedrivenShown::Only => q.push(" AND o.redriven_as IS NOT NULL"),
+        RedrivenShown::Show => &mut q,
+    };
     let (after, order) = if p.newest_first {
         (" AND o.id < ", " ORDER BY o.id DESC LIMIT ")
     } else {

@@ -123,6 +123,9 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
         redrive_root: c
             .get::<Option<Uuid>>("redrive_root")?
             .map(OperationId::from_uuid),
+        redriven_as: c
+            .get::<Option<Uuid>>("redriven_as")?
+            .map(OperationId::from_uuid),
         redrive_count: c.count("redrive_count")?,
         vanished_streak: c.count("vanished_streak")?,
         suspect: c.get("suspect")?,

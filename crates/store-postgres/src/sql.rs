@@ -285,8 +285,12 @@ pub(crate) const STATS_BACKLOG_OLDEST: &str = include_str!("sql/stats_backlog_ol
 /// Operations by status.
 pub(crate) const STATS_BY_STATUS: &str = include_str!("sql/stats_by_status.sql");
 
-/// Dead operations by kind.
+/// Dead operations awaiting action by kind.
 pub(crate) const STATS_DEAD_BY_KIND: &str = include_str!("sql/stats_dead_by_kind.sql");
+
+/// Dead operations re-driven as new by kind.
+pub(crate) const STATS_DEAD_REDRIVEN_BY_KIND: &str =
+    include_str!("sql/stats_dead_redriven_by_kind.sql");
 
 /// Promotions to dead since a time, by code version.
 pub(crate) const STATS_DEAD_SINCE_BY_CODE_VERSION: &str =

@@ -51,6 +51,7 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
         oldest_eligible: None,
         held_back: Vec::new(),
         dead_by_kind: named(store, sql::STATS_DEAD_BY_KIND, None).await?,
+        dead_redriven_by_kind: named(store, sql::STATS_DEAD_REDRIVEN_BY_KIND, None).await?,
         dead_last_hour_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(hour_ago)).await?,
         dead_last_day_by_kind: named(store, sql::STATS_DEAD_SINCE_BY_KIND, Some(day_ago)).await?,
         dead_last_day_by_code_version: named(

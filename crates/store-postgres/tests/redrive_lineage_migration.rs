@@ -1,7 +1,8 @@
 //! Migration 0009/0010 on a table that already holds re-drive lineages: every copy gets its
 //! lineage's first operation as root (the effect key), a second copy of one parent made by two
 //! concurrent re-drives before the fix is kept but marked, and from then on the database refuses
-//! any further second copy.
+//! any further second copy. Migration 0016 on originals that already have a copy: each is marked
+//! with it and counted apart from the dead awaiting action.
 
 mod common;
 
@@ -110,4 +111,79 @@ async fn lineages_get_their_root_and_earlier_duplicates_are_marked() {
         "{err}"
     );
     dead(pool, Some(orphan_parent), 0).await;
+}
+
+/// Migration 0016 on a table that already holds re-driven originals: each is marked with its
+/// (first) copy, and the trigger-kept counts move it from dead to dead re-driven, agreeing with a
+/// count of the table.
+#[tokio::test]
+async fn originals_with_a_copy_are_marked_and_counted_apart() {
+    let store = common::empty_schema(4).await;
+    let before: Vec<_> = MIGRATOR
+        .iter()
+        .filter(|m| m.version < 16 && !m.no_tx)
+        .cloned()
+        .collect();
+    assert!(before.iter().any(|m| m.version == 15), "up to 0015");
+    Migrator::with_migrations(before)
+        .run(store.pool())
+        .await
+        .expect("migrate to 0015");
+    let pool = store.pool();
+    let original = dead(pool, None, 50).await;
+    let copy = dead(pool, Some(original), 40).await;
+    let lone = dead(pool, None, 30).await;
+
+    store.migrate().await.expect("migrate to the end");
+
+    let get = |id: Uuid| {
+        let store = &store;
+        async move {
+            store
+                .operation_get(OperationGetParams {
+                    id: OperationId::from_uuid(id),
+                })
+                .await
+                .expect("get")
+                .expect("present")
+                .operation
+        }
+    };
+    assert_eq!(
+        get(original).await.redriven_as,
+        Some(OperationId::from_uuid(copy))
+    );
+    assert_eq!(get(copy).await.redriven_as, None);
+    assert_eq!(get(lone).await.redriven_as, None);
+
+    let stats = oprec_core::OperatorStore::stats(&store)
+        .await
+        .expect("stats");
+    assert_eq!(
+        stats.by_status.get(&oprec_core::Status::Dead),
+        Some(&2),
+        "the copy and the lone one await action"
+    );
+    assert_eq!(stats.dead_by_kind.get("k"), Some(&2));
+    assert_eq!(stats.dead_redriven_by_kind.get("k"), Some(&1));
+    let (kept, counted): (Vec<String>, Vec<String>) = (
+        sqlx::query_scalar(
+            "SELECT concat_ws('/', kind, status, failure_class, redriven, sum(operations)) \
+             FROM operation_counts GROUP BY kind, status, failure_class, redriven \
+             HAVING sum(operations) <> 0 ORDER BY 1",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("kept counts"),
+        sqlx::query_scalar(
+            "SELECT concat_ws('/', kind, status, coalesce(last_failure_class, ''), \
+             redriven_as IS NOT NULL, count(*)) \
+             FROM operations GROUP BY kind, status, last_failure_class, redriven_as IS NOT NULL \
+             ORDER BY 1",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("counted"),
+    );
+    assert_eq!(kept, counted);
 }

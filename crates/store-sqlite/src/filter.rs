@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use oprec_core::operator::{CountMatchingParams, OperationFilter, RedriveMode, RedriveParams};
-use oprec_core::store::ListParams;
+use oprec_core::store::{ListParams, RedrivenShown};
 use oprec_core::{Ending, Result, Status};
 use serde::Serialize;
 use sqlx::{QueryBuilder, Sqlite};
@@ -24,7 +24,7 @@ const OPERATION_COLUMNS: &str = "o.id, o.kind, o.idempotency_key, o.payload, o.p
      o.status, o.attempt, o.max_attempts, o.next_eligible_at, o.give_up_at, o.lease_until, \
      o.claim_token, o.claimed_at, o.worker_id, o.last_failure_class, o.last_error, o.remote_id, \
      o.dependency, o.terminal_reason, o.code_version, o.enqueue_params, o.redrive_of, \
-     o.redrive_root, o.redrive_count, o.vanished_streak, o.suspect, o.isolated, o.snoozes, o.unknowns, o.last_woken_at, o.created_at, o.updated_at, \
+     o.redrive_root, o.redriven_as, o.redrive_count, o.vanished_streak, o.suspect, o.isolated, o.snoozes, o.unknowns, o.last_woken_at, o.created_at, o.updated_at, \
      o.terminal_at";
 
 /// Where the time goes in core's pause rule, spliced with a bind parameter (the rule names it once).
@@ -162,6 +162,12 @@ pub(crate) fn list(p: &ListParams) -> Result<QueryBuilder<Sqlite>> {
         q.push(" AND o.created_at < ").push_bind(time::text(t)?);
     }
     push_filter(&mut q, &p.filter)?;
+    // Re-driven as new: hidden from a listing of dead operations unless asked for, as core says.
+    match p.redriven_shown() {
+        RedrivenShown::Hide => q.push(" AND o.redriven_as IS NULL"),
+        RedrivenShown::Only => q.push(" AND o.redriven_as IS NOT NULL"),
+        RedrivenShown::Show => &mut q,
+    };
     let (after, order) = if p.newest_first {
         (" AND o.id < ", " ORDER BY o.id DESC LIMIT ")
     } else {

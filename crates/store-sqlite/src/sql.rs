@@ -189,8 +189,10 @@ statements! {
     STATS_BY_STATUS = "stats_by_status.sql";
     /// Pending operations by class.
     STATS_PENDING_BY_CLASS = "stats_pending_by_class.sql";
-    /// Dead operations by kind.
+    /// Dead operations awaiting action by kind.
     STATS_DEAD_BY_KIND = "stats_dead_by_kind.sql";
+    /// Dead operations re-driven as new by kind.
+    STATS_DEAD_REDRIVEN_BY_KIND = "stats_dead_redriven_by_kind.sql";
     /// Recent promotions to dead by kind.
     STATS_DEAD_SINCE_BY_KIND = "stats_dead_since_by_kind.sql";
     /// Recent promotions to dead by code version.

@@ -66,6 +66,7 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
     })
     .await?;
     r.dead_by_kind = grouped(conn, sql::STATS_DEAD_BY_KIND, &[], text).await?;
+    r.dead_redriven_by_kind = grouped(conn, sql::STATS_DEAD_REDRIVEN_BY_KIND, &[], text).await?;
     r.dead_last_hour_by_kind =
         grouped(conn, sql::STATS_DEAD_SINCE_BY_KIND, &[&hour_ago], text).await?;
     r.dead_last_day_by_kind =

@@ -11,8 +11,8 @@ use oprec_core::operator::{
 };
 use oprec_core::store::{ClaimEligibleParams, OperationGetParams};
 use oprec_core::{
-    EnqueueOptions, Error, Failure, ManualClock, OperationError, OperatorStore, PayloadMode, Store,
-    TerminalReason, Transition, WorkerStore,
+    EnqueueOptions, Error, Failure, ManualClock, OperationError, OperatorStore, PayloadMode,
+    Status, Store, TerminalReason, Transition, WorkerStore,
 };
 use oprec_sqlite::{MIGRATOR, SqliteStore};
 use oprec_testkit::operator_cases::finish;
@@ -167,4 +167,51 @@ async fn enqueue_by_hand(h: &Harness<SqliteStore>) -> oprec_core::OperationId {
     .await
     .expect("insert as before 0004");
     id
+}
+
+/// A dead operation inserted by hand, re-driven from `of` when given.
+async fn dead_by_hand(h: &Harness<SqliteStore>, of: Option<&str>) -> String {
+    let id = oprec_core::OperationId::new().to_string();
+    sqlx::query(
+        "INSERT INTO operations (id, kind, payload, status, next_eligible_at, created_at, \
+         updated_at, terminal_at, terminal_reason, redrive_of)
+         VALUES (?1, 'k', '{}', 'dead', ?2, ?2, ?2, ?2, 'permanent', ?3)",
+    )
+    .bind(&id)
+    .bind("2026-01-05T09:00:00.000000Z")
+    .bind(of)
+    .execute(h.store.pool())
+    .await
+    .expect("insert a dead operation");
+    id
+}
+
+/// Migration 0016 on a table that already holds re-driven originals: each is marked with its
+/// first copy, and the rebuilt counts hold it apart from the dead awaiting action.
+#[tokio::test]
+async fn originals_with_a_copy_are_marked_and_counted_apart_by_0016() {
+    let (h, _dir) = unmigrated().await;
+    MIGRATOR
+        .run_to(15, h.store.pool())
+        .await
+        .expect("migrate to 0015");
+    let original = dead_by_hand(&h, None).await;
+    let copy = dead_by_hand(&h, Some(&original)).await;
+    let lone = dead_by_hand(&h, None).await;
+    h.store.migrate().await.expect("migrate");
+    let marked = |id: String| {
+        let store = &h.store;
+        async move {
+            let id = id.parse().expect("id");
+            let got = store.operation_get(OperationGetParams { id }).await;
+            got.unwrap().unwrap().operation.redriven_as
+        }
+    };
+    assert_eq!(marked(original).await, Some(copy.parse().unwrap()));
+    assert_eq!(marked(copy).await, None);
+    assert_eq!(marked(lone).await, None);
+    let stats = h.store.stats().await.expect("stats");
+    assert_eq!(stats.by_status.get(&Status::Dead), Some(&2));
+    assert_eq!(stats.dead_by_kind.get("k"), Some(&2));
+    assert_eq!(stats.dead_redriven_by_kind.get("k"), Some(&1));
 }

@@ -12,7 +12,9 @@ use oprec_core::operator::{
     ControlSetParams, CountMatchingParams, OperationFilter, QuarantineParams, RedriveMode,
     RedriveParams, RedrivePreviewParams, ReleaseParams, Resolution, WorkerListParams,
 };
-use oprec_core::store::{ClaimByIdsParams, CompleteParams, WorkerRemoveParams};
+use oprec_core::store::{
+    ClaimByIdsParams, CompleteParams, ListParams, RedrivenShown, WorkerRemoveParams,
+};
 use oprec_core::{
     AgeBucket, Clock, Ending, EnqueueOptions, Error, Failure, FailureClass, FullStore,
     OperationError, OperationId, PayloadMode, Status, TerminalReason, Transition, WorkerBeatParams,
@@ -710,6 +712,142 @@ pub async fn redrive_as_new_links_and_leaves_the_original<S: FullStore>(h: Harne
     );
 }
 
+/// An original re-driven as new is marked with its copy (linked both ways) and is no longer dead
+/// awaiting action: the stats count it apart, and a listing of dead operations hides it unless
+/// asked; the table's totals still hold it as dead.
+pub async fn redrive_as_new_marks_the_original_no_longer_awaiting_action<S: FullStore>(
+    h: Harness<S>,
+) {
+    let ids = dead_ops(&h, "k", 3, FailureClass::Permanent, "bad field").await;
+    h.advance_secs(5);
+    let out = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                ids: ids[..2].to_vec(),
+                ..Default::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::AsNew { deadline: None },
+            limit: 100,
+            start_at: h.clock.now(),
+            spacing: Duration::zero(),
+            skip_held_back: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(out.len(), 2);
+    for r in &out {
+        let old = h.get(r.from).await.operation;
+        let new = h.get(r.to).await.operation;
+        assert_eq!(
+            old.redriven_as,
+            Some(r.to),
+            "the original links to its copy"
+        );
+        assert_eq!(
+            new.redrive_of,
+            Some(r.from),
+            "the copy links to its original"
+        );
+        assert_eq!(new.redriven_as, None);
+        assert_eq!(old.status, Status::Dead, "the status is kept");
+        assert!(!old.is_dead_awaiting_action());
+        assert!(old.updated_at >= old.terminal_at.unwrap());
+    }
+    assert!(h.get(ids[2]).await.operation.is_dead_awaiting_action());
+
+    let r = h.store.stats().await.unwrap();
+    assert_eq!(
+        r.by_status.get(&Status::Dead),
+        Some(&1),
+        "{:?}",
+        r.by_status
+    );
+    assert_eq!(r.by_status.get(&Status::Pending), Some(&2));
+    assert_eq!(r.dead_by_kind.get("k"), Some(&1));
+    assert_eq!(r.dead_redriven_by_kind.get("k"), Some(&2));
+    let totals: u64 = h
+        .store
+        .operation_count()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|c| c.status == Status::Dead)
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(totals, 3, "the table's totals still count every dead row");
+
+    let list = |status: Option<Status>, redriven: Option<RedrivenShown>| {
+        let h = &h;
+        async move {
+            let mut v: Vec<OperationId> = h
+                .store
+                .operation_list(ListParams {
+                    status,
+                    redriven,
+                    limit: 100,
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .iter()
+                .map(|o| o.id)
+                .collect();
+            v.sort();
+            v
+        }
+    };
+    let mut redriven: Vec<OperationId> = ids[..2].to_vec();
+    redriven.sort();
+    assert_eq!(
+        list(Some(Status::Dead), None).await,
+        vec![ids[2]],
+        "awaiting action"
+    );
+    assert_eq!(
+        list(Some(Status::Dead), Some(RedrivenShown::Only)).await,
+        redriven
+    );
+    assert_eq!(
+        list(Some(Status::Dead), Some(RedrivenShown::Show))
+            .await
+            .len(),
+        3
+    );
+    assert_eq!(list(None, None).await.len(), 5, "every operation otherwise");
+    assert_eq!(
+        list(None, Some(RedrivenShown::Hide)).await.len(),
+        3,
+        "the one left dead and the two copies"
+    );
+
+    // The copy dies and is re-driven as new in turn: it is marked the same way.
+    let copy = out[0].to;
+    finish(&h, copy, dead(FailureClass::Permanent, "bad field")).await;
+    let again = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                ids: vec![copy],
+                ..Default::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::AsNew { deadline: None },
+            limit: 100,
+            start_at: h.clock.now(),
+            spacing: Duration::zero(),
+            skip_held_back: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!(h.get(copy).await.operation.redriven_as, Some(again[0].to));
+    let r = h.store.stats().await.unwrap();
+    assert_eq!(r.dead_by_kind.get("k"), Some(&1));
+    assert_eq!(r.dead_redriven_by_kind.get("k"), Some(&3));
+}
+
 /// Two as-new re-drives of the same dead operations running at once make one copy per parent:
 /// the database refuses a second one, whichever run reads a parent first.
 pub async fn concurrent_redrives_as_new_copy_each_parent_once<S: FullStore>(h: Harness<S>) {
@@ -1385,6 +1523,7 @@ macro_rules! operator_conformance_tests {
             budgeted_wake_ups_fresh_figures_and_rewake,
             redrive_in_place_resets_spreads_and_is_idempotent,
             redrive_as_new_links_and_leaves_the_original,
+            redrive_as_new_marks_the_original_no_longer_awaiting_action,
             concurrent_redrives_as_new_copy_each_parent_once,
             redrive_as_new_of_a_copy_keeps_the_original_effect_key,
             redrive_filters_select_exactly,

@@ -81,7 +81,7 @@ async fn same_payload(
         .await
         .map_err(store_error)?;
     match held {
-        Some(d) if d.operation.payload != *payload => Err(bad(format!(
+        Some(d) if !oprec::ops::payload::same(&d.operation.payload, payload) => Err(bad(format!(
             "the idempotency key {:?} is taken by operation {existing} ({}), enqueued with a \
              different payload; nothing was enqueued: a key names one effect, so give the same \
              payload to get that operation back, or another key for another effect (see it \

@@ -26,7 +26,11 @@ are committed in batches of 1,000. With --then-purge the legacy messages are rem
 their operations committed (Redis: the imported head of the list, checked and trimmed in one \
 script; AMQP: acknowledged after the commit, otherwise returned to the queue). A message that is \
 not JSON becomes a held operation whose last error carries the parse error (`oprec release` once \
-repaired); it is never dropped.\n\nThe kind must be a demo kind, or, with --any-kind, any name: \
+repaired); it is never dropped.\n\nA job whose id already names an operation with a different \
+payload (two legacy jobs with one id and different bodies, or a job changed since an earlier \
+import) is a conflict: nothing is created for it, it is counted and named with the operation that \
+holds its id, and it stays in the legacy queue even with --then-purge, for someone to decide. \
+The same job again (same id, same payload) is counted as already present.\n\nThe kind must be a demo kind, or, with --any-kind, any name: \
 its operations get the default import policy (30 s timeout, at most 6 attempts, the ladder \
 0, 60, 300, 1500, 7500, 37500 s, give up after 7 days); the workers that run the kind apply \
 their own ladder within that bound."
@@ -58,7 +62,8 @@ pub(crate) struct ImportArgs {
     /// The job field that holds its id (a string or a number).
     #[arg(long, value_name = "FIELD", default_value = "id")]
     pub id_field: String,
-    /// Remove the legacy messages once their operations committed.
+    /// Remove the legacy messages once their operations committed (conflicts stay in the
+    /// source).
     #[arg(long)]
     pub then_purge: bool,
     /// Print the counts as JSON.
@@ -176,17 +181,36 @@ fn print(args: &ImportArgs, shown: &str, t: &Tally) -> anyhow::Result<()> {
             "read": t.read,
             "imported": t.imported,
             "already_present": t.already_present,
+            "conflicts": t.conflicts,
+            "conflicting": t.conflicting,
             "malformed_held": t.malformed_held,
             "purged": t.purged,
         }));
     }
     output::line!(
-        "read {}: imported {}, already present {}, malformed (held) {}, purged {}",
+        "read {}: imported {}, already present {}, conflicts {}, malformed (held) {}, purged {}",
         t.read,
         t.imported,
         t.already_present,
+        t.conflicts,
         t.malformed_held,
         t.purged
     )?;
+    for c in &t.conflicting {
+        output::line!(
+            "conflict: id {:?} is taken by operation {} with a different payload; the message \
+             stays in the source (see `oprec ops show {}`)",
+            output::cut(&c.key, 64),
+            c.existing,
+            c.existing
+        )?;
+    }
+    if t.conflicts > t.conflicting.len() as u64 {
+        output::line!(
+            "... and {} more conflicts (the first {} are named)",
+            t.conflicts - t.conflicting.len() as u64,
+            t.conflicting.len()
+        )?;
+    }
     Ok(())
 }

@@ -3,7 +3,7 @@
 
 use oprec::ops::Spelling;
 use oprec::ops::filter;
-use oprec::store::{ListParams, OperationGetParams};
+use oprec::store::{ListParams, OperationGetParams, RedrivenShown};
 use oprec::{Control, ControlAction, Operation, OperationDetail, OperationId, Status};
 
 use crate::backend::{Backend, store_error};
@@ -25,12 +25,16 @@ fn attempts_of(op: &Operation) -> String {
     }
 }
 
-/// The status with its terminal reason.
+/// The status with its terminal reason, marked when the operation was re-driven as new.
 fn status_of(op: &Operation) -> String {
-    match op.terminal_reason {
+    let mut s = match op.terminal_reason {
         Some(r) => format!("{} ({r})", op.status),
         None => op.status.to_string(),
+    };
+    if op.redriven_as.is_some() {
+        s.push_str(", re-driven");
     }
+    s
 }
 
 /// Prints one operation and its attempts.
@@ -118,6 +122,11 @@ fn render_detail(d: &OperationDetail) -> String {
     }
     opt("code version", o.code_version.clone());
     opt("redrive of", o.redrive_of.map(|r| r.to_string()));
+    opt(
+        "re-driven as",
+        o.redriven_as
+            .map(|c| format!("{c} (a copy carries the work on: this one no longer awaits action)")),
+    );
     opt("effect key", Some(o.effect_key()));
     opt("payload", Some(cut(&o.payload.to_string(), 200)));
 
@@ -234,6 +243,14 @@ fn list_params(args: &ListArgs) -> anyhow::Result<ListParams> {
             "--created-since is not before --created-until: nothing could match",
         ));
     }
+    let redriven = args
+        .redriven
+        .as_deref()
+        .map(|s| {
+            s.parse::<RedrivenShown>()
+                .map_err(|e| bad(format!("--redriven: {e}")))
+        })
+        .transpose()?;
     let after = args
         .after
         .as_deref()
@@ -249,6 +266,7 @@ fn list_params(args: &ListArgs) -> anyhow::Result<ListParams> {
         created_since,
         created_until,
         filter: operation_filter,
+        redriven,
         after,
         newest_first: !args.oldest_first,
         limit,
@@ -259,7 +277,7 @@ fn list_params(args: &ListArgs) -> anyhow::Result<ListParams> {
 /// Prints the operations matching the filters.
 pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> {
     let params = list_params(&args)?;
-    let limit = params.limit;
+    let (limit, status, redriven) = (params.limit, params.status, params.redriven);
     let backend = Backend::connect(&global.database_url).await?;
     let ops = backend
         .store
@@ -290,7 +308,14 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         return output::json(&listed);
     }
     if ops.is_empty() {
-        output::line!("no operations match")?;
+        if redriven.is_none() && status == Some(Status::Dead) {
+            output::line!(
+                "no dead operations await action (those re-driven as new are left out: \
+                 --redriven show lists them too)"
+            )?;
+        } else {
+            output::line!("no operations match")?;
+        }
         return Ok(());
     }
     let mut t = Table::new(&[

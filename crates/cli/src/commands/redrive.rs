@@ -32,7 +32,8 @@ const BATCH: u64 = oprec::ops::batches::DEFAULT_BATCH;
 pub(crate) const LONG_ABOUT: &str = concat!(
     "Re-drive dead operations (and cancelled ones with --include-cancelled) that match the \
 filters: in place (attempts reset, the same id) or --as-new (a new operation linked by \
-redrive_of; the old one stays as it was).\n\nWithout --yes nothing is changed: the command prints \
+redrive_of; the old one stays dead with its history, marked redriven_as with its copy, and is \
+no longer counted as dead awaiting action).\n\nWithout --yes nothing is changed: the command prints \
 the dry run (how many match, grouped by kind, class, terminal reason and dependency, how many \
 matches are not terminal and so refused, per group the first and last death and whether the \
 dependency (or the kind) has succeeded since, the distinct errors with their counts, warnings for \
@@ -84,7 +85,8 @@ pub(crate) struct RedriveArgs {
     /// forgotten filter does not re-drive everything).
     #[arg(long)]
     pub all: bool,
-    /// Re-drive as new operations linked by redrive_of (otherwise in place).
+    /// Re-drive as new operations linked by redrive_of (otherwise in place); each original
+    /// stays dead, linked to its copy by redriven_as and no longer counted as awaiting action.
     #[arg(long)]
     pub as_new: bool,
     /// A new deadline this long after each operation becomes eligible (otherwise a deadline

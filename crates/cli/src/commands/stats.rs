@@ -71,8 +71,16 @@ fn render(r: &StatsReport, url: &str) -> String {
             .unwrap_or_default()
     );
 
-    out.push_str("\noperations by status\n");
+    out.push_str("\noperations by status (dead: awaiting action)\n");
     out.push_str(&counts(&r.by_status, "no operations"));
+    let redriven: u64 = r.dead_redriven_by_kind.values().sum();
+    if redriven > 0 {
+        out.push_str(&format!(
+            "  and {} dead re-driven as new (their copies carry the work on; \
+             `oprec ops list --status dead --redriven only`)\n",
+            count(redriven)
+        ));
+    }
 
     out.push_str("\npending by failure class (none: not failed yet)\n");
     // No class (not failed yet) first, then the classes in their order.
@@ -105,18 +113,24 @@ fn render(r: &StatsReport, url: &str) -> String {
     });
     out.push_str(&held_back(r));
 
-    out.push_str("\ndead per kind\n");
-    if r.dead_by_kind.is_empty() {
+    out.push_str("\ndead per kind (awaiting action; re-driven as new apart)\n");
+    let kinds: std::collections::BTreeSet<&String> = r
+        .dead_by_kind
+        .keys()
+        .chain(r.dead_redriven_by_kind.keys())
+        .collect();
+    if kinds.is_empty() {
         out.push_str("  no dead operations\n");
     } else {
-        let mut t = Table::new(&["KIND", "DEAD", "LAST HOUR", "LAST DAY"]);
-        for (kind, n) in &r.dead_by_kind {
+        let mut t = Table::new(&["KIND", "DEAD", "LAST HOUR", "LAST DAY", "RE-DRIVEN"]);
+        for kind in kinds {
             let of = |m: &BTreeMap<String, u64>| count(m.get(kind).copied().unwrap_or(0));
             t.row(vec![
                 kind.clone(),
-                count(*n),
+                of(&r.dead_by_kind),
                 of(&r.dead_last_hour_by_kind),
                 of(&r.dead_last_day_by_kind),
+                of(&r.dead_redriven_by_kind),
             ]);
         }
         out.push_str(&t.render("  "));

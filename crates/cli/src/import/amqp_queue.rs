@@ -1,7 +1,8 @@
 //! The AMQP source: a queue of JSON messages, taken with `basic.get` and manual acknowledgement in
 //! batches of [`super::BATCH`]. A batch's messages are acknowledged (removed) only after
 //! its operations committed, and only with purging; otherwise every message taken is returned to
-//! the queue (`basic.nack` with requeue) when the import ends. A failure before the commit, or a
+//! the queue (`basic.nack` with requeue) when the import ends. A conflicting message (its key
+//! taken by another payload) is never acknowledged: it goes back to the queue at the end. A failure before the commit, or a
 //! lost connection, returns the batch to the queue: the broker requeues unacknowledged messages.
 
 use anyhow::Context as _;
@@ -44,11 +45,16 @@ pub(crate) async fn import(
 
     let mut tally = Tally::default();
     let mut taken = 0u64;
+    // The highest delivery tag not acknowledged: a `multiple` nack up to it returns every message
+    // taken and not acknowledged (conflicts, or a batch that failed) to the queue.
     let mut last_unacked: Option<u64> = None;
+    // With purging, the highest delivery tag of a conflict kept back so far.
+    let mut held_back: Option<u64> = None;
     let result: anyhow::Result<()> = async {
         while taken < total {
             let want = (total - taken).min(BATCH as u64);
             let mut bodies = Vec::with_capacity(want as usize);
+            let mut tags = Vec::with_capacity(want as usize);
             let mut last_tag = None;
             while (bodies.len() as u64) < want {
                 let Some(m) = channel
@@ -58,18 +64,35 @@ pub(crate) async fn import(
                     break;
                 };
                 last_tag = Some(m.delivery.delivery_tag);
+                tags.push(m.delivery.delivery_tag);
                 bodies.push(m.delivery.data);
             }
             let Some(last_tag) = last_tag else { break };
             // Until the ack, these are unacknowledged: a failure below requeues them.
             last_unacked = Some(last_tag);
-            let mut batch = importer.commit(&bodies).await?;
+            let committed = importer.commit(&bodies).await?;
+            let mut batch = committed.tally;
             if purge {
-                channel
-                    .basic_ack(last_tag, BasicAckOptions { multiple: true })
-                    .await?;
-                last_unacked = None;
-                batch.purged = bodies.len() as u64;
+                let conflicts = committed.conflicted.iter().filter(|&&c| c).count();
+                if conflicts == 0 && held_back.is_none() {
+                    channel
+                        .basic_ack(last_tag, BasicAckOptions { multiple: true })
+                        .await?;
+                } else {
+                    // One by one, leaving the conflicts (this batch's and earlier ones, which a
+                    // `multiple` ack would take too) unacknowledged.
+                    for (&tag, &conflict) in tags.iter().zip(&committed.conflicted) {
+                        if conflict {
+                            held_back = Some(tag);
+                        } else {
+                            channel
+                                .basic_ack(tag, BasicAckOptions { multiple: false })
+                                .await?;
+                        }
+                    }
+                }
+                last_unacked = held_back;
+                batch.purged = (bodies.len() - conflicts) as u64;
             }
             taken += bodies.len() as u64;
             bar.inc(bodies.len() as u64);

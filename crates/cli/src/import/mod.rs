@@ -2,7 +2,9 @@
 //! idempotency key comes from the job (its id, or a hash of its body), so an import run twice
 //! creates nothing twice. Jobs are committed in batches; a source removes its legacy messages only
 //! after the batch that holds them committed. A message that is not JSON becomes a held operation
-//! carrying the parse error, never dropped.
+//! carrying the parse error, never dropped. A job whose key already names an operation with
+//! another payload (two legacy jobs with one id and different bodies) is a conflict: it is
+//! reported and counted, creates nothing, and stays in the source even when purging.
 //!
 //! The sources: [`redis_list`] (a Redis list of JSON jobs) and [`amqp_queue`] (an AMQP queue of
 //! JSON messages). Not here: the flags and the printing (`commands::import`).
@@ -12,6 +14,7 @@ mod job;
 pub(crate) mod redis_list;
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
@@ -19,6 +22,7 @@ use oprec::operator::{OperationFilter, QuarantineParams};
 use oprec::store::OperationGetParams;
 use oprec::{EnqueueOptions, FullStore, NewOperation, OperationId, RetryPolicy, Transport};
 use serde::Serialize;
+use serde_json::Value;
 
 pub(crate) use job::Job;
 
@@ -36,12 +40,40 @@ pub(crate) struct Tally {
     pub read: u64,
     /// Operations created by this run.
     pub imported: u64,
-    /// Legacy messages whose operation already existed (an earlier run, or a repeated id).
+    /// Legacy messages whose operation already existed with the same payload (an earlier run, or
+    /// a repeated message).
     pub already_present: u64,
+    /// Legacy messages whose key already names an operation with a different payload: nothing
+    /// is created for them and they stay in the source.
+    pub conflicts: u64,
     /// Malformed messages this run imported as held operations.
     pub malformed_held: u64,
     /// Legacy messages removed from the source after their operations committed.
     pub purged: u64,
+    /// The first [`CONFLICTS_SHOWN`] conflicts, for the report.
+    pub conflicting: Vec<Conflict>,
+}
+
+/// How many conflicts an import names one by one (all are counted).
+pub(crate) const CONFLICTS_SHOWN: usize = 100;
+
+/// A legacy job whose key is taken by an operation with another payload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub(crate) struct Conflict {
+    /// The job's idempotency key.
+    pub key: String,
+    /// The operation that holds the key.
+    pub existing: OperationId,
+}
+
+/// One committed batch: its figures, and which of its messages are conflicts, to be left in the
+/// source (in the batch's order).
+#[derive(Debug, Default)]
+pub(crate) struct Committed {
+    /// What the batch did.
+    pub tally: Tally,
+    /// For each message of the batch, whether it conflicts (and so must not be removed).
+    pub conflicted: Vec<bool>,
 }
 
 /// Turns legacy message bodies into committed operations of one kind.
@@ -64,9 +96,9 @@ pub(crate) struct Importer {
 
 impl Importer {
     /// Commits one batch of legacy bodies as operations and returns what it did. When this
-    /// returns `Ok`, every body in the batch has a committed operation, so the source may remove
-    /// them.
-    pub(crate) async fn commit(&self, bodies: &[Vec<u8>]) -> anyhow::Result<Tally> {
+    /// returns `Ok`, every body in the batch not marked conflicted has a committed operation
+    /// holding its payload, so the source may remove those (and must keep the conflicted).
+    pub(crate) async fn commit(&self, bodies: &[Vec<u8>]) -> anyhow::Result<Committed> {
         let now = Utc::now();
         let jobs: Vec<Job> = bodies
             .iter()
@@ -106,12 +138,38 @@ impl Importer {
             read: bodies.len() as u64,
             ..Tally::default()
         };
+        let mut conflicted = vec![false; jobs.len()];
         let mut wake = Vec::new();
         // Malformed operations to hold, with their parse errors (one quarantine call per error
         // text, so each operation keeps its own).
         let mut hold: HashMap<String, Vec<OperationId>> = HashMap::new();
-        for (job, e) in jobs.iter().zip(&enqueued) {
+        // The payloads of the operations the repeated keys name, read once each.
+        let mut held_payloads: HashMap<OperationId, Option<Value>> = HashMap::new();
+        for (i, (job, e)) in jobs.iter().zip(&enqueued).enumerate() {
             if !e.created {
+                if let Entry::Vacant(slot) = held_payloads.entry(e.id) {
+                    let payload = self
+                        .store
+                        .operation_get(OperationGetParams { id: e.id })
+                        .await?
+                        .map(|d| d.operation.payload);
+                    slot.insert(payload);
+                }
+                // A malformed job's key is the hash of its body, so it never conflicts.
+                if let (Job::Valid { payload, key }, Some(Some(held))) =
+                    (job, held_payloads.get(&e.id))
+                    && !oprec::ops::payload::same(held, payload)
+                {
+                    conflicted[i] = true;
+                    tally.conflicts += 1;
+                    if tally.conflicting.len() < CONFLICTS_SHOWN {
+                        tally.conflicting.push(Conflict {
+                            key: key.clone(),
+                            existing: e.id,
+                        });
+                    }
+                    continue;
+                }
                 tally.already_present += 1;
                 // A run interrupted between enqueue and quarantine left it pending, never
                 // attempted and never quarantined: hold it now. One an operator released after
@@ -146,7 +204,7 @@ impl Importer {
             tally.malformed_held += held;
         }
         self.wake(wake).await;
-        Ok(tally)
+        Ok(Committed { tally, conflicted })
     }
 
     /// Whether an existing operation is still as an interrupted import left it.
@@ -182,7 +240,11 @@ impl Tally {
         self.read += other.read;
         self.imported += other.imported;
         self.already_present += other.already_present;
+        self.conflicts += other.conflicts;
         self.malformed_held += other.malformed_held;
         self.purged += other.purged;
+        let room = CONFLICTS_SHOWN.saturating_sub(self.conflicting.len());
+        self.conflicting
+            .extend(other.conflicting.iter().take(room).cloned());
     }
 }

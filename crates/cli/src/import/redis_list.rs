@@ -3,24 +3,37 @@
 //! was. With purging, each batch is taken from the head, committed, and then removed by a script
 //! that trims the list only if its head still holds exactly those elements, so a legacy worker
 //! or producer touching the head meanwhile makes the import stop (committed work stays; run it
-//! again) instead of deleting messages that were never imported.
+//! again) instead of deleting messages that were never imported. Conflicting jobs (a key taken
+//! by another payload) are put back at the head in their order by the same script, and the next
+//! batch is read after them.
 
 use anyhow::Context as _;
 use indicatif::ProgressBar;
 
 use super::{BATCH, Importer, Tally};
 
-/// Removes the first `ARGV[1]` elements of `KEYS[1]` if they are exactly `ARGV[2..]`; returns how
-/// many it removed, or -1 when the head is not what was imported.
+/// Removes the batch `ARGV[3..]` (`ARGV[2]` elements) found at offset `ARGV[1]` of `KEYS[1]`
+/// if the list still holds exactly it there, keeping the `ARGV[1]` elements before it (conflicts
+/// of earlier batches) and the batch's elements marked `1` in `ARGV[#ARGV]` (its conflicts), in
+/// their order, at the head. Returns how many it removed, or -1 when the head is not what was
+/// read.
 const TRIM_IF_HEAD: &str = r"
-local n = tonumber(ARGV[1])
-local head = redis.call('LRANGE', KEYS[1], 0, n - 1)
-if #head ~= n then return -1 end
+local s = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
+local keep_flags = ARGV[n + 3]
+local head = redis.call('LRANGE', KEYS[1], 0, s + n - 1)
+if #head ~= s + n then return -1 end
 for i = 1, n do
-  if head[i] ~= ARGV[i + 1] then return -1 end
+  if head[s + i] ~= ARGV[i + 2] then return -1 end
 end
-redis.call('LTRIM', KEYS[1], n, -1)
-return n
+local keep = {}
+for i = 1, s do keep[#keep + 1] = head[i] end
+for i = 1, n do
+  if string.sub(keep_flags, i, i) == '1' then keep[#keep + 1] = head[s + i] end
+end
+redis.call('LTRIM', KEYS[1], s + n, -1)
+for i = #keep, 1, -1 do redis.call('LPUSH', KEYS[1], keep[i]) end
+return n - (#keep - s)
 ";
 
 /// Imports every job the list holds when the import starts (jobs pushed later are left for the
@@ -48,10 +61,13 @@ pub(crate) async fn import(
 
     let mut tally = Tally::default();
     let mut done = 0u64;
+    // Conflicts kept at the head of the list by purging batches: the next batch starts after them.
+    let mut kept = 0u64;
     while done < total {
         let want = (total - done).min(BATCH as u64) as isize;
-        // Purging takes from the head each time; otherwise the offset walks the list.
-        let start = if purge { 0 } else { done as isize };
+        // Purging takes from the head (after the conflicts kept there) each time; otherwise the
+        // offset walks the list.
+        let start = if purge { kept as isize } else { done as isize };
         let items: Vec<Vec<u8>> = redis::cmd("LRANGE")
             .arg(key)
             .arg(start)
@@ -61,13 +77,24 @@ pub(crate) async fn import(
         if items.is_empty() {
             break; // Someone else emptied the list.
         }
-        let mut batch = importer.commit(&items).await?;
+        let committed = importer.commit(&items).await?;
+        let mut batch = committed.tally;
         if purge {
             let mut eval = redis::cmd("EVAL");
-            eval.arg(TRIM_IF_HEAD).arg(1).arg(key).arg(items.len());
+            eval.arg(TRIM_IF_HEAD)
+                .arg(1)
+                .arg(key)
+                .arg(kept)
+                .arg(items.len());
             for item in &items {
                 eval.arg(item.as_slice());
             }
+            let flags: String = committed
+                .conflicted
+                .iter()
+                .map(|&c| if c { '1' } else { '0' })
+                .collect();
+            eval.arg(flags);
             let removed: i64 = eval.query_async(&mut conn).await?;
             if removed < 0 {
                 tally.add(&batch);
@@ -79,6 +106,7 @@ pub(crate) async fn import(
                 );
             }
             batch.purged = removed as u64;
+            kept += batch.conflicts;
         }
         done += items.len() as u64;
         bar.inc(items.len() as u64);

@@ -2,8 +2,8 @@
 -- eligible at its time in $3, that copies kind, payload, payload mode, attempt bound, dependency
 -- and enqueue options, links back by redrive_of, keeps the lineage's first operation as
 -- redrive_root (whose id is the effect key), counts redrive_count + 1, and has the deadline
--- "now" + $5 ms when $5 is given. The old operations stay as they were. $4 is "now" (NULL: the
--- database's clock). A parent that has a copy already (another re-drive made it meanwhile) gets no
+-- "now" + $5 ms when $5 is given. The old operations stay as they were but for their mark
+-- redriven_as, which the insert trigger of 0016 sets. $4 is "now" (NULL: the database's clock). A parent that has a copy already (another re-drive made it meanwhile) gets no
 -- second one: operations_redrive_of_once refuses it and the row is left out. Returns (old id, new
 -- id, eligible time) of the copies made. Walks the primary key.
 WITH now AS (SELECT coalesce($4::timestamptz, now()) AS t)

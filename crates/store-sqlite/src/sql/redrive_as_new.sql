@@ -2,7 +2,8 @@
 -- new pending operation `to`, eligible at `at`, with the original's kind, payload, payload mode,
 -- attempt bound, dependency and enqueue parameters, no idempotency key, the deadline ?2 (NULL
 -- for none), redrive_of set, the lineage's first operation kept as redrive_root (whose id is the
--- effect key) and one more re-drive counted, created at ?1; the original stays as it was. A parent
+-- effect key) and one more re-drive counted, created at ?1; the original stays as it was but for its
+-- mark redriven_as, which the insert trigger of 0016 sets. A parent
 -- that has a copy already gets no second one (operations_redrive_of_once). Looks each original up
 -- by primary key; returns the ids of the copies made.
 INSERT INTO operations (id, kind, payload, payload_mode, max_attempts, next_eligible_at,

@@ -425,6 +425,18 @@ impl<S: FullStore> Driver<S> {
                  reason, class, streak, redrives, history, (woken, redrive of, suspect)) = {have:?}, \
                  the model {want:?}"
             );
+            // An original names its copy: the operation that re-drives it as new, if any.
+            let copy = self
+                .model
+                .ops
+                .iter()
+                .position(|c| c.redrive_of == Some(i))
+                .map(|c| self.ids[c]);
+            ensure!(
+                row.redriven_as == copy,
+                "operation {i}: the store has redriven_as {:?}, the model {copy:?}",
+                row.redriven_as
+            );
             let token = self.tokens[i].last().copied();
             if m.status == Status::Running {
                 ensure!(
@@ -450,6 +462,7 @@ impl<S: FullStore> Driver<S> {
         after: &[(Operation, usize)],
     ) -> StepResult {
         let redrive = matches!(action, Action::Redrive { .. });
+        let as_new = matches!(action, Action::RedriveAsNew { .. });
         // The ends of a claim that give its attempt back: a snooze, a release.
         let snooze = matches!(
             action,
@@ -471,6 +484,14 @@ impl<S: FullStore> Driver<S> {
             };
             ensure!(history >= old_history, "operation {i}: history shrank");
             if old.status.is_terminal() && !redrive {
+                // A re-drive as new marks its original with the copy (and when), nothing more.
+                let marked = as_new && old.redriven_as.is_none() && new.redriven_as.is_some();
+                let unmarked = Operation {
+                    redriven_as: None,
+                    updated_at: old.updated_at,
+                    ..new.clone()
+                };
+                let new = if marked { &unmarked } else { new };
                 ensure!(
                     (old, old_history) == (new, history),
                     "operation {i}: terminal {} changed",
