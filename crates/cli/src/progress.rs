@@ -31,3 +31,19 @@ pub(crate) fn spinner(what: &str) -> ProgressBar {
     }
     bar
 }
+
+/// A line saying what is being done (`what`: "planning the re-drive") while work of no known
+/// size runs, ticking with the time spent; clear it with `finish_and_clear` when the work ends.
+/// Hidden off a terminal.
+pub(crate) fn working(what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.set_message(what.to_owned());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}

@@ -69,7 +69,10 @@ async fn run(
     let who = actor.who()?;
     let backend = Backend::connect(&global.database_url).await?;
     let store = backend.store.as_ref();
-    let review = request.review(store).await?;
+    let planning = crate::progress::working("counting the matches");
+    let review = request.review(store).await;
+    planning.finish_and_clear();
+    let review = review?;
     if !yes {
         if json {
             return output::json(&json!({

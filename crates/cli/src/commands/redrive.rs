@@ -356,7 +356,12 @@ pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()
     let who = args.actor.who()?;
     let backend = Backend::connect(&global.database_url).await?;
     let store = backend.store.as_ref();
-    let review = request.review(store).await?;
+    // The review counts and groups every match (deaths, errors, controls): a line says so while
+    // it runs, on a terminal, so that a large pile does not look like a hang.
+    let planning = progress::working("planning the re-drive: counting and grouping the matches");
+    let review = request.review(store).await;
+    planning.finish_and_clear();
+    let review = review?;
     if args.dry_run || !args.yes {
         return print_dry_run(&review, args.dry_run, args.json);
     }
