@@ -59,6 +59,21 @@ fn bad_inputs() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
             "is not a rate",
         ),
         (
+            "redrive status",
+            vec!["redrive", "status", "nope"],
+            "no re-drive job",
+        ),
+        (
+            "redrive stop",
+            vec!["redrive", "stop", "nope"],
+            "no re-drive job",
+        ),
+        (
+            "redrive resume",
+            vec!["redrive", "resume", "nope"],
+            "no re-drive job",
+        ),
+        (
             "pause",
             vec!["pause", "--class", "sometimes"],
             "unknown failure class",
@@ -166,7 +181,8 @@ fn subcommands(path: &[String]) -> BTreeSet<String> {
         let mut child = path.to_vec();
         child.push(name.to_owned());
         let below = subcommands(&child);
-        if below.is_empty() || matches!(name, "archive") {
+        // A command that also has subcommands of its own is walked as both.
+        if below.is_empty() || matches!(name, "archive" | "redrive") {
             found.insert(child.join(" "));
         }
         found.extend(below);
@@ -215,10 +231,10 @@ fn dry_runs_exit_0() {
         let run = o.run(args);
         assert_eq!(run.code, Some(0), "{args:?}: {run:#?}");
     }
-    // A real broker, on its own logical database and key prefix.
-    let base = std::env::var("OPREC_TEST_REDIS_URL")
+    // A real broker (the suite's, which may name its logical database), under a key prefix of
+    // this test's own.
+    let redis = std::env::var("OPREC_TEST_REDIS_URL")
         .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    let redis = format!("{}/9", base.trim_end_matches('/'));
     let prefix = format!("oprec:test:exit:{}", uuid::Uuid::now_v7().simple());
     let _guard = common::RedisPrefixGuard {
         url: redis.clone(),
