@@ -8,12 +8,10 @@ mod background;
 mod common;
 mod pg;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use background::Background;
-use common::Oprec;
+use common::{Oprec, free_port, sample, scrape};
 use pg::Pg;
 
 /// The ids `ops list` prints as JSON with `args`, sorted.
@@ -37,34 +35,6 @@ fn field<'a>(text: &'a str, name: &str) -> &'a str {
         .find_map(|l| l.strip_prefix(name).filter(|rest| rest.starts_with("  ")))
         .map(str::trim)
         .unwrap_or_else(|| panic!("no field {name:?} in {text}"))
-}
-
-/// A port nobody listens on right now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET /metrics`; `None` while nothing answers.
-fn scrape(port: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    text.starts_with("HTTP/1.1 200").then_some(text)
-}
-
-/// The value of the sample line of `series` (name and labels).
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 /// Three dead demo.flaky operations, two of them re-driven as new; checks every view of them and

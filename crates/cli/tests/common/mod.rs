@@ -377,3 +377,32 @@ pub fn delete_amqp_prefix(url: &str, prefix: &str) {
 pub fn delete_amqp_exchange(url: &str, exchange: &str) {
     amqp_delete(url, AmqpThing::Exchange(exchange.to_owned()));
 }
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET /metrics` over a plain TCP connection; `None` while nothing answers.
+pub fn scrape(port: u16) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut s, &mut text).ok()?;
+    text.starts_with("HTTP/1.1 200").then_some(text)
+}
+
+/// The value of the first sample line starting with `series` (name and labels).
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
