@@ -64,7 +64,10 @@ pub use policy::{
 };
 pub use resolution::{Resolution, Settlement};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};
-pub use stats::{AgeBucket, HELD_BACK_COUNT_MAX, HeldBack, NO_CLASS, OldestEligible, StatsReport};
+pub use stats::{
+    AgeBucket, BACKLOG_SLOT_MINUTES, HELD_BACK_COUNT_MAX, HeldBack, NO_CLASS, OldestEligible,
+    StatsReport, backlog_slot,
+};
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::{Claimed, EnqueueStore, Store, TransactionalEnqueue, WorkerStore};
 pub use transition::{

@@ -352,6 +352,29 @@ impl AttemptMinutesRemoveParams {
     }
 }
 
+/// Fold the counts of operations not yet ended per creation slot (`backlog_slots`, read by
+/// [`AgeBucket::fold_slots`](crate::AgeBucket::fold_slots)): the shards of every slot that
+/// started before `before` are summed into one row, and slots that count nothing are removed,
+/// so that the counts hold about one row per slot of backlog age however long the store runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BacklogSlotsCompactParams {
+    /// Slots that started before this time are folded.
+    pub before: DateTime<Utc>,
+}
+
+/// How long a creation slot keeps its shards before the upkeep folds them: new operations are
+/// counted into the current slot by every enqueuer at once, which is what the shards are for.
+pub const BACKLOG_SLOTS_SHARDED_MINUTES: i64 = 60;
+
+impl BacklogSlotsCompactParams {
+    /// The slots past [`BACKLOG_SLOTS_SHARDED_MINUTES`] at `now`.
+    pub fn settled_at(now: DateTime<Utc>) -> Self {
+        BacklogSlotsCompactParams {
+            before: now - Duration::minutes(BACKLOG_SLOTS_SHARDED_MINUTES),
+        }
+    }
+}
+
 /// Reclaim the space of removed and rewritten rows in oprec's tables, when nothing else does (a
 /// PostgreSQL server whose autovacuum is off, for the server or for these tables).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -390,6 +413,10 @@ pub trait RetentionStore: Store {
 
     /// Removes the per-minute attempt counts of old minutes; returns how many rows went.
     async fn attempt_minutes_remove(&self, params: AttemptMinutesRemoveParams) -> Result<u64>;
+
+    /// Folds the counts of waiting operations per creation slot as
+    /// [`BacklogSlotsCompactParams`] says; returns how many count rows went.
+    async fn backlog_slots_compact(&self, params: BacklogSlotsCompactParams) -> Result<u64>;
 
     /// Vacuums oprec's tables if nothing else does, as [`StoreVacuumParams`] says.
     async fn store_vacuum(&self, params: StoreVacuumParams) -> Result<VacuumOutcome>;

@@ -42,7 +42,43 @@ impl AgeBucket {
             .find(|b| b.upper_bound().is_none_or(|max| age <= max))
             .unwrap_or(AgeBucket::OverAWeek)
     }
+
+    /// Operations not yet ended, by bucket, from the stores' counts per creation slot (the start
+    /// of the [`BACKLOG_SLOT_MINUTES`] in which each was created; a slot may come in several
+    /// parts, as sharded counts do). Each slot goes to the bucket of its start, so an age is
+    /// never shown younger than it is, and at most [`BACKLOG_SLOT_MINUTES`] older. Slots whose
+    /// parts sum to nothing are left out (a count that sums below zero, which only a count table
+    /// edited by hand can hold, counts as nothing).
+    pub fn fold_slots(
+        slots: impl IntoIterator<Item = (DateTime<Utc>, i64)>,
+        now: DateTime<Utc>,
+    ) -> BTreeMap<AgeBucket, u64> {
+        let mut per_slot: BTreeMap<DateTime<Utc>, i64> = BTreeMap::new();
+        for (slot, n) in slots {
+            *per_slot.entry(slot).or_default() += n;
+        }
+        let mut buckets = BTreeMap::new();
+        for (slot, n) in per_slot {
+            if let Ok(n @ 1..) = u64::try_from(n) {
+                *buckets.entry(AgeBucket::of(slot, now)).or_default() += n;
+            }
+        }
+        buckets
+    }
 }
+
+/// The creation slot an operation created at `at` is counted in: the start of its
+/// [`BACKLOG_SLOT_MINUTES`] (what the stores' triggers compute from `created_at`).
+pub fn backlog_slot(at: DateTime<Utc>) -> DateTime<Utc> {
+    let width = BACKLOG_SLOT_MINUTES * 60;
+    let secs = at.timestamp().div_euclid(width) * width;
+    DateTime::from_timestamp(secs, 0).unwrap_or(at)
+}
+
+/// The width, in minutes, of the creation-time slots in which the stores keep their counts of
+/// operations not yet ended (`backlog_slots`), read by [`AgeBucket::fold_slots`]: the backlog's
+/// ages are exact to this much, and the counts hold about one row per slot of backlog age.
+pub const BACKLOG_SLOT_MINUTES: i64 = 5;
 
 /// The name a missing failure class is shown under.
 pub const NO_CLASS: &str = "none";
@@ -139,4 +175,66 @@ pub struct OldestEligible {
     pub kind: String,
     /// When it became eligible.
     pub next_eligible_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().expect("a time")
+    }
+
+    #[test]
+    fn slots_fold_into_the_bucket_of_their_start_summed_over_parts() {
+        let now = at("2026-12-03T10:32:10Z");
+        let folded = AgeBucket::fold_slots(
+            [
+                // Two shards of the current slot, and the slot that started 57 minutes ago.
+                (at("2026-12-03T10:30:00Z"), 3),
+                (at("2026-12-03T10:30:00Z"), 2),
+                (at("2026-12-03T09:35:00Z"), 1),
+                // Started 62 minutes ago: older than an hour, though operations created in its
+                // last two minutes are younger.
+                (at("2026-12-03T09:30:00Z"), 4),
+                (at("2026-11-30T10:00:00Z"), 7),
+                (at("2026-11-01T00:00:00Z"), 1),
+                // Shards that net to nothing, and a negative one: left out.
+                (at("2026-12-03T08:00:00Z"), 2),
+                (at("2026-12-03T08:00:00Z"), -2),
+                (at("2026-12-01T08:00:00Z"), -1),
+            ],
+            now,
+        );
+        assert_eq!(
+            folded,
+            BTreeMap::from([
+                (AgeBucket::UnderAnHour, 6),
+                (AgeBucket::UnderADay, 4),
+                (AgeBucket::UnderAWeek, 7),
+                (AgeBucket::OverAWeek, 1),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_slot_starts_on_the_five_minutes() {
+        assert_eq!(
+            backlog_slot(at("2026-12-03T10:34:59.999999Z")),
+            at("2026-12-03T10:30:00Z")
+        );
+        assert_eq!(
+            backlog_slot(at("2026-12-03T10:35:00Z")),
+            at("2026-12-03T10:35:00Z")
+        );
+        assert_eq!(
+            backlog_slot(at("1969-12-31T23:59:59Z")),
+            at("1969-12-31T23:55:00Z")
+        );
+    }
+
+    #[test]
+    fn no_slot_no_bucket() {
+        assert!(AgeBucket::fold_slots([], at("2026-12-03T10:00:00Z")).is_empty());
+    }
 }

@@ -24,7 +24,7 @@
 //! | `cancel` | `operation_cancel` |
 //! | `stats` | `stats`, `activity_per_minute` |
 //! | `audit` | `audit_insert`, `audit_list` |
-//! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `store_vacuum` |
+//! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `backlog_slots_compact`, `store_vacuum` |
 //! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
 //!
 //! Beside them, each store crate's `fenced` module implements [`FencedStore`](crate::FencedStore)
@@ -421,6 +421,12 @@ macro_rules! impl_store_traits {
                 params: $crate::retention::AttemptMinutesRemoveParams,
             ) -> $crate::Result<u64> {
                 crate::retention::attempt_minutes_remove(self, params).await
+            }
+            async fn backlog_slots_compact(
+                &self,
+                params: $crate::retention::BacklogSlotsCompactParams,
+            ) -> $crate::Result<u64> {
+                crate::retention::backlog_slots_compact(self, params).await
             }
             async fn store_vacuum(
                 &self,

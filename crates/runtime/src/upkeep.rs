@@ -1,7 +1,7 @@
 //! The upkeep of what removal and churn leave behind, run by the maintenance leader: the
 //! per-minute attempt counts of minutes older than
 //! [`ATTEMPT_MINUTES_KEPT_DAYS`](oprec_core::retention::ATTEMPT_MINUTES_KEPT_DAYS) are removed,
-//! and, when nothing else does (a PostgreSQL server with autovacuum off, common right after an
+//! the backlog's counts per creation slot are folded (shards summed, empty slots removed), and, when nothing else does (a PostgreSQL server with autovacuum off, common right after an
 //! outage or on a hand-tuned server), oprec's tables are vacuumed, so that the rows retention
 //! removes and the versions every claim and completion leave become reusable space instead of
 //! bloat that slows the claim and `stats`.
@@ -13,7 +13,9 @@
 use std::sync::Arc;
 
 use oprec_core::RetentionStore;
-use oprec_core::retention::{AttemptMinutesRemoveParams, StoreVacuumParams, VacuumOutcome};
+use oprec_core::retention::{
+    AttemptMinutesRemoveParams, BacklogSlotsCompactParams, StoreVacuumParams, VacuumOutcome,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::RetentionConfig;
@@ -30,6 +32,12 @@ pub async fn upkeep_once(
         .await?;
     if removed > 0 {
         tracing::debug!(removed, "old per-minute attempt counts removed");
+    }
+    let compacted = store
+        .backlog_slots_compact(BacklogSlotsCompactParams::settled_at(now))
+        .await?;
+    if compacted > 0 {
+        tracing::debug!(compacted, "the backlog's counts per creation slot folded");
     }
     if !config.vacuum {
         return Ok(None);

@@ -3,13 +3,13 @@
 //! preview. The batch is one statement that walks the partial index of finished operations by
 //! kind and finish time, in a transaction whose planner settings keep it there whatever the
 //! statistics say ([`sql::WALK_FINISHED_IN_ORDER`]). Beside it,
-//! the upkeep of what removal leaves: old per-minute attempt counts, and a VACUUM of the tables
-//! when the server's autovacuum is off.
+//! the upkeep of what removal leaves: old per-minute attempt counts, the backlog's counts per
+//! creation slot folded, and a VACUUM of the tables when the server's autovacuum is off.
 
 use oprec_core::Result;
 use oprec_core::retention::{
-    AttemptMinutesRemoveParams, KindScope, RetentionDeleteParams, RetentionFigures,
-    RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
+    AttemptMinutesRemoveParams, BacklogSlotsCompactParams, KindScope, RetentionDeleteParams,
+    RetentionFigures, RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
 };
 
 use crate::row::Columns;
@@ -75,14 +75,37 @@ pub(crate) async fn attempt_minutes_remove(
     Ok(done.rows_affected())
 }
 
+/// Folds the shards of settled creation slots of `backlog_slots` into one row each and removes
+/// the slots that count nothing, in one transaction; returns how many rows were folded or
+/// removed.
+pub(crate) async fn backlog_slots_compact(
+    store: &PgStore,
+    params: BacklogSlotsCompactParams,
+) -> Result<u64> {
+    let mut tx = store.pool.begin().await.map_err(backend_error)?;
+    let folded: i64 = sqlx::query_scalar(sql::RETENTION_BACKLOG_SLOTS_FOLD)
+        .bind(params.before)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    let removed = sqlx::query(sql::RETENTION_BACKLOG_SLOTS_REMOVE)
+        .bind(params.before)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
+    Ok(folded.unsigned_abs() + removed.rows_affected())
+}
+
 /// The tables whose rows retention removes or every attempt rewrites, in the order vacuumed
 /// (`sql/retention_vacuum.sql` names them alike).
-const VACUUMED: [&str; 5] = [
+const VACUUMED: [&str; 6] = [
     "operations",
     "operation_attempts",
     "operation_steps",
     "operation_counts",
     "attempt_minutes",
+    "backlog_slots",
 ];
 
 /// Vacuums (and analyzes) the tables when the server's autovacuum does not keep them. A VACUUM

@@ -372,6 +372,14 @@ pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.s
 pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
     include_str!("sql/retention_attempt_minutes_remove.sql");
 
+/// Folds the shards of settled creation slots of the backlog counts.
+pub(crate) const RETENTION_BACKLOG_SLOTS_FOLD: &str =
+    include_str!("sql/retention_backlog_slots_fold.sql");
+
+/// Removes the settled creation slots that count nothing.
+pub(crate) const RETENTION_BACKLOG_SLOTS_REMOVE: &str =
+    include_str!("sql/retention_backlog_slots_remove.sql");
+
 /// Whether the server's autovacuum keeps oprec's tables.
 pub(crate) const RETENTION_AUTOVACUUM: &str = include_str!("sql/retention_autovacuum.sql");
 

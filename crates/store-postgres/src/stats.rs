@@ -13,7 +13,7 @@ use oprec_core::operator::{
     ActivityMinute, ActivityParams, HELD_BACK_COUNT_MAX, HeldBack, OldestEligible, StatsReport,
     WorkerListParams,
 };
-use oprec_core::{Control, Result, Status, WORKER_LIVE_SECS};
+use oprec_core::{AgeBucket, Control, Result, Status, WORKER_LIVE_SECS};
 use sqlx::{PgConnection, Row};
 
 use crate::row::{self, Columns};
@@ -69,10 +69,7 @@ pub(crate) async fn stats(pg: &PgStore) -> Result<StatsReport> {
         backlog_age_seconds: backlog_oldest(store)
             .await?
             .map(|t| (now - t).num_seconds()),
-        backlog_by_age: counts(store, sql::STATS_BACKLOG_BY_AGE, Some(now), |b| {
-            row::parse("age bucket", &required(b)?)
-        })
-        .await?,
+        backlog_by_age: backlog_by_age(store, now).await?,
         unhandled: Vec::new(),
     };
     // The last two walk the pending index in order and stop early; with sorts priced out the
@@ -120,6 +117,19 @@ async fn counts<K: Ord>(
             Ok((key(name)?, row::unsigned("count", n)?))
         })
         .collect()
+}
+
+/// Operations not yet ended by age bucket, folded by core from the trigger-kept counts per
+/// creation slot.
+async fn backlog_by_age(
+    store: &mut PgConnection,
+    now: DateTime<Utc>,
+) -> Result<BTreeMap<AgeBucket, u64>> {
+    let slots: Vec<(DateTime<Utc>, i64)> = sqlx::query_as(sql::STATS_BACKLOG_BY_AGE)
+        .fetch_all(&mut *store)
+        .await
+        .map_err(backend_error)?;
+    Ok(AgeBucket::fold_slots(slots, now))
 }
 
 /// [`counts`] keyed by a name that is never NULL (a kind, a code version, a dependency).

@@ -20,9 +20,9 @@ async fn trigger_functions_never_compile_their_statements() {
     .fetch_all(store.pool())
     .await
     .expect("triggers");
-    // The count triggers (insert, update, delete, truncate on operations) and the attempts'
-    // per-minute trigger, at least: an empty list would prove nothing.
-    assert!(functions.len() >= 5, "triggers found: {functions:?}");
+    // The count and backlog-slot triggers (insert, update, delete, truncate on operations) and
+    // the attempts' per-minute trigger, at least: an empty list would prove nothing.
+    assert!(functions.len() >= 9, "triggers found: {functions:?}");
     for (table, function, config) in &functions {
         assert!(
             config
@@ -83,6 +83,12 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
     .await
     .expect("counts");
     assert_eq!(held, 1, "the update was counted in the operation's schema");
+    let waiting: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(operations), 0)::int8 FROM backlog_slots")
+            .fetch_one(store.pool())
+            .await
+            .expect("backlog slots");
+    assert_eq!(waiting, 1, "the insert was counted in its creation slot");
     let failed: i64 = sqlx::query_scalar(
         "SELECT coalesce(sum(failed), 0)::int8 FROM attempt_minutes WHERE dependency = 'dep'",
     )
@@ -107,5 +113,14 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
     .await
     .expect("counts");
     assert_eq!(left, 0, "the delete was counted out");
+    let waiting: i64 =
+        sqlx::query_scalar("SELECT coalesce(sum(operations), 0)::int8 FROM backlog_slots")
+            .fetch_one(store.pool())
+            .await
+            .expect("backlog slots");
+    assert_eq!(
+        waiting, 0,
+        "the delete was counted out of its creation slot"
+    );
     operator.close().await;
 }

@@ -5,8 +5,8 @@
 
 use oprec_core::Result;
 use oprec_core::retention::{
-    AttemptMinutesRemoveParams, KindScope, RetentionDeleteParams, RetentionFigures,
-    RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
+    AttemptMinutesRemoveParams, BacklogSlotsCompactParams, KindScope, RetentionDeleteParams,
+    RetentionFigures, RetentionFiguresParams, StoreVacuumParams, VacuumOutcome,
 };
 
 use crate::row::{Columns, json_text};
@@ -65,6 +65,21 @@ pub(crate) async fn attempt_minutes_remove(
 ) -> Result<u64> {
     let _turn = store.write_turn().await;
     let done = sqlx::query(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
+        .bind(time::text(params.before)?)
+        .execute(&store.pool)
+        .await
+        .map_err(backend_error)?;
+    Ok(done.rows_affected())
+}
+
+/// Removes the settled creation slots of `backlog_slots` that count nothing (SQLite's counts
+/// have no shards to fold: one writer at a time).
+pub(crate) async fn backlog_slots_compact(
+    store: &SqliteStore,
+    params: BacklogSlotsCompactParams,
+) -> Result<u64> {
+    let _turn = store.write_turn().await;
+    let done = sqlx::query(sql::RETENTION_BACKLOG_SLOTS_REMOVE)
         .bind(time::text(params.before)?)
         .execute(&store.pool)
         .await

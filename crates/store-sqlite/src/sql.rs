@@ -199,7 +199,7 @@ statements! {
     STATS_DEAD_SINCE_BY_CODE_VERSION = "stats_dead_since_by_code_version.sql";
     /// Recent attempts by dependency.
     STATS_ATTEMPTS_SINCE_BY_DEPENDENCY = "stats_attempts_since_by_dependency.sql";
-    /// Waiting operations by age.
+    /// Waiting operations by creation slot.
     STATS_BACKLOG_BY_AGE = "stats_backlog_by_age.sql";
     /// Attempts per succeeded operation.
     STATS_ATTEMPTS_PER_SUCCESS = "stats_attempts_per_success.sql";
@@ -250,6 +250,10 @@ pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.s
 /// Removes the per-minute attempt counts of old minutes.
 pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
     include_str!("sql/retention_attempt_minutes_remove.sql");
+
+/// Removes the settled creation slots that count nothing.
+pub(crate) const RETENTION_BACKLOG_SLOTS_REMOVE: &str =
+    include_str!("sql/retention_backlog_slots_remove.sql");
 
 #[cfg(test)]
 mod tests {

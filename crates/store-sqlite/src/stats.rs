@@ -41,11 +41,7 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
     let now = store.clock_now();
     let now_text = time::text(now)?;
     let ago = |d: Duration| time::after(now, -d).and_then(time::text);
-    let (hour_ago, day_ago, week_ago) = (
-        ago(Duration::hours(1))?,
-        ago(Duration::days(1))?,
-        ago(Duration::days(7))?,
-    );
+    let (hour_ago, day_ago) = (ago(Duration::hours(1))?, ago(Duration::days(1))?);
     let text = |c: &Columns<'_>| c.text("k");
     let mut r = StatsReport {
         at: Some(now),
@@ -85,22 +81,17 @@ pub(crate) async fn stats(store: &SqliteStore) -> Result<StatsReport> {
         text,
     )
     .await?;
-    // The bucket names are core's, bound, and parsed back into buckets.
-    let buckets = [
-        AgeBucket::UnderAnHour,
-        AgeBucket::UnderADay,
-        AgeBucket::UnderAWeek,
-        AgeBucket::OverAWeek,
-    ]
-    .map(|b| b.as_str());
-    let binds = [&hour_ago, &day_ago, &week_ago].map(String::as_str);
-    r.backlog_by_age = grouped(
-        conn,
-        sql::STATS_BACKLOG_BY_AGE,
-        &[binds.as_slice(), buckets.as_slice()].concat(),
-        |c| c.parsed("k"),
-    )
-    .await?;
+    let slots = sqlx::query(sql::STATS_BACKLOG_BY_AGE)
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(backend_error)?
+        .iter()
+        .map(|row| {
+            let c = Columns(row);
+            Ok((c.time("k")?, c.int("n")?))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    r.backlog_by_age = AgeBucket::fold_slots(slots, now);
     let row = sqlx::query(sql::STATS_ATTEMPTS_PER_SUCCESS)
         .fetch_one(&mut *conn)
         .await

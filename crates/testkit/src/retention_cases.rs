@@ -8,13 +8,13 @@ use oprec_core::operator::{
     ActivityParams, CancelParams, OperationFilter, RedriveMode, RedriveParams,
 };
 use oprec_core::retention::{
-    AttemptMinutesRemoveParams, FinishedStatus, KindScope, RetentionDeleteParams,
-    RetentionFiguresParams,
+    AttemptMinutesRemoveParams, BacklogSlotsCompactParams, FinishedStatus, KindScope,
+    RetentionDeleteParams, RetentionFiguresParams,
 };
-use oprec_core::store::{ListParams, StepSaveParams, StepsGetParams};
+use oprec_core::store::{ClaimByIdsParams, ListParams, StepSaveParams, StepsGetParams};
 use oprec_core::{
-    Clock, EnqueueOptions, Failure, FullStore, OperationError, OperationId, Retention,
-    RetentionPolicy, Status, TerminalReason, Transition,
+    AgeBucket, Clock, EnqueueOptions, Failure, FullStore, OperationError, OperationId, Retention,
+    RetentionPolicy, Status, TerminalReason, Transition, backlog_slot,
 };
 use serde_json::json;
 
@@ -398,6 +398,115 @@ async fn counts_match<S: FullStore>(h: &Harness<S>) {
         succeeded.iter().map(|o| f64::from(o.attempt)).sum::<f64>() / succeeded.len() as f64
     });
     assert_eq!(stats.attempts_per_success, per_success);
+    // The backlog by age, from the counts per creation slot, equals the waiting rows' own.
+    let at = stats.at.expect("the time of the figures");
+    let waiting = rows
+        .iter()
+        .filter(|o| !o.status.is_terminal())
+        .map(|o| (backlog_slot(o.created_at), 1));
+    assert_eq!(stats.backlog_by_age, AgeBucket::fold_slots(waiting, at));
+}
+
+/// The backlog by age reads the counts per creation slot: operations of every age land in their
+/// bucket, leave it as they end, and the upkeep's compaction changes no figure while it folds
+/// shards and removes the slots whose operations have all ended.
+pub async fn backlog_by_age_follows_the_slots_through_compaction<S: FullStore>(h: Harness<S>) {
+    let old = enqueue_many(&h, 2).await;
+    h.clock.advance(Duration::days(8));
+    let days = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.clock.advance(Duration::days(2));
+    let hours = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.clock.advance(Duration::hours(3));
+    let fresh = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let running = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.store
+        .operation_claim_by_ids(ClaimByIdsParams {
+            ids: vec![running],
+            kinds: vec![],
+            claimant: h.claimant("w"),
+        })
+        .await
+        .expect("claim")
+        .pop()
+        .expect("claimed");
+    h.clock.advance(Duration::minutes(10));
+    let expected = BTreeMap::from([
+        (AgeBucket::UnderAnHour, 2),
+        (AgeBucket::UnderADay, 1),
+        (AgeBucket::UnderAWeek, 1),
+        (AgeBucket::OverAWeek, 2),
+    ]);
+    assert_eq!(buckets(&h).await, expected);
+    counts_match(&h).await;
+    compact(&h).await;
+    assert_eq!(buckets(&h).await, expected, "compaction changes no figure");
+    // One of the oldest ends: its slot still counts the other.
+    finish(&h, old[0], Transition::succeeded(None)).await;
+    assert_eq!(buckets(&h).await.get(&AgeBucket::OverAWeek), Some(&1));
+    finish(
+        &h,
+        old[1],
+        Transition::dead(
+            TerminalReason::Permanent,
+            Some(Failure::permanent(OperationError::new("bad"))),
+        ),
+    )
+    .await;
+    assert_eq!(buckets(&h).await.get(&AgeBucket::OverAWeek), None);
+    assert!(
+        compact(&h).await >= 1,
+        "the slot whose operations all ended is removed"
+    );
+    assert_eq!(compact(&h).await, 0, "nothing left to fold or remove");
+    counts_match(&h).await;
+    // Ended ones that come back (a re-drive of the dead one) count in their slot again.
+    let redriven = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                ids: vec![old[1]],
+                ..OperationFilter::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::InPlace {
+                extend_deadline: None,
+            },
+            limit: 10,
+            start_at: h.clock.now(),
+            spacing: Duration::zero(),
+            skip_held_back: false,
+        })
+        .await
+        .expect("redrive");
+    assert_eq!(redriven.len(), 1);
+    assert_eq!(buckets(&h).await.get(&AgeBucket::OverAWeek), Some(&1));
+    counts_match(&h).await;
+    for id in [days, hours, fresh] {
+        finish(&h, id, Transition::succeeded(None)).await;
+    }
+    counts_match(&h).await;
+}
+
+/// The backlog by age `stats` reports now.
+async fn buckets<S: FullStore>(h: &Harness<S>) -> BTreeMap<AgeBucket, u64> {
+    h.store.stats().await.expect("stats").backlog_by_age
+}
+
+/// One upkeep compaction of the counts per creation slot, now; returns the rows it went through.
+async fn compact<S: FullStore>(h: &Harness<S>) -> u64 {
+    h.store
+        .backlog_slots_compact(BacklogSlotsCompactParams::settled_at(h.clock.now()))
+        .await
+        .expect("compact")
+}
+
+/// Enqueues `n` operations of kind `k` now.
+async fn enqueue_many<S: FullStore>(h: &Harness<S>, n: usize) -> Vec<OperationId> {
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(enqueue(h, "k", EnqueueOptions::default()).await);
+    }
+    ids
 }
 
 /// The counts `stats` and `operation_count` read (kept by the store as rows change) equal a
@@ -436,6 +545,7 @@ macro_rules! retention_conformance_tests {
             retention_cases::retention_figures_count_what_is_past_the_cutoff,
             retention_cases::counts_follow_every_change,
             retention_cases::attempt_minutes_go_after_two_days,
+            retention_cases::backlog_by_age_follows_the_slots_through_compaction,
         );
     };
 }
