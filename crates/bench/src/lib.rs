@@ -45,7 +45,7 @@ pub use error::{Error, Result};
 pub use latency::Latency;
 pub use machine::Machine;
 pub use report::{BenchReport, Settings, Verdict};
-pub use stats_scale::StatsScale;
+pub use stats_scale::{PENDING as STATS_PENDING, StatsScale};
 pub use steady::{SteadyConfig, SteadyReport, SteadySample};
 
 use crate::schema::Database;
@@ -238,15 +238,16 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     ))
 }
 
-/// `stats` with `finished_rows` finished operations in a fresh schema of `database_url`, the
-/// planner's statistics left stale; see [`StatsScale`].
+/// `stats` with `finished_rows` finished operations and `pending_rows` waiting ones in a fresh
+/// schema of `database_url`, the planner's statistics left stale; see [`StatsScale`].
 pub async fn stats_at_scale(
     database_url: &str,
     finished_rows: u64,
+    pending_rows: u64,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<StatsScale> {
     let db = Database::connect(database_url).await?;
-    let r = stats_scale::measure(&db, finished_rows, progress).await;
+    let r = stats_scale::measure(&db, finished_rows, pending_rows, progress).await;
     db.close().await;
     r
 }

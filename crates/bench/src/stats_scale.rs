@@ -15,8 +15,11 @@ use crate::{Result, noop};
 
 /// Finished rows per bulk insert statement.
 const CHUNK: u64 = 500_000;
-/// Pending operations beside the finished ones (a live backlog).
-const PENDING: u64 = 10_000;
+/// Pending operations beside the finished ones (a live backlog), unless the run names another
+/// number.
+pub const PENDING: u64 = 10_000;
+/// Pending operations per insert statement.
+const PENDING_CHUNK: u64 = 1_000;
 /// Timed `stats` calls (after one untimed).
 const SAMPLES: usize = 10;
 /// Timed table counts.
@@ -38,6 +41,9 @@ pub struct StatsScale {
     /// Median of the counts `stats` made before (by status over the table, attempts per
     /// success by joining the attempts), in milliseconds.
     pub table_count_median_ms: f64,
+    /// Median of the backlog by age counted as `stats` counted it before migration 0020 (every
+    /// waiting row read and bucketed), in milliseconds, timed in the same transaction settings.
+    pub backlog_rows_median_ms: f64,
     /// Seconds spent filling the table.
     pub fill_seconds: f64,
 }
@@ -64,10 +70,33 @@ async fn table_count(s: &Schema) -> Result<f64> {
     Ok(started.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// Fills a fresh schema with `finished_rows` and measures.
+/// The backlog by age as `stats` counted it before the counts per creation slot (every waiting
+/// row read), timed once, under the figures' planner settings.
+async fn backlog_rows_count(s: &Schema) -> Result<f64> {
+    let mut tx = s.pool.begin().await?;
+    tx.execute("SET LOCAL enable_seqscan = off").await?;
+    tx.execute("SET LOCAL jit = off").await?;
+    let started = Instant::now();
+    tx.execute(
+        "SELECT CASE WHEN created_at >= now() - interval '1 hour' THEN '<1h' \
+                     WHEN created_at >= now() - interval '1 day' THEN '1h-1d' \
+                     WHEN created_at >= now() - interval '7 days' THEN '1d-7d' \
+                     ELSE '>7d' END, count(*) \
+         FROM operations WHERE status IN ('pending', 'running', 'reconciling', 'held') \
+         GROUP BY 1",
+    )
+    .await?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tx.rollback().await?;
+    Ok(ms)
+}
+
+/// Fills a fresh schema with `finished_rows` finished and `pending` waiting operations and
+/// measures.
 pub(crate) async fn measure(
     db: &Database,
     finished_rows: u64,
+    pending: u64,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<StatsScale> {
     with_schema(db, 2, true, async |s| {
@@ -89,12 +118,12 @@ pub(crate) async fn measure(
         }
         let policy = noop::policy()?;
         let now = chrono::Utc::now();
-        for chunk in 0..PENDING / 1000 {
-            let ops = (0..1000)
+        for chunk in 0..pending.div_ceil(PENDING_CHUNK) {
+            let ops = (chunk * PENDING_CHUNK..((chunk + 1) * PENDING_CHUNK).min(pending))
                 .map(|n| {
                     NewOperation::new(
                         noop::KIND,
-                        noop::payload(chunk * 1000 + n),
+                        noop::payload(n),
                         &policy,
                         EnqueueOptions::default(),
                         now,
@@ -111,10 +140,16 @@ pub(crate) async fn measure(
             let r = s.store.stats().await?;
             times.push(t.elapsed().as_secs_f64() * 1000.0);
             let total: u64 = r.by_status.values().sum();
-            if total != finished_rows + PENDING {
+            if total != finished_rows + pending {
                 return Err(crate::Error::Check(format!(
                     "stats counted {total} operations, not {}",
-                    finished_rows + PENDING
+                    finished_rows + pending
+                )));
+            }
+            let waiting: u64 = r.backlog_by_age.values().sum();
+            if waiting != pending {
+                return Err(crate::Error::Check(format!(
+                    "stats counted a backlog of {waiting} operations, not {pending}"
                 )));
             }
         }
@@ -131,13 +166,19 @@ pub(crate) async fn measure(
         progress(&format!(
             "stats at scale: the table counts take {table_count_median_ms:.0} ms"
         ));
+        let mut backlog = Vec::with_capacity(SCANS);
+        for _ in 0..SCANS {
+            backlog.push(backlog_rows_count(s).await?);
+        }
+        let backlog_rows_median_ms = median(backlog);
         Ok(StatsScale {
             finished_rows,
-            pending_rows: PENDING,
+            pending_rows: pending,
             analyzed: false,
             stats_median_ms,
             stats_max_ms,
             table_count_median_ms,
+            backlog_rows_median_ms,
             fill_seconds,
         })
     })

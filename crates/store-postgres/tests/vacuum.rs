@@ -89,7 +89,8 @@ async fn vacuums_only_what_autovacuum_leaves_alone() {
             "operation_attempts",
             "operation_steps",
             "operation_counts",
-            "attempt_minutes"
+            "attempt_minutes",
+            "backlog_slots"
         ]
     );
     let mut left = i64::MAX;

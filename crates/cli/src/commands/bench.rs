@@ -78,6 +78,15 @@ pub(crate) struct BenchArgs {
     /// it used to make.
     #[arg(long, value_name = "N", conflicts_with = "steady")]
     pub stats_rows: Option<u64>,
+    /// With `--stats-rows`: waiting (pending) operations beside the finished ones, the backlog
+    /// whose age `stats` reports.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = oprec_bench::STATS_PENDING,
+        requires = "stats_rows"
+    )]
+    pub stats_pending: u64,
     /// Instead of the phases above: enqueue and drain together for this long at `--rate`, with
     /// retention of `--retain`, sampling sizes and latencies every `--sample-every`.
     #[arg(long, value_name = "DURATION")]
@@ -137,13 +146,19 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
         }
     };
     if let Some(rows) = args.stats_rows {
-        let r = oprec_bench::stats_at_scale(url, rows, &progress)
+        let r = oprec_bench::stats_at_scale(url, rows, args.stats_pending, &progress)
             .await
             .map_err(fail)?;
         let text = format!(
-            "stats with {} finished rows (statistics stale): {:.1} ms median, {:.1} ms slowest; \
-             the table counts it used to make: {:.0} ms\n",
-            r.finished_rows, r.stats_median_ms, r.stats_max_ms, r.table_count_median_ms
+            "stats with {} finished and {} pending rows (statistics stale): {:.1} ms median, \
+             {:.1} ms slowest; the table counts it used to make: {:.0} ms; the backlog by age \
+             read from the waiting rows, as before: {:.0} ms\n",
+            r.finished_rows,
+            r.pending_rows,
+            r.stats_median_ms,
+            r.stats_max_ms,
+            r.table_count_median_ms,
+            r.backlog_rows_median_ms
         );
         emit(args, &r, text)?;
         return Ok(Some(()));
@@ -213,7 +228,7 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
 /// their own figure.
 fn rows_written(args: &BenchArgs) -> u64 {
     if let Some(rows) = args.stats_rows {
-        return rows;
+        return rows + args.stats_pending;
     }
     if args.steady.is_some() {
         return 0;
