@@ -75,7 +75,9 @@ pub use transition::{
 };
 pub use transport::{AckToken, Delivery, KindDepth, Transport, WakeUp};
 pub use url::{redact_url, url_encoding_hint, url_origin, url_secrets, url_shape_error};
-pub use worker_record::{UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord};
+pub use worker_record::{
+    UNHANDLED_READ_MAX, UnhandledKind, WORKER_LIVE_SECS, WorkerBeatParams, WorkerRecord,
+};
 
 /// The store traits in scope, unnamed: `use oprec_core::prelude::*;` lets code call any store
 /// method on a concrete store (a `PgStore`, a `SqliteStore`) without naming the trait it is on.

@@ -48,6 +48,10 @@ pub struct WorkerRecord {
     pub leader: bool,
 }
 
+/// The most pending operations of one unhandled kind read to count its eligible ones: a kind
+/// left without workers costs the figures this many rows at most, however large its backlog.
+pub const UNHANDLED_READ_MAX: u64 = 10_000;
+
 /// Pending operations of one kind that no live worker handles: nobody will claim them until a
 /// worker that knows the kind starts.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -56,8 +60,11 @@ pub struct UnhandledKind {
     pub kind: String,
     /// Its pending operations.
     pub pending: u64,
-    /// Of those, the ones already eligible (due now).
+    /// Of those, the ones already eligible (due now), counted among the oldest
+    /// [`UNHANDLED_READ_MAX`] (all of them when there are no more).
     pub eligible: u64,
+    /// There were more pending than [`UNHANDLED_READ_MAX`]: `eligible` is a lower bound.
+    pub eligible_at_least: bool,
     /// When the oldest of them was enqueued.
     pub oldest_created_at: DateTime<Utc>,
 }

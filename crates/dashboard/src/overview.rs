@@ -91,6 +91,7 @@ fn notices(controls: &[Control], r: &StatsReport, now: chrono::DateTime<chrono::
                         (u.kind)
                     }
                     " (" (count(u.pending)) " pending, " (count(u.eligible))
+                    @if u.eligible_at_least { "+" }
                     " eligible, oldest created " (when(u.oldest_created_at, now)) ")"
                 }
                 " — these wait until a worker that registers their kind runs."

@@ -4,7 +4,7 @@
 
 use oprec_core::operator::WorkerListParams;
 use oprec_core::store::WorkerRemoveParams;
-use oprec_core::{Result, UnhandledKind, WorkerBeatParams, WorkerRecord};
+use oprec_core::{Result, UNHANDLED_READ_MAX, UnhandledKind, WorkerBeatParams, WorkerRecord};
 
 use crate::row::{Columns, micros};
 use crate::{PgStore, backend_error, sql};
@@ -81,6 +81,7 @@ pub(crate) async fn operation_unhandled(
     let rows = sqlx::query(sql::WORKERS_UNHANDLED)
         .bind(store.now_bind())
         .bind(micros(params.seen_within))
+        .bind(i64::try_from(UNHANDLED_READ_MAX).unwrap_or(i64::MAX))
         .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;
@@ -88,10 +89,12 @@ pub(crate) async fn operation_unhandled(
     rows.iter()
         .map(|r| {
             let c = Columns(r);
+            let (pending, scanned): (u64, u64) = (c.big_count("pending")?, c.big_count("scanned")?);
             Ok(UnhandledKind {
                 kind: c.get("kind")?,
-                pending: c.big_count("pending")?,
+                pending: pending.max(scanned),
                 eligible: c.big_count("eligible")?,
+                eligible_at_least: pending > scanned,
                 oldest_created_at: c.get("oldest_created_at")?,
             })
         })

@@ -230,10 +230,12 @@ pub(crate) fn worker_record(row: &SqliteRow) -> Result<WorkerRecord> {
 /// Reads one group of `workers_unhandled.sql`.
 pub(crate) fn unhandled_kind(row: &SqliteRow) -> Result<UnhandledKind> {
     let c = Columns(row);
+    let (pending, scanned) = (c.u64("pending")?, c.u64("scanned")?);
     Ok(UnhandledKind {
         kind: c.text("kind")?,
-        pending: c.u64("pending")?,
+        pending: pending.max(scanned),
         eligible: c.u64("eligible")?,
+        eligible_at_least: pending > scanned,
         oldest_created_at: c.time("oldest")?,
     })
 }

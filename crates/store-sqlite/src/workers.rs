@@ -4,7 +4,7 @@
 use chrono::Duration;
 use oprec_core::operator::WorkerListParams;
 use oprec_core::store::WorkerRemoveParams;
-use oprec_core::{Result, UnhandledKind, WorkerBeatParams, WorkerRecord};
+use oprec_core::{Result, UNHANDLED_READ_MAX, UnhandledKind, WorkerBeatParams, WorkerRecord};
 
 use crate::row::{self, json_text};
 use crate::{SqliteStore, backend_error, sql, time};
@@ -68,6 +68,7 @@ pub(crate) async fn operation_unhandled(
     let rows = sqlx::query(sql::WORKERS_UNHANDLED)
         .bind(time::text(store.clock_now())?)
         .bind(live_since(store, params.seen_within)?)
+        .bind(i64::try_from(UNHANDLED_READ_MAX).unwrap_or(i64::MAX))
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;

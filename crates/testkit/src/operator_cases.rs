@@ -1634,6 +1634,10 @@ pub async fn workers_register_and_unhandled_kinds_show<S: FullStore>(h: Harness<
         .unwrap();
     assert_eq!(kinds_of(&u), vec![row("a", 2, 2), row("b", 1, 0)]);
     assert_eq!(u[0].oldest_created_at, t0);
+    assert!(
+        u.iter().all(|k| !k.eligible_at_least),
+        "a backlog under the read bound is counted whole"
+    );
 
     // A worker for a (and x) leaves only b unhandled, in the stats too.
     h.store

@@ -109,7 +109,11 @@ pub(crate) fn unhandled_text(unhandled: &[oprec::UnhandledKind]) -> String {
         t.row(vec![
             u.kind.clone(),
             count(u.pending),
-            count(u.eligible),
+            if u.eligible_at_least {
+                format!("{}+", count(u.eligible))
+            } else {
+                count(u.eligible)
+            },
             output::time(u.oldest_created_at),
         ]);
     }

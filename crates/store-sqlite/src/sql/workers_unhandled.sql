@@ -1,12 +1,29 @@
--- Pending operations, per kind, whose kind no worker seen at or after ?2 handles, with how many
--- are eligible at ?1 and the oldest creation time. Walks operations_status_kind.
-SELECT kind,
-       count(*) AS pending,
-       sum(next_eligible_at <= ?1) AS eligible,
-       min(created_at) AS oldest
-FROM operations
-WHERE status = 'pending'
-  AND kind NOT IN (SELECT k.value FROM workers AS w, json_each(w.kinds) AS k
-                   WHERE w.last_seen_at >= ?2)
-GROUP BY kind
-ORDER BY kind
+-- Pending operations, per kind, whose kind no worker seen at or after ?2 handles: how many (from
+-- the trigger-kept operation_counts), how many of the oldest ?3 are eligible at ?1, how many of
+-- those were read, and the earliest creation time among them. Reads at most ?3 rows of each such
+-- kind (its first entries in operations_status_kind, in id order: UUID v7 ids made at enqueue),
+-- however large its backlog.
+WITH unhandled AS (
+    SELECT c.kind, sum(c.operations) AS pending
+    FROM operation_counts AS c
+    WHERE c.status = 'pending'
+      AND c.kind NOT IN (SELECT k.value FROM workers AS w, json_each(w.kinds) AS k
+                         WHERE w.last_seen_at >= ?2)
+    GROUP BY c.kind
+    HAVING sum(c.operations) > 0
+)
+SELECT u.kind,
+       u.pending,
+       (SELECT count(*) FROM (SELECT o.next_eligible_at FROM operations AS o
+                              WHERE o.status = 'pending' AND o.kind = u.kind
+                              ORDER BY o.id LIMIT ?3)
+        WHERE next_eligible_at <= ?1) AS eligible,
+       (SELECT count(*) FROM (SELECT 1 FROM operations AS o
+                              WHERE o.status = 'pending' AND o.kind = u.kind
+                              ORDER BY o.id LIMIT ?3)) AS scanned,
+       (SELECT min(created_at) FROM (SELECT o.created_at FROM operations AS o
+                                     WHERE o.status = 'pending' AND o.kind = u.kind
+                                     ORDER BY o.id LIMIT ?3)) AS oldest
+FROM unhandled AS u
+WHERE scanned > 0
+ORDER BY u.kind
