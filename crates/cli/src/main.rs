@@ -18,6 +18,7 @@ mod duration;
 mod exit;
 mod filter;
 mod import;
+mod kinds_file;
 mod logging;
 mod metrics;
 mod output;

@@ -12,7 +12,7 @@ use oprec_core::{Exponential, FailureClass, Jitter, Ladder, PayloadMode, RetryPo
 use reqwest::header::HeaderName;
 use toml::Spanned;
 
-use crate::error::{Error, Result, Source};
+use crate::error::{Error, Location, Result, Source};
 use crate::handler::{EFFECT_KEY_PLACEHOLDER, HttpSettings};
 use crate::mapping::{Mapping, RemoteId, Verdict};
 use crate::secret::{ENV_PREFIX, EnvHeader, valid_var};
@@ -22,6 +22,8 @@ use crate::spec::{FileSpec, HttpSpec, KindSpec, LadderSpec};
 #[derive(Debug)]
 pub(crate) struct Declared {
     pub name: String,
+    /// Where the file names it.
+    pub at: Location,
     pub dependency: String,
     pub policy: RetryPolicy,
     pub payload_mode: PayloadMode,
@@ -198,6 +200,7 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
     let request_timeout = timeout - (timeout / 10).min(StdDuration::from_secs(1));
     let http = declare_http(src, &name, &dependency, request_timeout, http.into_inner())?;
     Ok(Declared {
+        at: src.location(name_span.start),
         name,
         dependency,
         policy,
@@ -261,13 +264,16 @@ fn declare_http(
         if header == idempotency_header {
             return Err(at(
                 name.span(),
-                format!("header {header} carries the effect key; the handler sets it"),
+                format!(
+                    "header {} carries the effect key; the handler sets it",
+                    name.get_ref()
+                ),
             ));
         }
         if matches!(header.as_str(), "content-type" | "content-length" | "host") {
             return Err(at(
                 name.span(),
-                format!("header {header} is the handler's to set"),
+                format!("header {} is the handler's to set", name.get_ref()),
             ));
         }
         let var = value
@@ -279,14 +285,16 @@ fn declare_http(
                 at(
                     value.span(),
                     format!(
-                        "header {header} must name an environment variable, as \"env:NAME\"; \
+                        "header {} must name an environment variable, as \"env:NAME\"; \
                          header values (secrets above all) come from the environment, never \
-                         from the file"
+                         from the file",
+                        name.get_ref()
                     ),
                 )
             })?;
         headers.push(EnvHeader::new(
             header,
+            name.get_ref().clone(),
             var.to_owned(),
             src.location(value.span().start),
         ));

@@ -85,6 +85,11 @@ impl KindsFile {
         self.declared.iter().map(|d| d.name.as_str()).collect()
     }
 
+    /// Where the file declares the kind `name` (the line of its `name = ...`).
+    pub fn location(&self, name: &str) -> Option<&Location> {
+        self.declared.iter().find(|d| d.name == name).map(|d| &d.at)
+    }
+
     /// The kinds, ready to register with a worker: each header's variable read through `env`
     /// now (`|name| std::env::var(name).ok()` for the process's own), so that a missing one is an
     /// error naming its line before any operation is claimed.

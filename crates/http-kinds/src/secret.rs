@@ -23,6 +23,8 @@ pub(crate) fn valid_var(name: &str) -> bool {
 #[derive(Clone)]
 pub(crate) struct EnvHeader {
     pub name: HeaderName,
+    /// The name as the file writes it, for messages (`HeaderName` is lowercase).
+    pub written: String,
     pub var: String,
     /// Where the file names it, for load errors.
     pub at: Location,
@@ -49,7 +51,7 @@ impl std::fmt::Debug for EnvHeader {
 
 /// The variable's value as a header value marked sensitive, or why it cannot be one (never
 /// quoting the value).
-fn header_value(name: &HeaderName, var: &str, value: Option<&str>) -> Result<HeaderValue, String> {
+fn header_value(name: &str, var: &str, value: Option<&str>) -> Result<HeaderValue, String> {
     let Some(value) = value else {
         return Err(format!(
             "header {name} names the environment variable {var}, which is not set; set it in \
@@ -73,9 +75,10 @@ fn header_value(name: &HeaderName, var: &str, value: Option<&str>) -> Result<Hea
 
 impl EnvHeader {
     /// A header not read yet.
-    pub fn new(name: HeaderName, var: String, at: Location) -> Self {
+    pub fn new(name: HeaderName, written: String, var: String, at: Location) -> Self {
         EnvHeader {
             name,
+            written,
             var,
             at,
             value: None,
@@ -90,7 +93,7 @@ impl EnvHeader {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<(), Error> {
         let value =
-            header_value(&self.name, &self.var, env(&self.var).as_deref()).map_err(|why| {
+            header_value(&self.written, &self.var, env(&self.var).as_deref()).map_err(|why| {
                 Error::Invalid {
                     at: self.at.clone(),
                     message: format!("kind {kind:?}: {why}"),
@@ -106,7 +109,7 @@ impl EnvHeader {
         match &self.value {
             Some(v) => Ok(v.clone()),
             None => header_value(
-                &self.name,
+                &self.written,
                 &self.var,
                 std::env::var(&self.var).ok().as_deref(),
             ),
@@ -121,6 +124,7 @@ mod tests {
     fn header() -> EnvHeader {
         EnvHeader::new(
             HeaderName::from_static("authorization"),
+            "Authorization".into(),
             "SHIPPER_TOKEN".into(),
             Location {
                 file: "k.toml".into(),
@@ -158,7 +162,7 @@ mod tests {
         let e = header().resolve("ship", &|_| None).unwrap_err().to_string();
         assert_eq!(
             e,
-            "k.toml:9:13: kind \"ship\": header authorization names the environment variable \
+            "k.toml:9:13: kind \"ship\": header Authorization names the environment variable \
              SHIPPER_TOKEN, which is not set; set it in the worker's environment (a kinds file \
              names variables, never values)"
         );

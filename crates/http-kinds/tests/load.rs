@@ -149,7 +149,7 @@ fn a_missing_environment_variable_is_refused_at_its_line() {
     assert!(e.starts_with("kinds.toml:12:29:"), "{e}");
     assert!(
         e.contains(
-            "header authorization names the environment variable SHIPPER_TOKN, which is not set"
+            "header Authorization names the environment variable SHIPPER_TOKN, which is not set"
         ),
         "{e}"
     );
