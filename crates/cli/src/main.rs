@@ -1,7 +1,7 @@
 //! `oprec`: the operator's command line for oprec. It migrates the schema, enqueues operations of
-//! the demo kinds, shows and lists operations with their attempt history, purges or measures the
-//! transport, runs a worker (with scheduler, rescuer, reconciler, dead-letter alerts and
-//! Prometheus metrics), runs the retry scenarios as a demo, and acts on operations as an operator:
+//! the demo kinds and of kinds declared in a file, shows and lists operations with their attempt
+//! history, purges or measures the transport, runs a worker (with scheduler, rescuer, reconciler,
+//! dead-letter alerts and Prometheus metrics; the declared kinds run by an HTTP handler), runs the retry scenarios as a demo, and acts on operations as an operator:
 //! re-drive, pause and resume, quarantine and release, cancel, reconcile, stats, audit.
 //!
 //! Not a library: commands parse flags, call the `oprec` facade (the operator workflows are

@@ -58,8 +58,7 @@ pub(crate) fn declare(src: &Source<'_>, file: FileSpec) -> Result<Vec<Declared>>
 fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<Declared> {
     let name_span = k.name.span();
     let name = k.name.into_inner();
-    oprec_core::transport::check_kind(&name)
-        .map_err(|e| src.error(name_span.clone(), e.to_string()))?;
+    oprec_core::transport::check_kind(&name).map_err(|e| src.error(name_span.clone(), why(e)))?;
     let missing =
         |what: &str| src.error(table.clone(), format!("kind {name:?} declares no {what}"));
     let at =
@@ -174,7 +173,7 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
         }
     };
     // The values checked above are sound, so what the builder still refuses is the ladder's.
-    let policy = built.map_err(|e| at(ladder_span, e.to_string()))?;
+    let policy = built.map_err(|e| at(ladder_span, why(e)))?;
 
     let payload_mode = match k.payload.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
         None | Some(("snapshot", _)) => PayloadMode::Snapshot,
@@ -353,6 +352,14 @@ fn declare_http(
         },
         request_timeout,
     })
+}
+
+/// What core's error says, without its "invalid input: " prefix (the location says it).
+fn why(e: oprec_core::Error) -> String {
+    match e {
+        oprec_core::Error::InvalidInput(m) => m,
+        other => other.to_string(),
+    }
 }
 
 /// A JSON Pointer from what the file says: `/data/id` as it is, a bare `id` as `/id`.

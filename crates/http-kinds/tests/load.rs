@@ -104,7 +104,10 @@ fn a_bad_ladder_is_refused_at_its_line() {
     let e = refused_at(&with_line(7, r#"ladder = ["0s", "0s", "5m"]"#), 7);
     assert!(e.contains("kinds.toml:7:10:"), "{e}");
     assert!(e.contains("kind \"shipment.create\""), "{e}");
-    assert!(e.contains("positive delay before every retry"), "{e}");
+    assert!(
+        e.contains(": kind \"shipment.create\": retry policy: a kind that does external I/O needs a positive delay before every retry"),
+        "{e}"
+    );
     let e = refused_at(&with_line(7, r#"ladder = ["0s", "soon"]"#), 7);
     assert!(e.contains("\"soon\" is not a duration"), "{e}");
     let e = refused_at(&with_line(7, "ladder = []"), 7);
@@ -199,6 +202,8 @@ fn every_declaration_of_the_policy_is_required() {
     assert!(KindsFile::parse("k", &with_line(6, "")).is_ok());
     let e = refused_at(&with_line(4, r#"timeout = "0s""#), 4);
     assert!(e.contains("longer than zero"), "{e}");
+    let e = refused_at(&with_line(2, r#"name = """#), 2);
+    assert!(e.contains("kinds.toml:2:8: a wake-up needs a kind"), "{e}");
     let e = refused_at(&with_line(5, "max_attempts = 0"), 5);
     assert!(e.contains("at least 1"), "{e}");
     let e = refused_at(&with_line(8, r#"jitter = "some""#), 8);
