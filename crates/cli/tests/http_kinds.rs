@@ -9,7 +9,6 @@
 //! nothing else. Then the load errors and the enqueue side, through the binary.
 
 mod common;
-#[allow(dead_code)]
 mod rig;
 
 use std::collections::HashMap;
