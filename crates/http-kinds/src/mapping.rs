@@ -10,6 +10,9 @@ use oprec_core::{Failure, FailureClass, OperationError, Outcome};
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 use serde_json::Value;
 
+/// The longest Retry-After read (a year): past it, a provider's number is only "very long".
+const MAX_RETRY_AFTER_SECS: u64 = 365 * 24 * 3600;
+
 /// The most of a response body an error message quotes.
 const QUOTED_BODY_CHARS: usize = 300;
 
@@ -256,9 +259,8 @@ fn status_line(status: u16) -> String {
 pub fn retry_after(headers: &HeaderMap, now: DateTime<Utc>) -> Option<Duration> {
     let text = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = text.parse::<u64>() {
-        return Some(Duration::seconds(
-            i64::try_from(secs).unwrap_or(i64::MAX / 1000),
-        ));
+        // A provider's absurd wait is still a wait; the policy caps it long before this.
+        return Some(Duration::seconds(secs.min(MAX_RETRY_AFTER_SECS) as i64));
     }
     let at = DateTime::parse_from_rfc2822(text).ok()?.with_timezone(&Utc);
     Some((at - now).max(Duration::zero()))
@@ -367,6 +369,14 @@ mod tests {
             .outcome(&answer(429, &h, b""))
             .unwrap_err();
         assert_eq!(f.retry_after, Some(Duration::seconds(120)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("18446744073709551615"),
+        );
+        let f = Mapping::default()
+            .outcome(&answer(429, &h, b""))
+            .unwrap_err();
+        assert_eq!(f.retry_after, Some(Duration::days(365)));
         h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
         let f = Mapping::default()
             .outcome(&answer(429, &h, b""))

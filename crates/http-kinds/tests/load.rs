@@ -74,8 +74,10 @@ fn a_sound_file_gives_its_kinds_with_their_policies() {
     );
     // No reconcile URL: unknown outcomes wait for an operator.
     assert!(!k.can_reconcile());
-    // Nothing secret in its Debug.
-    let shown = format!("{file:?} {kinds:?}");
+    // Nothing secret in any Debug, the handler's (which holds the value) included.
+    let handler = file.handler("shipment.create", &env).unwrap().unwrap();
+    let shown = format!("{file:?} {kinds:?} {handler:?}");
+    assert!(shown.contains("SHIPPER_TOKEN"), "{shown}");
     assert!(!shown.contains("t0ken"), "{shown}");
 }
 
