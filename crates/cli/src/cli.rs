@@ -85,7 +85,8 @@ connection_timeout=, auth_mechanism=",
 pub(crate) enum Command {
     /// Create or upgrade the schema (tables, indexes, constraints).
     Migrate(MigrateArgs),
-    /// Enqueue operations of a demo kind (the row commits first, then a wake-up is published).
+    /// Enqueue operations of a demo kind or a kind declared in --kinds-file (the row commits
+    /// first, then a wake-up is published).
     Enqueue(EnqueueArgs),
     /// Show and list operations with their attempt history.
     #[command(subcommand)]
@@ -179,10 +180,16 @@ it climbs and may lower that bound, not raise it: the bound is stored with each 
 )]
 #[command(group(ArgGroup::new("input").required(true).args(["payload", "payload_file"])))]
 pub(crate) struct EnqueueArgs {
-    /// The operation kind (one of the demo kinds: demo.noop, demo.flaky, demo.crash, demo.slow,
-    /// demo.effect).
+    /// The operation kind: one of the demo kinds (demo.noop, demo.flaky, demo.crash, demo.slow,
+    /// demo.effect) or of the kinds --kinds-file declares.
     #[arg(long, value_name = "KIND")]
     pub kind: String,
+
+    /// Also accept the kinds this TOML file declares (see `oprec worker --kinds-file`); their
+    /// policies set each operation's attempt bound and deadline. The headers' environment
+    /// variables are not read: a producer needs no secrets.
+    #[arg(long, value_name = "PATH", env = "OPREC_KINDS_FILE")]
+    pub kinds_file: Option<PathBuf>,
 
     /// The payload, as JSON (at most --max-payload-bytes).
     #[arg(long, value_name = "JSON")]
@@ -355,6 +362,13 @@ pub(crate) struct WorkerArgs {
     /// Register the demo kinds (demo.noop, demo.flaky, demo.crash, demo.slow, demo.effect).
     #[arg(long)]
     pub demo: bool,
+    /// Register the kinds this TOML file declares, each run by an HTTP handler: its payload
+    /// POSTed as JSON to the kind's URL with the effect key as Idempotency-Key, the answer mapped
+    /// onto failure classes (see examples/kinds.toml). Beside --demo or instead of it. The file
+    /// is checked before anything runs (an error names its line); the headers' values come from
+    /// the environment variables it names, which must be set.
+    #[arg(long, value_name = "PATH", env = "OPREC_KINDS_FILE")]
+    pub kinds_file: Option<PathBuf>,
     /// Run only these of the registered kinds (comma-separated; default: all of them). The
     /// worker then takes only these kinds' wake-ups, so pools split by kind share one broker.
     #[arg(long, value_name = "KIND,...", value_delimiter = ',')]

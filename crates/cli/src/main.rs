@@ -1,8 +1,9 @@
 //! `oprec`: the operator's command line for oprec. It migrates the schema, enqueues operations of
-//! the demo kinds, shows and lists operations with their attempt history, purges or measures the
-//! transport, runs a worker (with scheduler, rescuer, reconciler, dead-letter alerts and
-//! Prometheus metrics), runs the retry scenarios as a demo, and acts on operations as an operator:
-//! re-drive, pause and resume, quarantine and release, cancel, reconcile, stats, audit.
+//! the demo kinds and of kinds declared in a file, shows and lists operations with their attempt
+//! history, purges or measures the transport, runs a worker (with scheduler, rescuer, reconciler,
+//! dead-letter alerts and Prometheus metrics; the declared kinds run by an HTTP handler), runs the
+//! retry scenarios as a demo, and acts on operations as an operator: re-drive, pause and resume,
+//! quarantine and release, cancel, reconcile, stats, audit.
 //!
 //! Not a library: commands parse flags, call the `oprec` facade (the operator workflows are
 //! `oprec::ops`, shared with the dashboard) and print; the behaviour lives in the crates.
@@ -18,6 +19,7 @@ mod duration;
 mod exit;
 mod filter;
 mod import;
+mod kinds_file;
 mod logging;
 mod metrics;
 mod output;

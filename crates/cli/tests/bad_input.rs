@@ -156,7 +156,7 @@ fn bad_ids() {
 fn unknown_kind_lists_the_known_ones() {
     let o = Oprec::migrated();
     o.run(&["enqueue", "--kind", "email.send", "--payload", "{}"])
-        .bad_input("unknown kind \"email.send\"; this CLI knows the demo kinds: demo.crash, demo.effect, demo.flaky, demo.noop, demo.slow");
+        .bad_input("unknown kind \"email.send\"; accepted kinds: demo.crash, demo.effect, demo.flaky, demo.noop, demo.slow (--kinds-file FILE adds the kinds a file declares)");
 }
 
 #[test]

@@ -532,3 +532,79 @@ fn an_unknown_kind_or_a_mismatched_source_is_bad_input() {
     ])
     .bad_input("unsupported --from");
 }
+
+#[tokio::test]
+async fn a_kind_a_kinds_file_declares_is_imported_under_its_own_policy() {
+    let o = Oprec::migrated();
+    std::fs::write(
+        o.path("kinds.toml"),
+        r#"[[kind]]
+name = "shipment.create"
+dependency = "shipping-provider"
+timeout = "30s"
+max_attempts = 3
+give_up_after = "2h"
+ladder = ["0s", "1m", "5m"]
+jitter = "equal"
+
+[kind.http]
+url = "http://127.0.0.1:9/ship"
+headers = { Authorization = "env:SHIPPER_TOKEN_NOT_SET_HERE" }
+"#,
+    )
+    .unwrap();
+    let key = format!("oprec-test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = RedisKeyGuard {
+        url: redis_url(),
+        key: key.clone(),
+    };
+    // Sidekiq's shape: the job id is its `jid`.
+    let jobs: Vec<Vec<u8>> = (0..3)
+        .map(|i| {
+            json!({"class": "ShipmentJob", "args": [i], "jid": format!("jid-{i}")})
+                .to_string()
+                .into_bytes()
+        })
+        .collect();
+    rpush(&key, &jobs).await;
+    let from = redis_url();
+    let args = |kind: &'static str| {
+        [
+            "import",
+            "--from",
+            &from,
+            "--list",
+            &key,
+            "--id-field",
+            "jid",
+            "--kind",
+            kind,
+            "--kinds-file",
+            "kinds.toml",
+            "--json",
+        ]
+        .map(str::to_owned)
+    };
+    // Importing needs no secret: the header's variable is not set here.
+    let v = o
+        .run(&args("shipment.create").each_ref().map(String::as_str))
+        .json();
+    assert_eq!(figures(&v), (3, 3, 0, 0, 0), "{v}");
+    let ops = rows(
+        &o,
+        "SELECT idempotency_key, CAST(max_attempts AS TEXT) || ' ' || dependency, \
+         CAST(give_up_at IS NOT NULL AS TEXT) FROM operations ORDER BY idempotency_key",
+    )
+    .await;
+    assert_eq!(ops.len(), 3);
+    for (i, (id, policy, deadline)) in ops.iter().enumerate() {
+        assert_eq!(id, &format!("jid-{i}"));
+        assert_eq!(
+            policy, "3 shipping-provider",
+            "the file's bound and dependency"
+        );
+        assert_eq!(deadline.as_deref(), Some("1"), "the file's give_up_after");
+    }
+    o.run(&args("shipment.cancel").each_ref().map(String::as_str))
+        .bad_input("accepted kinds: demo.crash, demo.effect, demo.flaky, demo.noop, demo.slow; from kinds.toml: shipment.create");
+}

@@ -1,6 +1,6 @@
-//! `oprec enqueue`: one operation, or `--count` copies in batches of 1,000, of a demo kind,
-//! through `oprec::Client` (the row commits, then a wake-up is published unless the transport is
-//! `poll`).
+//! `oprec enqueue`: one operation, or `--count` copies in batches of 1,000, of a demo kind or a
+//! kind a `--kinds-file` declares, through `oprec::Client` (the row commits, then a wake-up is
+//! published unless the transport is `poll`).
 
 use std::io::Read;
 use std::path::Path;
@@ -14,7 +14,7 @@ use crate::backend::{self, Backend, store_error};
 use crate::cli::{EnqueueArgs, Global};
 use crate::demo_kinds::{self, DemoPolicy, EffectTable};
 use crate::exit::bad;
-use crate::{duration, output, progress};
+use crate::{duration, kinds_file, output, progress};
 
 /// Operations per enqueue call (one transaction, one publish).
 const BATCH: u64 = 1000;
@@ -95,11 +95,24 @@ async fn same_payload(
 
 /// Enqueues as asked and prints the id(s).
 pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()> {
-    if !demo_kinds::NAMES.contains(&args.kind.as_str()) {
+    let file = args
+        .kinds_file
+        .as_deref()
+        .map(kinds_file::load)
+        .transpose()?;
+    let declared = file
+        .as_ref()
+        .is_some_and(|f| f.names().contains(&args.kind.as_str()));
+    if !demo_kinds::NAMES.contains(&args.kind.as_str()) && !declared {
         return Err(bad(format!(
-            "unknown kind {:?}; this CLI knows the demo kinds: {}",
+            "unknown kind {:?}; accepted kinds: {}{}",
             output::cut(&args.kind, 64),
-            demo_kinds::NAMES.join(", ")
+            kinds_file::accepted(file.as_ref()),
+            if file.is_none() {
+                " (--kinds-file FILE adds the kinds a file declares)"
+            } else {
+                ""
+            }
         )));
     }
     if args.count == Some(0) {
@@ -123,7 +136,12 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
 
     let backend = Backend::connect(&global.database_url).await?;
     let policy = DemoPolicy::default().retry_policy()?;
-    let registry = demo_kinds::registry(&policy, EffectTable::new(&backend.concrete));
+    let mut registry = demo_kinds::registry(&policy, EffectTable::new(&backend.concrete));
+    if let Some(file) = &file {
+        for kind in kinds_file::enqueue_kinds(file)? {
+            registry = registry.register(kind);
+        }
+    }
     let transport = backend::transport(&global.transport)?;
     let client = Client::new(backend.store.clone(), transport, Arc::new(registry))
         .with_max_payload_bytes(args.max_payload_bytes);

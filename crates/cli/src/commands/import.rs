@@ -2,6 +2,8 @@
 //! JSON messages) into operations of one kind, idempotently, removing the legacy messages with
 //! `--then-purge` only after their operations committed. See `crate::import` for how.
 
+use std::path::PathBuf;
+
 use chrono::Duration;
 use clap::{ArgGroup, Args};
 use oprec::operator::AuditEntry;
@@ -14,7 +16,7 @@ use crate::cli::Global;
 use crate::demo_kinds::{self, DemoPolicy};
 use crate::exit::bad;
 use crate::import::{Importer, Tally, amqp_queue, redis_list};
-use crate::{output, progress};
+use crate::{kinds_file, output, progress};
 
 /// `oprec import`.
 #[derive(Debug, Args)]
@@ -30,10 +32,11 @@ repaired); it is never dropped.\n\nA job whose id already names an operation wit
 payload (two legacy jobs with one id and different bodies, or a job changed since an earlier \
 import) is a conflict: nothing is created for it, it is counted and named with the operation that \
 holds its id, and it stays in the legacy queue even with --then-purge, for someone to decide. \
-The same job again (same id, same payload) is counted as already present.\n\nThe kind must be a demo kind, or, with --any-kind, any name: \
-its operations get the default import policy (30 s timeout, at most 6 attempts, the ladder \
-0, 60, 300, 1500, 7500, 37500 s, give up after 7 days); the workers that run the kind apply \
-their own ladder within that bound."
+The same job again (same id, same payload) is counted as already present.\n\nThe kind must be a demo kind, a kind --kinds-file declares (its operations \
+get that kind's policy and dependency), or, with --any-kind, any name: its operations get \
+the default import policy (30 s timeout, at most 6 attempts, the ladder 0, 60, 300, 1500, \
+7500, 37500 s, give up after 7 days); the workers that run the kind apply their own ladder \
+within that bound."
 )]
 #[command(group(ArgGroup::new("source").required(true).args(["list", "queue"])))]
 pub(crate) struct ImportArgs {
@@ -59,6 +62,10 @@ pub(crate) struct ImportArgs {
     /// Accept a kind this CLI does not know, under the default import policy (see above).
     #[arg(long)]
     pub any_kind: bool,
+    /// Also accept the kinds this TOML file declares, with their own policies and dependencies
+    /// (see `oprec worker --kinds-file`).
+    #[arg(long, value_name = "PATH", env = "OPREC_KINDS_FILE")]
+    pub kinds_file: Option<PathBuf>,
     /// The job field that holds its id (a string or a number).
     #[arg(long, value_name = "FIELD", default_value = "id")]
     pub id_field: String,
@@ -86,10 +93,26 @@ fn any_kind_policy() -> oprec::Result<RetryPolicy> {
 
 /// Imports as asked and prints the counts.
 pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()> {
+    let file = args
+        .kinds_file
+        .as_deref()
+        .map(kinds_file::load)
+        .transpose()?;
+    let declared = match &file {
+        Some(file) => kinds_file::enqueue_kinds(file)?
+            .into_iter()
+            .find(|k| k.name() == args.kind),
+        None => None,
+    };
     let (policy, dependency) = if demo_kinds::NAMES.contains(&args.kind.as_str()) {
         (
             DemoPolicy::default().retry_policy()?,
             Some(demo_kinds::DEPENDENCY.to_owned()),
+        )
+    } else if let Some(kind) = declared {
+        (
+            kind.policy().clone(),
+            kind.dependency_name().map(str::to_owned),
         )
     } else if args.any_kind && !args.kind.trim().is_empty() {
         // The kind names the stream or queue its wake-ups travel on.
@@ -100,10 +123,15 @@ pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()>
         (any_kind_policy()?, None)
     } else {
         return Err(bad(format!(
-            "unknown kind {:?}; this CLI knows the demo kinds ({}); give --any-kind to import \
-             under the default import policy",
+            "unknown kind {:?}; accepted kinds: {}; give --any-kind to import under the \
+             default import policy{}",
             args.kind,
-            demo_kinds::NAMES.join(", ")
+            kinds_file::accepted(file.as_ref()),
+            if file.is_none() {
+                ", or --kinds-file FILE to import a kind a file declares"
+            } else {
+                ""
+            }
         )));
     };
     let scheme = args.from.split_once(':').map(|(s, _)| s).unwrap_or("");

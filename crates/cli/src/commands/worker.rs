@@ -1,6 +1,6 @@
 //! `oprec worker`: runs `oprec::Worker` (worker, scheduler, rescuer, reconciler and dead-letter
-//! alerter) with the demo kinds until SIGTERM or ctrl-c, then drains and prints a summary of the
-//! run. A second signal stops at once. `--metrics-listen` serves Prometheus metrics meanwhile.
+//! alerter) with the demo kinds and/or the kinds a `--kinds-file` declares until SIGTERM or
+//! ctrl-c, then drains and prints a summary of the run. A second signal stops at once. `--metrics-listen` serves Prometheus metrics meanwhile.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,14 +9,14 @@ use oprec::runtime::{
     AlerterConfig, DeadLetterSink, ReconcilerConfig, RescuerConfig, RetentionConfig,
     SchedulerConfig, WebhookSink,
 };
-use oprec::{VanishRule, Worker, WorkerConfig};
+use oprec::{Registry, VanishRule, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{self, Backend};
 use crate::cli::{Global, WorkerArgs};
 use crate::demo_kinds::{self, DemoPolicy, EffectTable};
 use crate::exit::bad;
-use crate::{duration, metrics, output};
+use crate::{duration, kinds_file, metrics, output};
 
 /// How long `--exit-when-idle` waits with nothing to do.
 const IDLE_FOR: Duration = Duration::from_secs(2);
@@ -147,17 +147,43 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
         .as_deref()
         .map(metrics::address)
         .transpose()?;
-    if !args.demo {
+    if !args.demo && args.kinds_file.is_none() {
         return Err(bad(
-            "nothing to run; pass --demo (this binary's worker runs the demo kinds)",
+            "nothing to run; pass --demo (the demo kinds), --kinds-file FILE (kinds declared in \
+             a file, run by an HTTP handler), or both",
         ));
     }
     let policy = policy.retry_policy()?;
+    // The file first: a mistake in it (or a variable its headers name and the environment
+    // lacks) stops the worker before it connects to anything.
+    let declared = match &args.kinds_file {
+        Some(path) => {
+            let file = kinds_file::load(path)?;
+            let kinds = kinds_file::worker_kinds(&file)?;
+            Some((file, kinds))
+        }
+        None => None,
+    };
     let backend = Backend::connect(&global.database_url).await?;
     backend.ensure_schema().await?;
-    let effects = EffectTable::new(&backend.concrete);
-    effects.ensure().await?;
-    let mut registry = demo_kinds::registry(&policy, effects);
+    let mut registry = Registry::new();
+    if args.demo {
+        let effects = EffectTable::new(&backend.concrete);
+        effects.ensure().await?;
+        registry = demo_kinds::registry(&policy, effects);
+    }
+    if let Some((file, kinds)) = declared {
+        eprintln!(
+            "oprec worker: {} kind{} from {}: {}",
+            kinds.len(),
+            if kinds.len() == 1 { "" } else { "s" },
+            file.file(),
+            file.names().join(", ")
+        );
+        for kind in kinds {
+            registry = registry.register(kind);
+        }
+    }
     if !args.kinds.is_empty() {
         registry = registry.only(&args.kinds).map_err(|e| match e {
             oprec::Error::InvalidInput(why) => bad(format!("--kinds: {why}")),

@@ -74,6 +74,8 @@ pub fn poll<T>(
 pub enum RigKind {
     PostgresRedis,
     PostgresAmqp,
+    /// PostgreSQL with no broker: workers claim from the store.
+    PostgresPoll,
     SqlitePoll,
 }
 
@@ -153,7 +155,7 @@ impl Rig {
                 ),
                 None,
             ),
-            RigKind::PostgresRedis | RigKind::PostgresAmqp => {
+            RigKind::PostgresRedis | RigKind::PostgresAmqp | RigKind::PostgresPoll => {
                 let server = servers.postgres.clone();
                 let schema = format!("oprec_test_pf_{tag}");
                 rt.block_on(async {
@@ -171,7 +173,7 @@ impl Rig {
             }
         };
         let (transport, stream, queue) = match kind {
-            RigKind::SqlitePoll => ("poll".to_owned(), None, None),
+            RigKind::SqlitePoll | RigKind::PostgresPoll => ("poll".to_owned(), None, None),
             RigKind::PostgresRedis => {
                 let server = servers.redis.clone();
                 let key = format!("oprec:pf:{tag}");
@@ -207,7 +209,7 @@ impl Rig {
             started: Instant::now(),
         };
         rig.oprec_ok(&["migrate"]);
-        if kind != RigKind::SqlitePoll {
+        if !matches!(kind, RigKind::SqlitePoll | RigKind::PostgresPoll) {
             let depth = rig.oprec(&["transport", "depth", "--json"]);
             assert!(
                 depth.0.success(),
@@ -261,6 +263,11 @@ impl Rig {
 
     /// The binary, pointed at this rig, its output going to log files named after `name`.
     pub fn spawn(&self, name: &str, args: &[&str]) -> Proc {
+        self.spawn_with_env(name, args, &[])
+    }
+
+    /// [`Rig::spawn`] with `env` set in the process's environment as well.
+    pub fn spawn_with_env(&self, name: &str, args: &[&str], env: &[(&str, &str)]) -> Proc {
         let n = self.logs.borrow().len();
         let out = self.dir().join(format!("{n:02}-{name}.out"));
         let err = self.dir().join(format!("{n:02}-{name}.err"));
@@ -273,6 +280,7 @@ impl Rig {
             // Its PostgreSQL sessions carry the name too (sqlx reads `PGAPPNAME`), so a test can
             // wait until a killed process's sessions have ended.
             .env("PGAPPNAME", name)
+            .envs(env.iter().copied())
             .args(args)
             .stdin(Stdio::null())
             .stdout(File::create(&out).expect("log file"))
