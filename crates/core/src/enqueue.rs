@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::Enqueued;
-use crate::{Error, FailureClass, OperationId, PayloadMode, Result, RetryPolicy};
+use crate::{Error, OperationId, PayloadMode, Result, RetryPolicy};
 
 /// What a caller may say about one enqueue; kept verbatim in `enqueue_params`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -169,10 +169,7 @@ impl NewOperation {
         {
             return invalid(format!("deadline {deadline} is not in the future"));
         }
-        let first_rung = policy
-            .ladder()
-            .delay_before(1, FailureClass::Transient)
-            .unwrap_or_default();
+        let first_rung = policy.first_delay();
         let max_attempts = policy.attempt_bound(options.max_attempts);
         let enqueue_params = serde_json::to_value(&options)
             .map_err(|e| Error::InvalidInput(format!("enqueue options: {e}")))?;

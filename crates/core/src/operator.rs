@@ -394,6 +394,9 @@ pub trait OperatorStore: Store {
     /// The leaderships in force (the maintenance leader, when there is one).
     async fn leader_list(&self) -> Result<Vec<crate::maintenance::Leadership>>;
 
+    /// The kinds' policies as workers last published them (`operation_kinds`), by kind.
+    async fn kind_list(&self) -> Result<Vec<crate::KindRecord>>;
+
     /// One batch of terminal operations with their whole history, in id order; see
     /// [`OperationExportParams`](crate::archive::OperationExportParams).
     async fn operation_export(

@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 
 use chrono::Duration;
 
-use crate::{Error, Jitter, Ladder, Result};
+use crate::{Error, FailureClass, Jitter, Ladder, Result};
 
 /// The refunded backpressure snoozes one operation may take by default: at the default snooze
 /// of five seconds, about ten minutes of local pressure before its attempts count.
@@ -140,6 +140,14 @@ impl RetryPolicy {
     /// How long after enqueue the kind gives up by default (a caller's deadline overrides it).
     pub fn give_up_after(&self) -> Option<Duration> {
         self.give_up_after
+    }
+
+    /// The wait before the first attempt: the ladder's first rung, unjittered (zero for an
+    /// exponential ladder). Added to the enqueue time (and the caller's delay) at enqueue.
+    pub fn first_delay(&self) -> Duration {
+        self.ladder
+            .delay_before(1, FailureClass::Transient)
+            .unwrap_or_default()
     }
 
     /// The retry ladder.

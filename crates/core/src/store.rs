@@ -528,4 +528,9 @@ pub trait WorkerStore: Store {
 
     /// Removes a worker's row (its clean shutdown); false when there was none.
     async fn worker_remove(&self, params: WorkerRemoveParams) -> Result<bool>;
+
+    /// Publishes the enqueue-time policies of the kinds a worker runs (`operation_kinds`, read
+    /// by PostgreSQL's `oprec_enqueue`): each kind's row is upserted, the latest publication
+    /// winning, with who published it and when (the store's now).
+    async fn kind_publish(&self, params: crate::KindPublishParams) -> Result<()>;
 }

@@ -12,6 +12,7 @@
 //! | `complete` | `operation_complete_many`, `operation_rescue_many` |
 //! | `steps` | `operation_remote_id_set`, `operation_steps_get`, `operation_step_save` |
 //! | `workers` | `worker_beat`, `worker_remove`, `worker_list`, `operation_unhandled` |
+//! | `kinds` | `kind_publish`, `kind_list` |
 //! | `wake` | `operation_wake_due`, `operation_wake_reset`, `operation_rewake`, `operation_wake_figures` |
 //! | `rescue` | `operation_lease_expired_list`, `operation_end_past_deadline` |
 //! | `reconcile` | `operation_reconcile_due`, `operation_reconcile_resolve` |
@@ -184,6 +185,9 @@ macro_rules! impl_store_traits {
                 params: $crate::store::WorkerRemoveParams,
             ) -> $crate::Result<bool> {
                 crate::workers::worker_remove(self, params).await
+            }
+            async fn kind_publish(&self, params: $crate::KindPublishParams) -> $crate::Result<()> {
+                crate::kinds::kind_publish(self, params).await
             }
         }
 
@@ -381,6 +385,9 @@ macro_rules! impl_store_traits {
             }
             async fn leader_list(&self) -> $crate::Result<Vec<$crate::maintenance::Leadership>> {
                 crate::leader::leader_list(self).await
+            }
+            async fn kind_list(&self) -> $crate::Result<Vec<$crate::KindRecord>> {
+                crate::kinds::kind_list(self).await
             }
             async fn operation_export(
                 &self,

@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oprec_core::maintenance::{LeaderAcquireParams, LeaderReleaseParams, MAINTENANCE_LEADER};
-use oprec_core::{Clock, FullStore, Transport, WorkerBeatParams};
+use oprec_core::{Clock, FullStore, KindPublishParams, Transport, WorkerBeatParams};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention,
+    Kind, Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention,
     scheduler, upkeep,
 };
 
@@ -45,7 +45,8 @@ impl Background {
     pub(crate) fn start(p: BackgroundParams<'_>) -> Self {
         let stop = CancellationToken::new();
         let mut tasks = JoinSet::new();
-        // This worker's row in `workers`, removed only after the drain.
+        // This worker's row in `workers`, removed only after the drain, and its kinds' policies
+        // in `operation_kinds`, published once.
         tasks.spawn(presence::run(
             p.store.clone(),
             WorkerBeatParams {
@@ -55,6 +56,11 @@ impl Background {
                 kinds: p.registry.names(),
                 code_version: p.config.code_version.clone(),
                 started_at: p.clock.now(),
+            },
+            KindPublishParams {
+                published_by: p.config.worker_id.clone(),
+                code_version: p.config.code_version.clone(),
+                kinds: p.registry.kinds().map(Kind::published_policy).collect(),
             },
             stop.clone(),
         ));

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use oprec_core::{Failure, OperationError, PayloadMode, RetryPolicy};
+use oprec_core::{Failure, KindPolicy, OperationError, PayloadMode, RetryPolicy};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -220,6 +220,17 @@ impl Kind {
     /// The named dependency, if any.
     pub fn dependency_name(&self) -> Option<&str> {
         self.dependency.as_deref()
+    }
+
+    /// The enqueue-time part of the kind's policy, as a worker publishes it for producers
+    /// outside Rust (PostgreSQL's `oprec_enqueue` reads it from `operation_kinds`).
+    pub fn published_policy(&self) -> KindPolicy {
+        KindPolicy::new(
+            &self.name,
+            &self.policy,
+            self.payload_mode,
+            self.dependency.as_deref(),
+        )
     }
 
     /// Whether the kind has a reconcile hook.

@@ -2,12 +2,18 @@
 //! removed when it stops cleanly, so operators can see who runs which kinds and the stats can
 //! show pending work of a kind no live worker handles. A failed beat is logged and retried on the
 //! next one: presence is for people, never a reason to stop working.
+//!
+//! When it starts, the worker also publishes the enqueue-time policies of its kinds
+//! (`operation_kinds`), which PostgreSQL's `oprec_enqueue` reads to enqueue from SQL; a failed
+//! publication is logged and tried again with each beat until it succeeds. Only at start: a
+//! kind's row then says what the fleet's newest worker of that kind runs, rather than flipping
+//! between the releases of a rolling deploy on every beat.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use oprec_core::store::WorkerRemoveParams;
-use oprec_core::{WorkerBeatParams, WorkerStore};
+use oprec_core::{KindPublishParams, WorkerBeatParams, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
 /// How often a worker refreshes its row; well inside [`oprec_core::WORKER_LIVE_SECS`].
@@ -24,14 +30,23 @@ pub(crate) fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// Beats at once and every [`BEAT_EVERY`] until `stop`, then removes the row.
+/// Publishes `kinds`, beats at once and every [`BEAT_EVERY`] until `stop`, then removes the row.
 pub(crate) async fn run(
     store: Arc<dyn WorkerStore>,
     params: WorkerBeatParams,
+    kinds: KindPublishParams,
     stop: CancellationToken,
 ) {
     let id = params.id.clone();
+    let mut unpublished = Some(kinds);
     loop {
+        if let Some(kinds) = unpublished.take()
+            && let Err(e) = store.kind_publish(kinds.clone()).await
+        {
+            tracing::warn!(error = %e, worker = %id,
+                "publishing this worker's kinds to `operation_kinds` failed; trying again with the next beat");
+            unpublished = Some(kinds);
+        }
         if let Err(e) = store.worker_beat(params.clone()).await {
             tracing::warn!(error = %e, worker = %id, "recording this worker in `workers` failed");
         }

@@ -31,6 +31,7 @@ mod enqueue;
 mod error;
 mod fenced;
 mod filter;
+mod kinds;
 mod leader;
 mod quarantine;
 mod read;

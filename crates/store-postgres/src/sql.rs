@@ -350,6 +350,12 @@ pub(crate) static WAKE_FIGURES: LazyLock<String> =
 /// Takes the scheduler's leadership for the transaction.
 pub(crate) const WAKE_LEADER: &str = include_str!("sql/wake_leader.sql");
 
+/// Publishes the enqueue-time policies of a worker's kinds.
+pub(crate) const KINDS_PUBLISH: &str = include_str!("sql/kinds_publish.sql");
+
+/// Every published kind's policy.
+pub(crate) const KINDS_LIST: &str = include_str!("sql/kinds_list.sql");
+
 /// Registers or refreshes a worker's row.
 pub(crate) const WORKERS_BEAT: &str = include_str!("sql/workers_beat.sql");
 

@@ -32,6 +32,7 @@ mod enqueue;
 mod error;
 mod fenced;
 mod filter;
+mod kinds;
 mod leader;
 mod quarantine;
 mod read;

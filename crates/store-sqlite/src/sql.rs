@@ -177,6 +177,10 @@ statements! {
     AUDIT_INSERT = "audit_insert.sql";
     /// The newest audit rows.
     AUDIT_LIST = "audit_list.sql";
+    /// The enqueue-time policies of a worker's kinds published.
+    KINDS_PUBLISH = "kinds_publish.sql";
+    /// Every published kind's policy.
+    KINDS_LIST = "kinds_list.sql";
     /// A worker's presence refreshed.
     WORKERS_BEAT = "workers_beat.sql";
     /// A worker's presence removed.

@@ -1537,6 +1537,7 @@ macro_rules! operator_conformance_tests {
             leaders_are_held_one_at_a_time,
             activity_counts_attempts_and_deaths_per_minute,
             workers_register_and_unhandled_kinds_show,
+            kinds_publish_their_policies_and_the_latest_wins,
             redrive_leaves_out_what_a_control_holds_back,
             redrive_jobs_keep_state_stops_and_resumption,
             redrive_preview_says_whether_it_is_safe,
@@ -1837,4 +1838,81 @@ pub async fn stats_show_what_controls_hold_back<S: FullStore>(h: Harness<S>) {
     let r = h.store.stats().await.unwrap();
     assert!(held(&r, "bank").is_none(), "{:?}", r.held_back);
     assert_eq!(r.held_back.len(), 1);
+}
+
+/// Workers publish their kinds' enqueue-time policies (`operation_kinds`, which PostgreSQL's
+/// `oprec_enqueue` reads): each kind's row is upserted, the latest publication wins, and the row
+/// says who published it, running which code version, and when; kinds another worker published
+/// stay.
+pub async fn kinds_publish_their_policies_and_the_latest_wins<S: FullStore>(h: Harness<S>) {
+    use oprec_core::{KindPolicy, KindPublishParams};
+    let policy = |kind: &str, max: Option<u32>, give_up: Option<i64>, first: i64| KindPolicy {
+        kind: kind.to_owned(),
+        max_attempts: max,
+        give_up_after: give_up.map(Duration::seconds),
+        first_delay: Duration::seconds(first),
+        payload_mode: PayloadMode::Snapshot,
+        dependency: Some("provider".to_owned()),
+    };
+    let publish = |by: &str, kinds: Vec<KindPolicy>| KindPublishParams {
+        published_by: by.to_owned(),
+        code_version: Some(format!("{by}-v1")),
+        kinds,
+    };
+    assert!(h.store.kind_list().await.unwrap().is_empty());
+
+    let t0 = h.clock.now();
+    let a = policy("a", Some(6), Some(48 * 3600), 15);
+    let b = KindPolicy {
+        payload_mode: PayloadMode::Reference,
+        dependency: None,
+        ..policy("b", None, None, 0)
+    };
+    h.store
+        .kind_publish(publish("w1", vec![a.clone(), b.clone()]))
+        .await
+        .unwrap();
+    let listed = h.store.kind_list().await.unwrap();
+    assert_eq!(
+        listed.iter().map(|k| k.policy.clone()).collect::<Vec<_>>(),
+        vec![a.clone(), b.clone()]
+    );
+    assert!(listed.iter().all(|k| k.published_by == "w1"
+        && k.code_version.as_deref() == Some("w1-v1")
+        && k.published_at == t0));
+
+    // A later worker's publication replaces a's policy and adds c; b keeps w1's.
+    h.advance_secs(30);
+    let a2 = policy("a", Some(3), None, 60);
+    let c = policy("c", Some(1), Some(60), 0);
+    h.store
+        .kind_publish(publish("w2", vec![a2.clone(), c.clone()]))
+        .await
+        .unwrap();
+    let listed = h.store.kind_list().await.unwrap();
+    let got: Vec<(&str, &KindPolicy, &str)> = listed
+        .iter()
+        .map(|k| (k.policy.kind.as_str(), &k.policy, k.published_by.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("a", &a2, "w2"), ("b", &b, "w1"), ("c", &c, "w2")]
+    );
+    assert_eq!(listed[0].published_at, t0 + Duration::seconds(30));
+    assert_eq!(listed[1].published_at, t0);
+
+    // A kind named twice in one publication keeps its last policy; nothing to publish is no
+    // change.
+    let a3 = policy("a", Some(9), Some(10), 1);
+    h.store
+        .kind_publish(publish("w3", vec![a2, a3.clone()]))
+        .await
+        .unwrap();
+    h.store.kind_publish(publish("w4", vec![])).await.unwrap();
+    let listed = h.store.kind_list().await.unwrap();
+    assert_eq!(listed.len(), 3);
+    assert_eq!(
+        (&listed[0].policy, listed[0].published_by.as_str()),
+        (&a3, "w3")
+    );
 }
