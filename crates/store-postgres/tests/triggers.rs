@@ -124,3 +124,86 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
     );
     operator.close().await;
 }
+
+/// Every function oprec defines in its schema (the triggers' and the SQL enqueue contract's,
+/// migration 0021) turns JIT off for itself and finds its tables in its own schema whatever the
+/// caller's search path: a producer calling `oprec_enqueue` plans its statements with its own
+/// settings, from a session whose path may lack the schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_function_turns_jit_off_and_pins_its_schema() {
+    let store = common::fresh_store(1).await;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()::text")
+        .fetch_one(store.pool())
+        .await
+        .expect("schema");
+    let functions: Vec<(String, Option<Vec<String>>)> = sqlx::query_as(
+        "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
+         WHERE p.pronamespace = current_schema()::regnamespace ORDER BY 1",
+    )
+    .fetch_all(store.pool())
+    .await
+    .expect("functions");
+    let names: Vec<&str> = functions.iter().map(|(f, _)| f.as_str()).collect();
+    for expected in [
+        "oprec_enqueue(text,jsonb,jsonb)",
+        "oprec_uuidv7(timestamp with time zone)",
+        "oprec_payload_bytes(jsonb)",
+        "operations_mark_redriven()",
+        "operation_counts_insert()",
+    ] {
+        assert!(names.contains(&expected), "{expected} not among {names:?}");
+    }
+    for (function, config) in &functions {
+        let config = config.as_deref().unwrap_or_default();
+        assert!(
+            config.iter().any(|c| c == "jit=off"),
+            "{function} does not set jit = off: {config:?}"
+        );
+        assert!(
+            config.iter().any(|c| c == &format!("search_path={schema}")
+                || c.starts_with(&format!("search_path={schema}, "))),
+            "{function} does not pin its schema's search path: {config:?}"
+        );
+    }
+}
+
+/// A re-drive copy inserted through the schema-qualified name from a session without the schema
+/// on its path marks its original (the 0016 trigger, pinned by 0021).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_redrive_trigger_works_from_a_session_without_its_schema_on_its_path() {
+    let store = common::fresh_store(1).await;
+    let schema: String = sqlx::query_scalar("SELECT current_schema()::text")
+        .fetch_one(store.pool())
+        .await
+        .expect("schema");
+    let operator = sqlx::PgPool::connect(&common::database_url())
+        .await
+        .expect("connect with the default search path");
+    let (original, copy) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {schema}.operations (id, kind, payload, status, terminal_reason, \
+         next_eligible_at, created_at, updated_at, terminal_at) \
+         VALUES ($1, 'k', '{{}}', 'dead', 'permanent', now(), now(), now(), now())"
+    )))
+    .bind(original)
+    .execute(&operator)
+    .await
+    .expect("the original");
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {schema}.operations (id, kind, payload, next_eligible_at, created_at, \
+         updated_at, redrive_of) VALUES ($1, 'k', '{{}}', now(), now(), now(), $2)"
+    )))
+    .bind(copy)
+    .bind(original)
+    .execute(&operator)
+    .await
+    .expect("the copy, through the qualified name");
+    operator.close().await;
+    let marked: Option<uuid::Uuid> =
+        sqlx::query_scalar("SELECT redriven_as FROM operations WHERE id = $1")
+            .bind(original)
+            .fetch_one(store.pool())
+            .await
+            .expect("original");
+    assert_eq!(marked, Some(copy));
+}
