@@ -1,9 +1,10 @@
 //! Least privilege: the README's SQL, run as written (with unique role and
 //! schema names), makes an owner role and a runtime role without DDL rights. `oprec migrate` runs
 //! as the owner; enqueue, a demo worker to completion, stats, workers, ops, pause/resume,
-//! re-drive and audit run as the runtime role; the runtime role cannot CREATE, ALTER, DROP or
-//! TRUNCATE (permission denied), and `oprec migrate` as it fails. Roles and schema are dropped
-//! afterwards. Needs the shared PostgreSQL (trust auth on 127.0.0.1).
+//! re-drive and audit run as the runtime role; the runtime role, and a producer role with only
+//! the README's grants for enqueueing from SQL, call `oprec_enqueue`; the runtime role cannot
+//! CREATE, ALTER, DROP or TRUNCATE (permission denied), and `oprec migrate` as it fails. Roles and
+//! schema are dropped afterwards. Needs the shared PostgreSQL (trust auth on 127.0.0.1).
 
 mod common;
 
@@ -27,19 +28,31 @@ fn url_as(base: &str, user: &str) -> String {
 
 /// The README's least-privilege SQL block, with its names replaced.
 fn readme_sql(owner: &str, runtime: &str, schema: &str) -> String {
+    readme_block(
+        1,
+        &[("oprec_owner", owner), ("oprec_runtime", runtime)],
+        schema,
+    )
+}
+
+/// The `n`-th SQL block (1-based) of the README's Least privilege section, with the names
+/// `names` and the schema `oprec` replaced.
+fn readme_block(n: usize, names: &[(&str, &str)], schema: &str) -> String {
     let readme = include_str!("../../../README.md");
     let section = readme
         .split("### Least privilege")
         .nth(1)
+        .and_then(|s| s.split("\n### ").next())
         .expect("README has a Least privilege section");
-    let sql = section
+    let mut sql = section
         .split("```sql\n")
-        .nth(1)
+        .nth(n)
         .and_then(|s| s.split("```").next())
-        .expect("a sql block in the Least privilege section");
-    let sql = sql
-        .replace("oprec_owner", owner)
-        .replace("oprec_runtime", runtime);
+        .unwrap_or_else(|| panic!("no sql block {n} in the Least privilege section"))
+        .to_owned();
+    for (name, with) in names {
+        sql = sql.replace(name, with);
+    }
     // The schema is the bare word `oprec`; the role names above now start with `oprec_`.
     let mut out = String::new();
     let mut rest = sql.as_str();
@@ -70,6 +83,7 @@ struct Roles {
     admin: PgPool,
     owner: String,
     runtime: String,
+    producer: String,
     schema: String,
 }
 
@@ -78,6 +92,8 @@ impl Drop for Roles {
         let statements = [
             format!("DROP SCHEMA IF EXISTS {} CASCADE", self.schema),
             format!("DROP OWNED BY {}, {}", self.owner, self.runtime),
+            format!("DROP OWNED BY {}", self.producer),
+            format!("DROP ROLE IF EXISTS {}", self.producer),
             format!("DROP ROLE IF EXISTS {}", self.runtime),
             format!("DROP ROLE IF EXISTS {}", self.owner),
         ];
@@ -118,6 +134,7 @@ fn the_runtime_role_works_without_ddl_rights() {
         admin,
         owner: format!("oprec_test_owner_{tag}"),
         runtime: format!("oprec_test_runtime_{tag}"),
+        producer: format!("oprec_test_producer_{tag}"),
         schema: format!("oprec_test_lp_{tag}"),
     };
     let setup = readme_sql(&roles.owner, &roles.runtime, &roles.schema);
@@ -167,6 +184,37 @@ fn the_runtime_role_works_without_ddl_rights() {
     assert_eq!(redriven["redriven"], 1, "{redriven}");
     let audit = o.run(&["audit", "--json"]).json();
     assert_eq!(audit.as_array().map(Vec::len), Some(3), "{audit}");
+
+    // Enqueueing from SQL: the worker, as the runtime role, published the demo kinds; the
+    // runtime role and a producer role with only the README's grants call oprec_enqueue (the
+    // producer by the qualified name: its search path lacks the schema).
+    let grants = readme_block(2, &[("shop_app", &roles.producer)], &roles.schema);
+    roles
+        .rt
+        .block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(grants.clone())).execute(&roles.admin))
+        .unwrap_or_else(|e| panic!("the README's producer grants failed: {e}\n{grants}"));
+    for role in [&roles.runtime, &roles.producer] {
+        let pool = roles
+            .rt
+            .block_on(
+                PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect(&url_as(&base, role)),
+            )
+            .expect("connect");
+        let id: uuid::Uuid = roles
+            .rt
+            .block_on(
+                sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT {}.oprec_enqueue('demo.noop', '{{}}')",
+                    roles.schema
+                )))
+                .fetch_one(&pool),
+            )
+            .unwrap_or_else(|e| panic!("{role} enqueues from SQL: {e}"));
+        roles.rt.block_on(pool.close());
+        assert_eq!(o.show(&id.to_string())["operation"]["status"], "pending");
+    }
 
     // ... and cannot change the schema.
     let runtime_pool = roles

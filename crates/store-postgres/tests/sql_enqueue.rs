@@ -252,6 +252,9 @@ fn store_dependency(kind: &str) -> Option<&'static str> {
     (kind == "shipment.create").then_some("shipping")
 }
 
+/// A call that is refused: kind, payload, options, the SQLSTATE and words of the message.
+type Refused<'a> = (Option<&'a str>, Option<Value>, Value, &'a str, String);
+
 /// Every refusal names what is wrong and carries a SQLSTATE of class OQ a caller can branch on;
 /// nothing is inserted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -279,7 +282,7 @@ async fn bad_input_is_refused_with_a_stable_sqlstate_naming_what_is_wrong() {
     let store = published_store().await;
     let big = json!({"text": "x".repeat(300_000)});
     let big_size = serde_json::to_vec(&big).unwrap().len();
-    let cases: Vec<(Option<&str>, Option<Value>, Value, &str, String)> =
+    let cases: Vec<Refused> =
         vec![
         (
             Some("shipment.craete"),
