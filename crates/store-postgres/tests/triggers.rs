@@ -125,10 +125,11 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
     operator.close().await;
 }
 
-/// Every function oprec defines in its schema (the triggers' and the SQL enqueue contract's,
-/// migration 0021) turns JIT off for itself and finds its tables in its own schema whatever the
-/// caller's search path: a producer calling `oprec_enqueue` plans its statements with its own
-/// settings, from a session whose path may lack the schema.
+/// Every PL/pgSQL function oprec defines in its schema (the triggers') and every function of the
+/// SQL enqueue contract (`oprec_*`, migration 0021) turns JIT off for itself and finds its tables
+/// in its own schema whatever the caller's search path: a producer calling `oprec_enqueue` plans
+/// its statements with its own settings, from a session whose path may lack the schema. (A
+/// plain SQL helper that reads no table, such as `backlog_slot`, stays inlinable without them.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_function_turns_jit_off_and_pins_its_schema() {
     let store = common::fresh_store(1).await;
@@ -138,7 +139,10 @@ async fn every_function_turns_jit_off_and_pins_its_schema() {
         .expect("schema");
     let functions: Vec<(String, Option<Vec<String>>)> = sqlx::query_as(
         "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p
-         WHERE p.pronamespace = current_schema()::regnamespace ORDER BY 1",
+         JOIN pg_language l ON l.oid = p.prolang
+         WHERE p.pronamespace = current_schema()::regnamespace
+           AND (l.lanname = 'plpgsql' OR p.proname LIKE 'oprec\\_%')
+         ORDER BY 1",
     )
     .fetch_all(store.pool())
     .await
