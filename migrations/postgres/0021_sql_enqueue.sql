@@ -81,9 +81,16 @@ $$;
 -- Enqueues one operation of `kind` in the caller's transaction and returns its id: the new
 -- operation's, or, when options.idempotency_key already names an operation of the kind, that
 -- one's. See the header of this file and the README.
+--
+-- SECURITY DEFINER: it writes with its owner's rights (the role that migrates), so that a
+-- producer's role needs the right to execute it and nothing else: not the rights on operations
+-- nor on the tables the triggers on operations keep (operation_counts, backlog_slots, and those
+-- later migrations add), which a producer's grants would otherwise have to follow. Hence its
+-- search path is pinned (below), and no role but its owner may execute it until granted
+-- (GRANT EXECUTE ON FUNCTION oprec_enqueue(text, jsonb, jsonb) TO ...; README, Least privilege).
 CREATE FUNCTION oprec_enqueue(kind text, payload jsonb, options jsonb DEFAULT '{}')
 RETURNS uuid
-LANGUAGE plpgsql VOLATILE SET jit = off AS $$
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET jit = off AS $$
 -- Every parameter and table is named qualified below; a bare name is a column (ON CONFLICT).
 #variable_conflict use_column
 DECLARE
@@ -333,10 +340,13 @@ BEGIN
 END
 $$;
 
+REVOKE ALL ON FUNCTION oprec_enqueue(text, jsonb, jsonb) FROM PUBLIC;
+
 -- Each function finds its tables in the schema it lives in, whatever the caller's search path
 -- (as 0019 pins the trigger functions): a producer may call oprec.oprec_enqueue(...) from a
--- session whose search path lacks the schema. pg_temp last, so that no temporary table of the
--- caller's stands in for operations or operation_kinds. The re-drive trigger of 0016, which 0019
+-- session whose search path lacks the schema. pg_temp last, so that no temporary table or
+-- function of the caller's stands in for the schema's (oprec_enqueue runs with its owner's
+-- rights). The re-drive trigger of 0016, which 0019
 -- left out (a copy inserted from such a session failed: relation "operations" does not exist),
 -- is pinned alike.
 DO $$

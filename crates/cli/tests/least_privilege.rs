@@ -1,10 +1,11 @@
 //! Least privilege: the README's SQL, run as written (with unique role and
 //! schema names), makes an owner role and a runtime role without DDL rights. `oprec migrate` runs
 //! as the owner; enqueue, a demo worker to completion, stats, workers, ops, pause/resume,
-//! re-drive and audit run as the runtime role; the runtime role, and a producer role with only
-//! the README's grants for enqueueing from SQL, call `oprec_enqueue`; the runtime role cannot
-//! CREATE, ALTER, DROP or TRUNCATE (permission denied), and `oprec migrate` as it fails. Roles and
-//! schema are dropped afterwards. Needs the shared PostgreSQL (trust auth on 127.0.0.1).
+//! re-drive and audit run as the runtime role; a producer role with only the README's two grants
+//! enqueues from SQL with `oprec_enqueue` (refused to the runtime role) and reads no table; the
+//! runtime role cannot CREATE, ALTER, DROP or TRUNCATE (permission denied), and `oprec migrate`
+//! as it fails. Roles and schema are dropped afterwards. Needs the shared PostgreSQL (trust auth
+//! on 127.0.0.1).
 
 mod common;
 
@@ -185,36 +186,53 @@ fn the_runtime_role_works_without_ddl_rights() {
     let audit = o.run(&["audit", "--json"]).json();
     assert_eq!(audit.as_array().map(Vec::len), Some(3), "{audit}");
 
-    // Enqueueing from SQL: the worker, as the runtime role, published the demo kinds; the
-    // runtime role and a producer role with only the README's grants call oprec_enqueue (the
-    // producer by the qualified name: its search path lacks the schema).
+    // Enqueueing from SQL: the worker, as the runtime role, published the demo kinds. The
+    // function runs with its owner's rights and no role may execute it until granted: the
+    // runtime role is refused, a producer role with only the README's two grants enqueues (by
+    // the qualified name: its search path lacks the schema) and can read no table.
     let grants = readme_block(2, &[("shop_app", &roles.producer)], &roles.schema);
     roles
         .rt
         .block_on(sqlx::raw_sql(sqlx::AssertSqlSafe(grants.clone())).execute(&roles.admin))
         .unwrap_or_else(|e| panic!("the README's producer grants failed: {e}\n{grants}"));
-    for role in [&roles.runtime, &roles.producer] {
-        let pool = roles
+    let enqueue = format!("SELECT {}.oprec_enqueue('demo.noop', '{{}}')", roles.schema);
+    let connect = |role: &str| {
+        roles
             .rt
             .block_on(
                 PgPoolOptions::new()
                     .max_connections(1)
                     .connect(&url_as(&base, role)),
             )
-            .expect("connect");
-        let id: uuid::Uuid = roles
+            .expect("connect")
+    };
+    let denied = |pool: &PgPool, sql: &str| {
+        let e = roles
             .rt
-            .block_on(
-                sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "SELECT {}.oprec_enqueue('demo.noop', '{{}}')",
-                    roles.schema
-                )))
-                .fetch_one(&pool),
-            )
-            .unwrap_or_else(|e| panic!("{role} enqueues from SQL: {e}"));
-        roles.rt.block_on(pool.close());
-        assert_eq!(o.show(&id.to_string())["operation"]["status"], "pending");
+            .block_on(sqlx::query(sqlx::AssertSqlSafe(sql.to_owned())).execute(pool))
+            .expect_err(sql);
+        let code = e
+            .as_database_error()
+            .and_then(|d| d.code())
+            .map(|c| c.into_owned());
+        assert_eq!(code.as_deref(), Some("42501"), "{sql}: {e}");
+    };
+    let runtime = connect(&roles.runtime);
+    denied(&runtime, &enqueue);
+    roles.rt.block_on(runtime.close());
+    let producer = connect(&roles.producer);
+    let id: uuid::Uuid = roles
+        .rt
+        .block_on(sqlx::query_scalar(sqlx::AssertSqlSafe(enqueue.clone())).fetch_one(&producer))
+        .unwrap_or_else(|e| panic!("the producer role enqueues from SQL: {e}"));
+    assert_eq!(o.show(&id.to_string())["operation"]["status"], "pending");
+    for table in ["operations", "operation_kinds", "operation_counts"] {
+        denied(
+            &producer,
+            &format!("SELECT count(*) FROM {}.{table}", roles.schema),
+        );
     }
+    roles.rt.block_on(producer.close());
 
     // ... and cannot change the schema.
     let runtime_pool = roles

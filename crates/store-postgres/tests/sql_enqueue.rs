@@ -689,7 +689,8 @@ async fn the_operation_commits_with_the_callers_row_and_the_scheduler_wakes_it()
 }
 
 /// The functions find their tables in their own schema: a producer whose session's search path
-/// lacks it calls them by their qualified names.
+/// lacks it calls them by their qualified names. `oprec_enqueue` runs with its owner's rights,
+/// executable by no other role until granted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_without_the_schema_on_its_path_enqueues_by_the_qualified_name() {
     let store = published_store().await;
@@ -708,6 +709,16 @@ async fn a_session_without_the_schema_on_its_path_enqueues_by_the_qualified_name
     .expect("enqueue by the qualified name");
     producer.close().await;
     assert_eq!(operation(&store, id).await.payload, json!({"order": 3}));
+
+    // It writes with its owner's rights, so no role but the owner may run it until granted.
+    let (definer, public): (bool, bool) = sqlx::query_as(
+        "SELECT p.prosecdef, has_function_privilege('public', p.oid, 'EXECUTE') FROM pg_proc p          WHERE p.oid = 'oprec_enqueue(text, jsonb, jsonb)'::regprocedure",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert!(definer, "SECURITY DEFINER");
+    assert!(!public, "EXECUTE revoked from PUBLIC");
 }
 
 /// `oprec_uuidv7(at)`: version 7, the RFC 9562 variant, the time's milliseconds in the first 48
