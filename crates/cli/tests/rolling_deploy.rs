@@ -81,8 +81,13 @@ fn old_binary() -> (String, PathBuf) {
             .stdout(Stdio::piped())
             .spawn()
             .expect("git archive");
+        // `-m`: the files take the extraction time, not the commit's. Cargo judges oprec's own
+        // crates fresh by their sources' times against its last build, and the cached target
+        // folder's last build (of the previous old commit) is usually later than this commit:
+        // with the commit's times, cargo kept that build's crates, and this commit's binary
+        // failed to compile against them (or, worse, was built of the previous commit's code).
         let status = Command::new("tar")
-            .args(["-x", "-C"])
+            .args(["-x", "-m", "-C"])
             .arg(&src)
             .stdin(archive.stdout.take().unwrap())
             .status()
