@@ -2,7 +2,8 @@
 -- the trigger-kept operation_counts), how many of the oldest ?3 are eligible at ?1, how many of
 -- those were read, and the earliest creation time among them. Reads at most ?3 rows of each such
 -- kind (its first entries in operations_status_kind, in id order: UUID v7 ids made at enqueue),
--- however large its backlog.
+-- however large its backlog, and reads them once: SQLite has no lateral join, so the three
+-- figures leave the one correlated subquery as a JSON array.
 WITH unhandled AS (
     SELECT c.kind, sum(c.operations) AS pending
     FROM operation_counts AS c
@@ -11,19 +12,20 @@ WITH unhandled AS (
                          WHERE w.last_seen_at >= ?2)
     GROUP BY c.kind
     HAVING sum(c.operations) > 0
+),
+figures AS (
+    SELECT u.kind, u.pending,
+           (SELECT json_array(count(*), coalesce(sum(f.next_eligible_at <= ?1), 0),
+                              min(f.created_at))
+            FROM (SELECT o.next_eligible_at, o.created_at FROM operations AS o
+                  WHERE o.status = 'pending' AND o.kind = u.kind
+                  ORDER BY o.id LIMIT ?3) AS f) AS f
+    FROM unhandled AS u
 )
-SELECT u.kind,
-       u.pending,
-       (SELECT count(*) FROM (SELECT o.next_eligible_at FROM operations AS o
-                              WHERE o.status = 'pending' AND o.kind = u.kind
-                              ORDER BY o.id LIMIT ?3)
-        WHERE next_eligible_at <= ?1) AS eligible,
-       (SELECT count(*) FROM (SELECT 1 FROM operations AS o
-                              WHERE o.status = 'pending' AND o.kind = u.kind
-                              ORDER BY o.id LIMIT ?3)) AS scanned,
-       (SELECT min(created_at) FROM (SELECT o.created_at FROM operations AS o
-                                     WHERE o.status = 'pending' AND o.kind = u.kind
-                                     ORDER BY o.id LIMIT ?3)) AS oldest
-FROM unhandled AS u
-WHERE scanned > 0
-ORDER BY u.kind
+SELECT kind, pending,
+       json_extract(f, '$[1]') AS eligible,
+       json_extract(f, '$[0]') AS scanned,
+       json_extract(f, '$[2]') AS oldest
+FROM figures
+WHERE json_extract(f, '$[0]') > 0
+ORDER BY kind
