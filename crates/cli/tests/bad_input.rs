@@ -315,7 +315,7 @@ fn unsupported_database_url() {
 fn url_mistakes_never_print_the_password() {
     let o = Oprec::new();
     let secret = "pa55word";
-    let cases: [(&[&str], Option<i32>, &str); 6] = [
+    let cases: [(&[&str], Option<i32>, &str); 9] = [
         (
             &[
                 "--database-url",
@@ -372,6 +372,42 @@ fn url_mistakes_never_print_the_password() {
             ],
             Some(2),
             "the transport URL redis://:***@127.0.0.1:6379/abc",
+        ),
+        (
+            &[
+                "--database-url",
+                "postgres://app:pa55?word@127.0.0.1:1/test",
+                "stats",
+            ],
+            Some(2),
+            "must percent-encode",
+        ),
+        // A legacy source is read by the drivers themselves: its shape is checked first.
+        (
+            &[
+                "import",
+                "--from",
+                "amqp:/guest:pa55word@127.0.0.1:5672/%2f",
+                "--queue",
+                "legacy",
+                "--kind",
+                "demo.noop",
+            ],
+            Some(2),
+            "--from: amqp:/",
+        ),
+        (
+            &[
+                "import",
+                "--from",
+                "redis:/:pa55word@127.0.0.1:6379/0",
+                "--list",
+                "legacy",
+                "--kind",
+                "demo.noop",
+            ],
+            Some(2),
+            "write redis://",
         ),
     ];
     for (args, code, needle) in cases {

@@ -608,3 +608,50 @@ headers = { Authorization = "env:SHIPPER_TOKEN_NOT_SET_HERE" }
     o.run(&args("shipment.cancel").each_ref().map(String::as_str))
         .bad_input("accepted kinds: demo.crash, demo.effect, demo.flaky, demo.noop, demo.slow; from kinds.toml: shipment.create");
 }
+
+/// The source URL can come from the environment (OPREC_IMPORT_FROM, out of `ps`), and a job
+/// holding an integer wider than 64 bits is held with the parse error rather than stored
+/// rounded: the body is kept as it was, and nothing else of the list is lost.
+#[tokio::test]
+async fn the_source_comes_from_the_environment_and_wide_integers_are_held() {
+    let o = Oprec::migrated();
+    let key = format!("oprec-test:import:{}", uuid::Uuid::now_v7().simple());
+    let _list = RedisKeyGuard {
+        url: redis_url(),
+        key: key.clone(),
+    };
+    let wide = br#"{"id": "job-wide", "order": 123456789012345678901234567890}"#.to_vec();
+    rpush(
+        &key,
+        &[
+            br#"{"id": "job-1"}"#.to_vec(),
+            wide,
+            br#"{"id": "job-2"}"#.to_vec(),
+        ],
+    )
+    .await;
+    let run = o.run_with_env(
+        &["import", "--kind", "demo.noop", "--json", "--list", &key],
+        &[("OPREC_IMPORT_FROM", Some(&redis_url()))],
+    );
+    let tally = run.json();
+    assert_eq!(figures(&tally), (3, 3, 0, 1, 0), "{tally}");
+    let held = rows(
+        &o,
+        "SELECT status, json_extract(payload, '$.legacy_body'), \
+         json_extract(payload, '$.parse_error') FROM operations WHERE status = 'held'",
+    )
+    .await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(
+        held[0].1.contains("123456789012345678901234567890"),
+        "the body is kept digit for digit: {held:?}"
+    );
+    assert!(
+        held[0]
+            .2
+            .as_deref()
+            .is_some_and(|e| e.contains("wider than 64 bits")),
+        "{held:?}"
+    );
+}

@@ -176,6 +176,55 @@ fn a_promotion_to_dead_is_posted_to_the_webhook_and_retried() {
     assert!(!posts.iter().any(|p| p["id"] == fine.as_str()));
 }
 
+/// The webhook URL can come from the environment (OPREC_DEAD_LETTER_WEBHOOK), which keeps a
+/// secret path out of `ps`; the worker posts to it and prints only its scheme and host.
+#[test]
+fn the_webhook_comes_from_the_environment_and_its_path_is_never_printed() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let hook = Arc::new(Hook::default());
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let secret_path = "/services/T0SECRET/B0SECRET";
+    let url = format!("http://{}{secret_path}", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route(secret_path, post(receive))
+        .with_state(hook.clone());
+    rt.spawn(async move { axum::serve(listener, app).await });
+
+    let o = Oprec::migrated();
+    let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
+    let log = std::fs::File::create(o.path("worker.log")).unwrap();
+    let mut worker = o
+        .command(&["-v", "--transport", "poll", "worker", "--demo"])
+        .env("OPREC_DEAD_LETTER_WEBHOOK", &url)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    while hook.posts.lock().unwrap().is_empty() && began.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &worker.id().to_string()])
+        .status();
+    let _ = worker.wait();
+    let printed = std::fs::read_to_string(o.path("worker.log")).unwrap();
+    let posts = hook.posts.lock().unwrap().clone();
+    assert_eq!(posts.len(), 1, "{posts:?}\n{printed}");
+    assert_eq!(posts[0]["id"], dead.as_str());
+    assert!(
+        printed.contains("127.0.0.1"),
+        "the worker names where it posts: {printed}"
+    );
+    assert!(
+        !printed.contains("SECRET"),
+        "the webhook's path is printed: {printed}"
+    );
+}
+
 #[test]
 fn worker_flags_are_checked() {
     let o = Oprec::migrated();

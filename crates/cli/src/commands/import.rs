@@ -134,6 +134,11 @@ pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()>
             }
         )));
     };
+    // A mistyped source URL is refused before any driver reads it: lapin and the Redis driver
+    // take `amqp:/user:pass@host` for a virtual host or path and print it, password and all.
+    if let Some(why) = oprec::url_shape_error(&args.from) {
+        return Err(bad(format!("--from: {why}")));
+    }
     let scheme = args.from.split_once(':').map(|(s, _)| s).unwrap_or("");
     let shown = oprec::redact_url(&args.from);
     match (scheme, &args.list, &args.queue) {
