@@ -60,8 +60,8 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// Connects and declares: the durable direct exchange, publisher confirms on one channel,
-    /// prefetch on another. Each kind's queue is declared and bound the first time the kind is
+    /// Connects: publisher confirms on one channel, prefetch on another. The durable direct
+    /// exchange and each kind's queue are declared and bound the first time the kind is
     /// published or received (see [`Link::declare`]); its consumer starts with the first
     /// `receive` of the kind, so a process that only publishes (an API server enqueueing) never
     /// holds wake-ups it will not work.
@@ -77,17 +77,6 @@ impl Link {
         let publisher = connection.create_channel().await?;
         publisher
             .confirm_select(ConfirmSelectOptions::default())
-            .await?;
-        publisher
-            .exchange_declare(
-                ShortString::from(config.prefix.as_str()),
-                ExchangeKind::Direct,
-                ExchangeDeclareOptions {
-                    durable: true,
-                    ..ExchangeDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
             .await?;
 
         let receiver = connection.create_channel().await?;
@@ -126,8 +115,26 @@ impl Link {
             return Ok(());
         }
         let queue = ShortString::from(self.queue_of(kind));
+        let first = declared.is_empty();
         self.bounded("queue.declare", async {
             let broker = |operation| move |source| AmqpError::Broker { operation, source };
+            if first {
+                // The exchange is declared with the first queue, not when the link opens, so
+                // that a link only asked for depths (`oprec transport depth`, the scheduler of a
+                // process that neither publishes nor consumes) leaves nothing on the broker.
+                self.publisher
+                    .exchange_declare(
+                        ShortString::from(self.prefix.as_str()),
+                        ExchangeKind::Direct,
+                        ExchangeDeclareOptions {
+                            durable: true,
+                            ..ExchangeDeclareOptions::default()
+                        },
+                        FieldTable::default(),
+                    )
+                    .await
+                    .map_err(broker("exchange.declare"))?;
+            }
             self.publisher
                 .queue_declare(
                     queue.clone(),
