@@ -251,9 +251,10 @@ fn a_refused_database_is_reported_as_refused() {
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.stderr.contains("Connection refused"), "{}", run.stderr);
     assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
-    // The connect timeout is 10 s; a refusal comes back in milliseconds.
+    // The connect timeout is 10 s; a refusal is reported within a second (it comes back in
+    // milliseconds: the rest is the process starting).
     assert!(
-        started.elapsed() < std::time::Duration::from_secs(5),
+        started.elapsed() < std::time::Duration::from_secs(1),
         "{:?}",
         started.elapsed()
     );

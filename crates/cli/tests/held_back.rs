@@ -15,7 +15,7 @@ fn paused_work_is_visible(o: &Oprec) {
     o.run(&[
         "postpone",
         "--dependency",
-        "elsewhere",
+        "shipping-provider",
         "--until",
         "1h",
         "--reason",
@@ -24,6 +24,21 @@ fn paused_work_is_visible(o: &Oprec) {
     .ok();
     let paused: Vec<String> = (0..2).map(|_| o.enqueue("demo.noop", "{}")).collect();
     let free = o.enqueue("demo.flaky", r#"{"fail_times": 0}"#);
+    // A kind the example kinds file declares, calling the postponed dependency.
+    let kinds = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/kinds.toml");
+    let postponed = o
+        .run(&[
+            "enqueue",
+            "--kinds-file",
+            kinds,
+            "--kind",
+            "shipment.create",
+            "--payload",
+            r#"{"order": 1}"#,
+        ])
+        .ok()
+        .trim()
+        .to_owned();
 
     let stats = o.run(&["stats", "--json"]).json();
     assert_eq!(
@@ -52,7 +67,8 @@ fn paused_work_is_visible(o: &Oprec) {
         .expect("the dependency's postponement");
     assert_eq!(dep["action"], "postpone");
     assert!(dep["until"].is_string(), "with its end: {stats}");
-    assert_eq!(dep["eligible"], 0);
+    assert_eq!(dep["eligible"], 1, "{stats}");
+    assert_eq!(dep["oldest"]["id"], postponed.as_str(), "{stats}");
 
     let text = o.run(&["stats"]).ok().to_owned();
     assert!(text.contains("held back by controls in force"), "{text}");
@@ -63,9 +79,9 @@ fn paused_work_is_visible(o: &Oprec) {
     assert!(line.contains("pause") && line.contains(" 2 "), "{line}");
     let line = text
         .lines()
-        .find(|l| l.contains("dependency elsewhere"))
+        .find(|l| l.contains("dependency shipping-provider"))
         .unwrap_or_else(|| panic!("no line for the postponement: {text}"));
-    assert!(line.contains("postpone"), "{line}");
+    assert!(line.contains("postpone") && line.contains(" 1 "), "{line}");
     assert!(text.contains(&format!("oldest eligible: {free}")), "{text}");
 
     let listed = o.run(&["ops", "list"]).ok().to_owned();
@@ -75,14 +91,24 @@ fn paused_work_is_visible(o: &Oprec) {
     }
     let line = listed.lines().find(|l| l.contains(free.as_str())).unwrap();
     assert!(!line.contains("paused"), "{line}");
+    let line = listed
+        .lines()
+        .find(|l| l.contains(postponed.as_str()))
+        .unwrap();
+    assert!(
+        line.contains("(postponed until") && line.contains("dependency shipping-provider)"),
+        "{line}"
+    );
     let json = o.run(&["ops", "list", "--json"]).json();
     for op in json.as_array().unwrap() {
-        let is_paused = paused.iter().any(|p| op["id"] == p.as_str());
-        assert_eq!(
-            op["held_back"]["action"].as_str(),
-            is_paused.then_some("pause"),
-            "{op}"
-        );
+        let expected = if paused.iter().any(|p| op["id"] == p.as_str()) {
+            Some("pause")
+        } else if op["id"] == postponed.as_str() {
+            Some("postpone")
+        } else {
+            None
+        };
+        assert_eq!(op["held_back"]["action"].as_str(), expected, "{op}");
     }
 
     // Resumed: nothing is held back, and the listing marks nothing.

@@ -110,6 +110,22 @@ fn crash_loop(kind: RigKind) {
     );
     assert_eq!(outcomes, ["vanished"; 4]);
     assert_eq!(aborts, 4, "one process abort per attempt");
+    // The re-drive's dry run warns that a replay takes workers down again.
+    let dry = rig.oprec_json(&["redrive", "--json"]);
+    let warnings = dry["warnings"].as_array().expect("warnings");
+    let warning = warnings
+        .iter()
+        .find(|w| w["what"] == "crash_loop")
+        .unwrap_or_else(|| panic!("no crash-loop warning: {dry}"));
+    assert_eq!(warning["kind"], "demo.crash");
+    assert!(
+        warning["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("takes workers down again")),
+        "{warning}"
+    );
+    let text = rig.oprec_ok(&["redrive"]);
+    assert!(text.contains("crash loop"), "{text}");
     rig.report(&format!(
         "{aborts} aborts, {} worker starts, 1 operation dead (crash_loop) after 1 + 3 isolated \
          vanished attempts",

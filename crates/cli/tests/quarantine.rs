@@ -116,6 +116,42 @@ fn malformed_input_is_quarantined_then_released() {
     );
 }
 
+/// Quarantine and release keep an enqueue's `--delay`: released work becomes eligible when it
+/// was due, not at once.
+#[test]
+fn a_released_operation_keeps_its_delay() {
+    let o = Oprec::migrated();
+    let later = o
+        .run(&[
+            "enqueue",
+            "--kind",
+            "demo.noop",
+            "--payload",
+            "{}",
+            "--delay",
+            "1h",
+            "--json",
+        ])
+        .json();
+    let id = later["id"].as_str().expect("an id").to_owned();
+    let due = o.show(&id)["operation"]["next_eligible_at"].clone();
+    o.run(&["quarantine", "--id", &id, "--reason", "checking", "--yes"])
+        .ok();
+    o.run(&["release", "--id", &id, "--yes"]).ok();
+    let op = o.show(&id);
+    assert_eq!(op["operation"]["status"], "pending");
+    assert_eq!(
+        op["operation"]["next_eligible_at"], due,
+        "the release keeps the delay"
+    );
+    work(&o);
+    assert_eq!(
+        o.show(&id)["operation"]["attempt"],
+        0,
+        "not claimed before its time"
+    );
+}
+
 #[test]
 fn quarantine_respects_the_limit_and_needs_a_filter_and_a_reason() {
     let o = Oprec::migrated();

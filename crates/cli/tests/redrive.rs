@@ -238,3 +238,54 @@ fn an_interrupted_redrive_run_again_redrives_the_rest_and_nothing_twice() {
         .sum();
     assert_eq!(total, 1_600, "the audit log accounts for each: {audit}");
 }
+
+/// A re-drive as new of a copy that died again keeps the lineage's first operation as its
+/// effect key, so a provider that deduplicates on it never applies the effect twice.
+#[test]
+fn a_copy_of_a_copy_keeps_the_original_effect_key() {
+    let o = Oprec::migrated();
+    o.dead_flaky(1);
+    let die_again = || {
+        o.run(&[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--demo-max-attempts",
+            "1",
+            "--exit-when-idle",
+        ])
+        .ok();
+    };
+    let original = all(&o)[0]["id"].as_str().unwrap().to_owned();
+    o.run(&["redrive", "--as-new", "--all", "--yes"]).ok();
+    die_again();
+    let child = all(&o)
+        .into_iter()
+        .find(|op| op["redrive_of"] == original.as_str())
+        .expect("the first copy");
+    assert_eq!(child["status"], "dead", "{child}");
+    let child = child["id"].as_str().unwrap().to_owned();
+    o.run(&["redrive", "--as-new", "--all", "--yes"]).ok();
+    let grandchild = all(&o)
+        .into_iter()
+        .find(|op| op["redrive_of"] == child.as_str())
+        .expect("the copy of the copy");
+    assert_eq!(
+        grandchild["redrive_root"],
+        original.as_str(),
+        "{grandchild}"
+    );
+    let shown = o
+        .run(&["ops", "show", grandchild["id"].as_str().unwrap()])
+        .ok()
+        .to_owned();
+    let key = shown
+        .lines()
+        .find(|l| l.starts_with("effect key"))
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        key.ends_with(&format!("oprec-{original}")),
+        "the original's key, not the parent's ({child}): {key}"
+    );
+}
