@@ -1,11 +1,18 @@
 //! `stats` at scale: how long [`OperatorStore::stats`](oprec::OperatorStore::stats) takes with
 //! many finished rows in the table and the planner's statistics stale (rows bulk-inserted, never
 //! analyzed, autovacuum off on both tables), against the table counts the figures were made of
-//! before the store kept its counts (`count(*) ... GROUP BY status` and the attempts join).
+//! before the store kept its counts (`count(*) ... GROUP BY status` and the attempts join). Then
+//! a mass death, as after an outage: the newest finished rows turned dead, still never analyzed,
+//! and the operator's statements timed on it (the re-drive's dry run, a quarantine's count, the
+//! dead listing, and a re-drive as new of them all).
 
 use std::time::Instant;
 
-use oprec::{EnqueueOptions, EnqueueStore, NewOperation, OperatorStore};
+use oprec::operator::{
+    CountMatchingParams, OperationFilter, RedriveMode, RedriveParams, RedrivePreviewParams,
+};
+use oprec::store::ListParams;
+use oprec::{EnqueueOptions, EnqueueStore, NewOperation, OperatorStore, Status, Store};
 use serde::Serialize;
 use sqlx::Executor;
 
@@ -24,6 +31,10 @@ const PENDING_CHUNK: u64 = 1_000;
 const SAMPLES: usize = 10;
 /// Timed table counts.
 const SCANS: usize = 3;
+/// Finished rows turned dead for the operator's statements (a mass death).
+pub const DEAD: u64 = 5_000;
+/// Operations per re-drive batch, as `oprec redrive` takes them.
+const REDRIVE_BATCH: u32 = 1_000;
 
 /// `stats` against the table's size.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -44,8 +55,128 @@ pub struct StatsScale {
     /// Median of the backlog by age counted as `stats` counted it before migration 0020 (every
     /// waiting row read and bucketed), in milliseconds, timed in the same transaction settings.
     pub backlog_rows_median_ms: f64,
+    /// Finished rows turned dead before the operator's statements were timed.
+    pub dead_rows: u64,
+    /// Median re-drive dry run over every dead operation (groups, samples, distinct errors), ms.
+    pub redrive_review_median_ms: f64,
+    /// Median count of what a quarantine of every pending operation of the kind would move, ms.
+    pub quarantine_count_median_ms: f64,
+    /// Median first page (50, newest first) of `ops list --status dead`, ms.
+    pub dead_list_median_ms: f64,
+    /// One re-drive as new of every dead operation, in batches of 1,000, in milliseconds.
+    pub redrive_as_new_ms: f64,
     /// Seconds spent filling the table.
     pub fill_seconds: f64,
+}
+
+/// The operator's statements on a mass death, statistics stale.
+struct Operator {
+    redrive_review_median_ms: f64,
+    quarantine_count_median_ms: f64,
+    dead_list_median_ms: f64,
+    redrive_as_new_ms: f64,
+}
+
+/// Times `call` [`SCANS`] times; the median, in milliseconds.
+async fn timed<T>(mut call: impl AsyncFnMut() -> Result<T>) -> Result<f64> {
+    let mut times = Vec::with_capacity(SCANS);
+    for _ in 0..SCANS {
+        let t = Instant::now();
+        call().await?;
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(median(times))
+}
+
+/// Turns the newest [`DEAD`] finished rows dead (a permanent failure, one error text), as a
+/// mass death leaves them, and times the operator's statements on them.
+async fn operator_statements(s: &Schema) -> Result<Operator> {
+    s.pool
+        .execute(sqlx::AssertSqlSafe(format!(
+            "UPDATE operations SET status = 'dead', terminal_reason = 'permanent', \
+             last_failure_class = 'permanent', \
+             last_error = '{{\"summary\": \"provider refused the request\"}}' \
+             WHERE id IN (SELECT id FROM operations WHERE status = 'succeeded' \
+                          ORDER BY id DESC LIMIT {DEAD})"
+        )))
+        .await?;
+    let store = &s.store;
+    let redrive_review_median_ms = timed(async || {
+        let p = store
+            .redrive_preview(RedrivePreviewParams {
+                filter: OperationFilter::default(),
+                include_cancelled: false,
+                samples: 8,
+            })
+            .await?;
+        check(p.matched, DEAD, "the re-drive's dry run")
+    })
+    .await?;
+    let quarantine_count_median_ms = timed(async || {
+        let c = store
+            .operation_count_matching(CountMatchingParams {
+                filter: OperationFilter {
+                    kinds: vec![noop::KIND.to_owned()],
+                    ..OperationFilter::default()
+                },
+            })
+            .await?;
+        check(
+            c.get(&Status::Dead).copied().unwrap_or(0),
+            DEAD,
+            "the quarantine's count",
+        )
+    })
+    .await?;
+    let dead_list_median_ms = timed(async || {
+        let l = store
+            .operation_list(ListParams {
+                status: Some(Status::Dead),
+                newest_first: true,
+                limit: 50,
+                ..ListParams::default()
+            })
+            .await?;
+        check(l.len() as u64, 50, "the dead listing")
+    })
+    .await?;
+    let started = Instant::now();
+    let mut copied = 0;
+    loop {
+        let batch = store
+            .operation_redrive(RedriveParams {
+                filter: OperationFilter::default(),
+                include_cancelled: false,
+                mode: RedriveMode::AsNew { deadline: None },
+                limit: REDRIVE_BATCH,
+                start_at: chrono::Utc::now(),
+                spacing: chrono::Duration::zero(),
+                skip_held_back: false,
+            })
+            .await?;
+        if batch.is_empty() {
+            break;
+        }
+        copied += batch.len() as u64;
+    }
+    let redrive_as_new_ms = started.elapsed().as_secs_f64() * 1000.0;
+    check(copied, DEAD, "the re-drive as new")?;
+    Ok(Operator {
+        redrive_review_median_ms,
+        quarantine_count_median_ms,
+        dead_list_median_ms,
+        redrive_as_new_ms,
+    })
+}
+
+fn check(got: u64, want: u64, what: &str) -> Result<()> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(crate::Error::Check(format!(
+            "{what} found {got} operations, not {want}"
+        )))
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -171,6 +302,10 @@ pub(crate) async fn measure(
             backlog.push(backlog_rows_count(s).await?);
         }
         let backlog_rows_median_ms = median(backlog);
+        progress(&format!(
+            "stats at scale: {DEAD} operations die at once; timing the operator's statements"
+        ));
+        let op = operator_statements(s).await?;
         Ok(StatsScale {
             finished_rows,
             pending_rows: pending,
@@ -179,6 +314,11 @@ pub(crate) async fn measure(
             stats_max_ms,
             table_count_median_ms,
             backlog_rows_median_ms,
+            dead_rows: DEAD,
+            redrive_review_median_ms: op.redrive_review_median_ms,
+            quarantine_count_median_ms: op.quarantine_count_median_ms,
+            dead_list_median_ms: op.dead_list_median_ms,
+            redrive_as_new_ms: op.redrive_as_new_ms,
             fill_seconds,
         })
     })

@@ -107,6 +107,54 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     );
 }
 
+/// `--stats-rows`: `stats` at a table size with stale statistics, then the operator's statements
+/// on a mass death of 5,000; every figure is measured and the schema dropped afterwards.
+#[test]
+fn stats_at_scale_times_stats_and_the_operator_statements_on_a_mass_death() {
+    let database = env(
+        "OPREC_TEST_DATABASE_URL",
+        "postgres://postgres@127.0.0.1:5432/test",
+    );
+    let own = OwnDatabase::create(&database);
+    let out = common::bin()
+        .args(["--database-url", &own.url, "bench", "--json"])
+        .args(["--stats-rows", "20000", "--stats-pending", "300"])
+        .output()
+        .expect("run oprec bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(
+        (&r["finished_rows"], &r["pending_rows"], &r["dead_rows"]),
+        (
+            &serde_json::Value::from(20000),
+            &serde_json::Value::from(300),
+            &serde_json::Value::from(5000)
+        ),
+        "{r}"
+    );
+    for figure in [
+        "stats_median_ms",
+        "redrive_review_median_ms",
+        "quarantine_count_median_ms",
+        "dead_list_median_ms",
+        "redrive_as_new_ms",
+    ] {
+        assert!(
+            r[figure].as_f64().is_some_and(|ms| ms > 0.0),
+            "{figure}: {r}"
+        );
+    }
+    assert_eq!(
+        psql(
+            &own.url,
+            "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'oprec\\_bench\\_%'"
+        ),
+        "0",
+        "the schema is dropped afterwards"
+    );
+}
+
 /// Runs one statement with `psql` (part of PostgreSQL's client, which the tests need); its output.
 fn psql(database: &str, sql: &str) -> String {
     let out = std::process::Command::new("psql")

@@ -75,7 +75,9 @@ pub(crate) struct BenchArgs {
     pub out: Option<PathBuf>,
     /// Instead of the phases above: time `stats` with this many finished rows in the table,
     /// bulk-inserted and never analyzed (stale planner statistics), against the table counts
-    /// it used to make.
+    /// it used to make; then turn 5,000 of them dead at once and time the operator's
+    /// statements on that mass death (re-drive dry run, quarantine count, dead listing, a
+    /// re-drive as new of them all).
     #[arg(long, value_name = "N", conflicts_with = "steady")]
     pub stats_rows: Option<u64>,
     /// With `--stats-rows`: waiting (pending) operations beside the finished ones, the backlog
@@ -152,13 +154,22 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
         let text = format!(
             "stats with {} finished and {} pending rows (statistics stale): {:.1} ms median, \
              {:.1} ms slowest; the table counts it used to make: {:.0} ms; the backlog by age \
-             read from the waiting rows, as before: {:.0} ms\n",
+             read from the waiting rows, as before: {:.0} ms\n\
+             then {} of them dead at once (statistics still stale): the re-drive's dry run \
+             {:.1} ms, a quarantine's count {:.1} ms, the first page of dead operations {:.1} \
+             ms, a re-drive as new of all {} {:.0} ms\n",
             r.finished_rows,
             r.pending_rows,
             r.stats_median_ms,
             r.stats_max_ms,
             r.table_count_median_ms,
-            r.backlog_rows_median_ms
+            r.backlog_rows_median_ms,
+            r.dead_rows,
+            r.redrive_review_median_ms,
+            r.quarantine_count_median_ms,
+            r.dead_list_median_ms,
+            r.dead_rows,
+            r.redrive_as_new_ms
         );
         emit(args, &r, text)?;
         return Ok(Some(()));
