@@ -289,3 +289,40 @@ fn a_copy_of_a_copy_keeps_the_original_effect_key() {
         "the original's key, not the parent's ({child}): {key}"
     );
 }
+
+/// On a terminal, the re-drive and the quarantine say what they are doing while they count and
+/// group the matches (a line cleared when the review is ready); piped, they print no such line.
+/// The terminal is a pseudo-terminal made by `script` (util-linux).
+#[test]
+fn planning_shows_a_progress_line_on_a_terminal_only() {
+    let o = Oprec::migrated();
+    o.dead_flaky(3);
+    let on_terminal = |args: &str| {
+        let out = std::process::Command::new("script")
+            .args([
+                "-qec",
+                &format!("{} {args}", env!("CARGO_BIN_EXE_oprec")),
+                "/dev/null",
+            ])
+            .env("OPREC_DATABASE_URL", &o.url)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| panic!("script (util-linux) is required: {e}"));
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = on_terminal("redrive");
+    assert!(
+        shown.contains("planning the re-drive: counting and grouping the matches"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("dry run: 3 dead operations match"),
+        "{shown}"
+    );
+    let shown = on_terminal("quarantine --kind demo.noop --reason why");
+    assert!(shown.contains("counting"), "{shown}");
+    let piped = o.run(&["redrive"]);
+    assert!(!piped.stderr.contains("planning"), "{}", piped.stderr);
+    assert!(!piped.stdout.contains("planning"), "{}", piped.stdout);
+}
