@@ -84,6 +84,29 @@ fn limits(o: &Oprec, count: &dyn Fn() -> i64) {
         "--payload-file /dev/zero goes on past 1048576 bytes (the payload limit is 1024 bytes",
     );
     assert_eq!(count(), 2, "nothing stored");
+    // So is endless standard input.
+    let endless = o
+        .command(&[
+            "--transport",
+            "poll",
+            "enqueue",
+            "--kind",
+            "demo.noop",
+            "--payload-file",
+            "-",
+            "--max-payload-bytes",
+            "1024",
+        ])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(endless.status.code(), Some(2), "{endless:?}");
+    assert!(
+        String::from_utf8_lossy(&endless.stderr)
+            .contains("the payload on standard input goes on past 1048576 bytes"),
+        "{endless:?}"
+    );
+    assert_eq!(count(), 2, "nothing stored");
 }
 
 #[test]
