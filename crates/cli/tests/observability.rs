@@ -170,8 +170,14 @@ fn the_worker_counters_carry_kind_class_and_dependency() {
     let failures = series(&text, "oprec_attempts_failed_total");
     assert_eq!(failures.len(), 1, "{failures:?}");
     for (series, want) in [
-        (r#"oprec_claims_total{kind="demo.noop"}"#, 4.0),
-        (r#"oprec_claims_total{kind="demo.flaky"}"#, 3.0),
+        (
+            r#"oprec_claims_total{kind="demo.noop",dependency="demo-provider"}"#,
+            4.0,
+        ),
+        (
+            r#"oprec_claims_total{kind="demo.flaky",dependency="demo-provider"}"#,
+            3.0,
+        ),
         (
             r#"oprec_attempts_succeeded_total{kind="demo.noop",dependency="demo-provider"}"#,
             4.0,

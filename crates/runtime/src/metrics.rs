@@ -24,7 +24,7 @@ use crate::{Stats, StatsSnapshot};
 
 /// The metric names, defined once.
 pub mod names {
-    /// Operations claimed, per kind (counter).
+    /// Operations claimed, per kind and dependency (counter).
     pub const CLAIMS: &str = "oprec_claims_total";
     /// Attempts that succeeded, per kind and dependency (counter).
     pub const ATTEMPTS_SUCCEEDED: &str = "oprec_attempts_succeeded_total";
@@ -156,7 +156,10 @@ pub type CounterDef = (&'static str, &'static str, fn(&StatsSnapshot) -> u64);
 /// The worker's labelled counters, with their help texts: counted per operation where its
 /// outcome is known (see [`crate::Worker`]'s completer), by kind, class and dependency.
 pub const LABELLED_COUNTERS: &[(&str, &str)] = &[
-    (names::CLAIMS, "Operations claimed, per kind."),
+    (
+        names::CLAIMS,
+        "Operations claimed, per kind and dependency.",
+    ),
     (
         names::ATTEMPTS_SUCCEEDED,
         "Attempts that succeeded, per kind and dependency.",
@@ -299,7 +302,7 @@ fn register(tally: &Tally, (series, labels): Key) -> metrics::Counter {
     let dependency = tally.dependency(labels).to_owned();
     let class = |c: Option<oprec_core::FailureClass>| c.map_or(NONE, |c| c.as_str());
     match series {
-        Series::Claims => counter!(names::CLAIMS, "kind" => kind),
+        Series::Claims => counter!(names::CLAIMS, "kind" => kind, "dependency" => dependency),
         Series::Succeeded => {
             counter!(names::ATTEMPTS_SUCCEEDED, "kind" => kind, "dependency" => dependency)
         }

@@ -28,7 +28,7 @@ pub(crate) struct Labels {
 /// What a count is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Series {
-    /// Operations claimed (labels: kind).
+    /// Operations claimed (labels: kind, dependency).
     Claims,
     /// Attempts that succeeded (kind, dependency).
     Succeeded,
