@@ -78,6 +78,11 @@ connection_timeout=, auth_mechanism=",
     /// Log to stderr (`-vv` for more detail); RUST_LOG, when set, decides instead.
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub verbose: u8,
+
+    /// Print tables and lines at full width: no cell cut to fit the terminal (whose width comes
+    /// from the terminal, else COLUMNS; output to a pipe or file is never cut without COLUMNS).
+    #[arg(long, global = true)]
+    pub wide: bool,
 }
 
 /// What to do.

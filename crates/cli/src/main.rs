@@ -27,6 +27,7 @@ mod output;
 mod parser_fuzz;
 mod progress;
 mod redaction;
+mod terminal_width;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
     let explicit_database = matches.value_source("database_url") == Some(ValueSource::CommandLine);
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     logging::init(cli.global.verbose, cli.command.default_log_level());
+    terminal_width::init(cli.global.wide);
     let redactor = redaction::Redactor::new([&cli.global.database_url, &cli.global.transport]);
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -46,7 +46,7 @@ fn the_worker_serves_prometheus_metrics() {
     let began = Instant::now();
     let text = loop {
         if let Some(t) = scrape(port)
-            && sample(&t, "oprec_claims_total") == Some(6.0)
+            && total(&t, "oprec_claims_total") == 6.0
             && sample(&t, r#"oprec_operations{status="succeeded"}"#) == Some(5.0)
         {
             break t;
@@ -70,8 +70,18 @@ fn the_worker_serves_prometheus_metrics() {
         ("oprec_reconciling_operations", 0.0),
         ("oprec_oldest_eligible_overdue_seconds", 0.0),
         ("oprec_backlog_age_seconds", 0.0),
-        ("oprec_attempts_succeeded_total", 5.0),
-        ("oprec_attempts_failed_total", 1.0),
+        (
+            r#"oprec_attempts_succeeded_total{kind="demo.noop",dependency="demo-provider"}"#,
+            5.0,
+        ),
+        (
+            r#"oprec_attempts_failed_total{kind="demo.flaky",class="permanent",dependency="demo-provider"}"#,
+            1.0,
+        ),
+        (
+            r#"oprec_dead_promotions_total{kind="demo.flaky",class="permanent",dependency="demo-provider",reason="permanent"}"#,
+            1.0,
+        ),
         ("oprec_stale_claims_total", 0.0),
         ("oprec_wakeups_ignored_total", 0.0),
         ("oprec_garbage_frames_total", 0.0),
@@ -88,6 +98,113 @@ fn the_worker_serves_prometheus_metrics() {
         "a histogram with buckets: {text}"
     );
     assert!(text.contains("# HELP oprec_claims_total"), "{text}");
+}
+
+/// The sum of every sample of `name`, whatever its labels.
+fn total(text: &str, name: &str) -> f64 {
+    series(text, name).iter().map(|(_, v)| v).sum()
+}
+
+/// Every sample of `name`: its labels (`{...}`, or empty) and value.
+fn series(text: &str, name: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            if !(rest.starts_with('{') || rest.starts_with(' ')) {
+                return None;
+            }
+            let (labels, value) = rest.rsplit_once(' ')?;
+            Some((labels.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_worker_counters_carry_kind_class_and_dependency() {
+    let o = Oprec::migrated();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let _worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--demo-ladder",
+            "0,1,1,1",
+            "--metrics-listen",
+            &addr,
+        ],
+    );
+    o.run(&[
+        "enqueue",
+        "--kind",
+        "demo.noop",
+        "--payload",
+        "{}",
+        "--count",
+        "4",
+    ])
+    .ok();
+    // Fails twice as transient, then succeeds.
+    o.enqueue("demo.flaky", r#"{"fail_times": 2, "class": "transient"}"#);
+
+    let failed = r#"oprec_attempts_failed_total{kind="demo.flaky",class="transient",dependency="demo-provider"}"#;
+    let began = Instant::now();
+    let text = loop {
+        if let Some(t) = scrape(port)
+            && sample(&t, failed) == Some(2.0)
+            && total(&t, "oprec_attempts_succeeded_total") == 5.0
+        {
+            break t;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "no labelled failures: {:?}",
+            scrape(port)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    // Every failure is the failing kind's, with its class: the succeeding kind leaks none.
+    let failures = series(&text, "oprec_attempts_failed_total");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    for (series, want) in [
+        (
+            r#"oprec_claims_total{kind="demo.noop",dependency="demo-provider"}"#,
+            4.0,
+        ),
+        (
+            r#"oprec_claims_total{kind="demo.flaky",dependency="demo-provider"}"#,
+            3.0,
+        ),
+        (
+            r#"oprec_attempts_succeeded_total{kind="demo.noop",dependency="demo-provider"}"#,
+            4.0,
+        ),
+        (
+            r#"oprec_attempts_succeeded_total{kind="demo.flaky",dependency="demo-provider"}"#,
+            1.0,
+        ),
+        (
+            r#"oprec_completions_total{kind="demo.flaky",outcome="error"}"#,
+            2.0,
+        ),
+        (
+            r#"oprec_completions_total{kind="demo.flaky",outcome="succeeded"}"#,
+            1.0,
+        ),
+    ] {
+        assert_eq!(sample(&text, series), Some(want), "{series}: {text}");
+    }
+    assert!(
+        series(&text, "oprec_dead_promotions_total").is_empty(),
+        "{text}"
+    );
+    assert!(
+        text.contains("# HELP oprec_attempts_failed_total"),
+        "{text}"
+    );
 }
 
 /// What the webhook received, and how many posts it refuses before accepting.

@@ -135,7 +135,7 @@ fn five_thousand_dead_redriven_at_500_per_second_after_a_dry_run() {
     assert_eq!(dry["groups"][0]["count"], 5_000);
     assert_eq!(dry["payloads"]["demo.flaky"], "snapshot");
     assert!(
-        dry["samples"][0]["error"]
+        dry["samples"][0]["last_error"]["summary"]
             .as_str()
             .unwrap()
             .contains("simulated transient failure"),
@@ -509,7 +509,7 @@ fn a_person_resolves_what_no_hook_can_tell() {
     assert_eq!(listed[0]["kind"], "demo.flaky");
     assert!(listed[0]["since"].is_string(), "{listed}");
     assert!(
-        listed[0]["last_error"]
+        listed[0]["last_error"]["summary"]
             .as_str()
             .unwrap()
             .contains("unknown"),

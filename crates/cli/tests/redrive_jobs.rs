@@ -455,7 +455,7 @@ fn the_dry_run_says_whether_it_is_safe() {
         .map(|e| {
             (
                 e["count"].as_u64().unwrap(),
-                e["error"].as_str().unwrap().to_owned(),
+                e["last_error"]["summary"].as_str().unwrap().to_owned(),
             )
         })
         .collect();
@@ -511,5 +511,8 @@ fn the_dry_run_says_whether_it_is_safe() {
         .collect();
     assert_eq!(warnings, vec!["permanent"]);
     let text = o.run(&["redrive"]).ok().to_owned();
-    assert!(text.contains("yes, 20"), "{text}");
+    assert!(
+        text.contains("yes, ") && text.contains(" ago (20"),
+        "{text}"
+    );
 }

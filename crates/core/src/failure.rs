@@ -52,6 +52,18 @@ pub struct OperationError {
     pub dependency: Option<String>,
 }
 
+/// Serializes a kept error summary as `last_error` is everywhere in JSON (an
+/// [`OperationError`] with only its summary), so that a script reads one shape from every listing.
+pub(crate) fn summary_as_error<S: serde::Serializer>(
+    summary: &Option<String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    summary
+        .as_ref()
+        .map(|summary| OperationError::new(summary.clone()))
+        .serialize(s)
+}
+
 impl OperationError {
     /// An error with just a summary.
     pub fn new(summary: impl Into<String>) -> Self {

@@ -157,7 +157,12 @@ pub struct RedrivePreview {
 pub struct PreviewError {
     /// The kind.
     pub kind: String,
-    /// The last error summary (`None`: no error kept).
+    /// The last error summary (`None`: no error kept); in JSON, `last_error` in the record's
+    /// shape.
+    #[serde(
+        rename = "last_error",
+        serialize_with = "crate::failure::summary_as_error"
+    )]
     pub error: Option<String>,
     /// How many matches of the kind ended with it.
     pub count: u64,
@@ -198,7 +203,11 @@ pub struct PreviewSample {
     pub id: OperationId,
     /// Its kind.
     pub kind: String,
-    /// Its last error summary.
+    /// Its last error summary; in JSON, `last_error` in the record's shape.
+    #[serde(
+        rename = "last_error",
+        serialize_with = "crate::failure::summary_as_error"
+    )]
     pub error: Option<String>,
 }
 

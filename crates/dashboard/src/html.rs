@@ -2,7 +2,7 @@
 //! and select options as maud markup. Pages splice them into their own templates, where every
 //! value that came from a record or a request is escaped by maud.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
 /// `1,234,567`.
@@ -23,31 +23,15 @@ pub(crate) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
 }
 
-/// A time with how long ago (or from now) it is, as a `<time>` element.
+/// A time with how long ago (or from now) it is, as a `<time>` element (the operator library's
+/// rule, so the dashboard and the CLI say it alike).
 pub(crate) fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> Markup {
-    let d = now - t;
-    let rel = if d >= Duration::zero() {
-        format!("{} ago", span(d))
-    } else {
-        format!("in {}", span(-d))
-    };
+    let rel = oprec_ops::time::relative(t, now);
     html! { time datetime=(t.to_rfc3339()) title=(time(t)) { (rel) } }
 }
 
 /// `3d 4h`, `12m 5s`, `40s`.
-pub(crate) fn span(d: Duration) -> String {
-    let s = d.num_seconds().max(0);
-    let (days, hours, mins, secs) = (s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
-    if days > 0 {
-        format!("{days}d {hours}h")
-    } else if hours > 0 {
-        format!("{hours}h {mins}m")
-    } else if mins > 0 {
-        format!("{mins}m {secs}s")
-    } else {
-        format!("{secs}s")
-    }
-}
+pub(crate) use oprec_ops::time::span;
 
 /// The `<option>`s of a filter's `<select>`: "any" first, then each of `all`, with `current`
 /// selected.
@@ -85,6 +69,7 @@ pub(crate) fn or_dash(v: Option<&str>) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::Duration;
 
     #[test]
     fn formats_counts_and_spans() {

@@ -118,6 +118,33 @@ pub fn human_age(d: Duration) -> String {
     out
 }
 
+/// A span as a person reads it: `3d 4h`, `2h 5m`, `12m 5s`, `40s` (two units at most; a
+/// negative span reads as zero).
+pub fn span(d: Duration) -> String {
+    let s = d.num_seconds().max(0);
+    let (days, hours, mins, secs) = (s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if days > 0 {
+        format!("{days}d {hours}h")
+    } else if hours > 0 {
+        format!("{hours}h {mins}m")
+    } else if mins > 0 {
+        format!("{mins}m {secs}s")
+    } else {
+        format!("{secs}s")
+    }
+}
+
+/// How far `t` is from `now`, as every front end shows it beside the absolute time:
+/// `3m 5s ago`, `in 2h 0m`.
+pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let d = now - t;
+    if d >= Duration::zero() {
+        format!("{} ago", span(d))
+    } else {
+        format!("in {}", span(-d))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +152,14 @@ mod tests {
 
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn relative_times_read_both_ways() {
+        assert_eq!(relative(now() - Duration::seconds(185), now()), "3m 5s ago");
+        assert_eq!(relative(now() + Duration::hours(2), now()), "in 2h 0m");
+        assert_eq!(relative(now(), now()), "0s ago");
+        assert_eq!(span(Duration::seconds(3 * 86400 + 4 * 3600)), "3d 4h");
     }
 
     #[test]

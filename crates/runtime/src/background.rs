@@ -18,6 +18,7 @@ use oprec_core::{Clock, FullStore, KindPublishParams, Transport, WorkerBeatParam
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::tally::Tally;
 use crate::{
     Kind, Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention,
     scheduler, upkeep,
@@ -37,6 +38,8 @@ pub(crate) struct BackgroundParams<'a> {
     pub clock: &'a Arc<dyn Clock>,
     pub config: &'a WorkerConfig,
     pub stats: &'a Arc<Stats>,
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub tally: &'a Arc<Tally>,
 }
 
 impl Background {
@@ -66,7 +69,11 @@ impl Background {
         ));
         #[cfg(feature = "metrics")]
         {
-            tasks.spawn(crate::metrics::counters(p.stats.clone(), stop.clone()));
+            tasks.spawn(crate::metrics::counters(
+                p.stats.clone(),
+                p.tally.clone(),
+                stop.clone(),
+            ));
             if let Some(every) = p.config.figures_every {
                 tasks.spawn(crate::metrics::figures(
                     p.store.clone(),

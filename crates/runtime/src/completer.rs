@@ -14,14 +14,15 @@ use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::Stats;
+use crate::tally::{Labels, Tally};
 
 /// The most outcomes written by one store call.
 const BATCH: usize = 1000;
 
 /// What the completer is sent: an outcome to write, or a flush.
 pub(crate) enum Completion {
-    /// An attempt's outcome.
-    Outcome(CompleteParams),
+    /// An attempt's outcome, with its operation's labels for the labelled counts.
+    Outcome(CompleteParams, Labels),
     /// Answered once every outcome sent before it is written (or found stale): the worker waits
     /// for it before it runs a suspect alone, so that if the suspect kills the process no
     /// finished attempt is lost with it.
@@ -44,14 +45,19 @@ pub(crate) async fn run(
     store: Arc<dyn WorkerStore>,
     mut rx: mpsc::UnboundedReceiver<Completion>,
     stats: Arc<Stats>,
+    tally: Arc<Tally>,
 ) {
+    let mut labels = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
     let mut flushes = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(c) = next.take() {
             match c {
-                Completion::Outcome(p) => batch.push(p),
+                Completion::Outcome(p, l) => {
+                    batch.push(p);
+                    labels.push(l);
+                }
                 // Outcomes sent after a flush wait for the next batch.
                 Completion::Flush(done) => {
                     flushes.push(done);
@@ -72,11 +78,13 @@ pub(crate) async fn run(
         loop {
             match store.operation_complete_many(batch.clone()).await {
                 Ok(results) => {
-                    for (p, r) in batch.iter().zip(results) {
+                    let mut applied = Vec::with_capacity(batch.len());
+                    for ((p, r), l) in batch.iter().zip(results).zip(&labels) {
                         match r {
                             CompleteResult::Applied => {
                                 Stats::add(&stats.completions, 1);
                                 Stats::add(counter(&stats, &p.transition), 1);
+                                applied.push((*l, &p.transition));
                             }
                             CompleteResult::Stale => {
                                 Stats::add(&stats.stale_claims, 1);
@@ -85,6 +93,7 @@ pub(crate) async fn run(
                             }
                         }
                     }
+                    tally.applied(applied);
                     break;
                 }
                 Err(e) => {
@@ -95,6 +104,7 @@ pub(crate) async fn run(
             }
         }
         batch.clear();
+        labels.clear();
         for done in flushes.drain(..) {
             let _ = done.send(());
         }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::completer::{Completion, CompletionSender};
 use crate::context::AttemptRules;
 use crate::fenced::FencedState;
+use crate::tally::{Labels, Tally};
 use crate::{Context, Registry, Stats};
 
 pub(crate) struct Executor {
@@ -30,6 +31,7 @@ pub(crate) struct Executor {
     pub registry: Arc<Registry>,
     pub clock: Arc<dyn Clock>,
     pub stats: Arc<Stats>,
+    pub tally: Arc<Tally>,
     pub completions: CompletionSender,
 }
 
@@ -43,12 +45,16 @@ impl Executor {
         let_go: Arc<dyn Fn() + Send + Sync>,
     ) {
         let token = op.claim_token();
+        let labels = self.tally.labels(&op);
         let finish = |transition: Transition| {
-            let _ = self.completions.send(Completion::Outcome(CompleteParams {
-                id: op.id,
-                claim_token: token,
-                transition,
-            }));
+            let _ = self.completions.send(Completion::Outcome(
+                CompleteParams {
+                    id: op.id,
+                    claim_token: token,
+                    transition,
+                },
+                labels,
+            ));
         };
         let Some(kind) = self.registry.get(&op.kind) else {
             // Claims filter by known kinds; this only happens if the registry changed under us.
@@ -94,7 +100,7 @@ impl Executor {
             r = tokio::time::timeout(timeout, handler) => r,
             () = lost.cancelled() => {
                 // A fenced commit ends the claim, so the heartbeat that follows finds it gone.
-                if !self.fenced_written(&op, &ctx) {
+                if !self.fenced_written(&op, labels, &ctx) {
                     self.abandoned(&op);
                 }
                 return;
@@ -106,7 +112,7 @@ impl Executor {
             .record(started.elapsed().as_secs_f64());
         #[cfg(not(feature = "metrics"))]
         let _ = started;
-        if self.fenced_written(&op, &ctx) {
+        if self.fenced_written(&op, labels, &ctx) {
             if let (Ok(Ok(Err(failure))), FencedState::Committed(CompleteResult::Applied)) =
                 (&result, ctx.fenced_state())
             {
@@ -164,11 +170,12 @@ impl Executor {
 
     /// Whether the handler's fenced transaction wrote the attempt's outcome (applied, or refused
     /// by the fence and rolled back), counting it as the completer counts what it writes.
-    fn fenced_written(&self, op: &Claimed, ctx: &Context) -> bool {
+    fn fenced_written(&self, op: &Claimed, labels: Labels, ctx: &Context) -> bool {
         match ctx.fenced_state() {
             FencedState::Committed(CompleteResult::Applied) => {
                 Stats::add(&self.stats.completions, 1);
                 Stats::add(&self.stats.succeeded, 1);
+                self.tally.applied([(labels, &Transition::succeeded(None))]);
                 true
             }
             FencedState::Committed(CompleteResult::Stale) => {

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use oprec_core::store::{HeartbeatManyParams, HeldClaim};
 use oprec_core::{OperationId, WorkerStore};
 use tokio_util::sync::CancellationToken;
+
+use crate::tally::Labels;
 use uuid::Uuid;
 
 /// The most claims one heartbeat statement carries.
@@ -22,6 +24,7 @@ const PER_STATEMENT: usize = 5000;
 /// or extended by a heartbeat sent at that time).
 struct Entry {
     token: Uuid,
+    labels: Labels,
     lost: CancellationToken,
     renewed: Instant,
 }
@@ -37,13 +40,15 @@ impl Held {
         self.claims.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds a new claim; returns the signal that fires if its lease is lost.
-    pub fn insert(&self, claim: HeldClaim) -> CancellationToken {
+    /// Holds a new claim, with its operation's labels; returns the signal that fires if its
+    /// lease is lost.
+    pub fn insert(&self, claim: HeldClaim, labels: Labels) -> CancellationToken {
         let lost = CancellationToken::new();
         self.lock().insert(
             claim.id,
             Entry {
                 token: claim.claim_token,
+                labels,
                 lost: lost.clone(),
                 renewed: Instant::now(),
             },
@@ -62,13 +67,18 @@ impl Held {
         }
     }
 
-    /// Every claim still held, letting them all go.
-    pub fn take_all(&self) -> Vec<HeldClaim> {
+    /// Every claim still held, with its labels, letting them all go.
+    pub fn take_all(&self) -> Vec<(HeldClaim, Labels)> {
         self.lock()
             .drain()
-            .map(|(id, e)| HeldClaim {
-                id,
-                claim_token: e.token,
+            .map(|(id, e)| {
+                (
+                    HeldClaim {
+                        id,
+                        claim_token: e.token,
+                    },
+                    e.labels,
+                )
             })
             .collect()
     }
@@ -201,7 +211,7 @@ mod tests {
         let (kept, refused, unanswered) = (claim(), claim(), claim());
         let signals: Vec<_> = [kept, refused, unanswered]
             .iter()
-            .map(|c| held.insert(*c))
+            .map(|c| held.insert(*c, Labels::default()))
             .collect();
         let lost = held.lose_unless(&[kept, refused], &[kept.id], Instant::now());
         assert_eq!(lost, 1);

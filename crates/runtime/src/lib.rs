@@ -32,6 +32,7 @@ mod rescuer;
 mod retention;
 mod scheduler;
 mod stats;
+mod tally;
 mod upkeep;
 #[cfg(feature = "webhook")]
 mod webhook;

@@ -3,7 +3,9 @@
 //! nothing. Every name is a constant in [`names`], so the CLI, the dashboard and a program that
 //! embeds [`Worker`](crate::Worker) emit the same series.
 //!
-//! - counters of the worker's own work, from its [`Stats`], refreshed every second;
+//! - counters of the worker's own work, from its [`Stats`], refreshed every second; those whose
+//!   operation is known when they are counted (claims, attempts, outcomes, promotions to dead)
+//!   are labelled by kind, failure class and dependency, bounded by the worker's registry;
 //! - `oprec_handler_duration_seconds`, a histogram per kind, recorded as each handler ends;
 //! - gauges of the store's figures (what `oprec stats` shows), when
 //!   [`WorkerConfig::figures_every`](crate::WorkerConfig::figures_every) asks for them: they
@@ -17,10 +19,22 @@ use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gau
 use oprec_core::{NO_CLASS, OperatorStore, StatsReport};
 use tokio_util::sync::CancellationToken;
 
+use crate::tally::{Key, NONE, Series, Tally};
 use crate::{Stats, StatsSnapshot};
 
 /// The metric names, defined once.
 pub mod names {
+    /// Operations claimed, per kind and dependency (counter).
+    pub const CLAIMS: &str = "oprec_claims_total";
+    /// Attempts that succeeded, per kind and dependency (counter).
+    pub const ATTEMPTS_SUCCEEDED: &str = "oprec_attempts_succeeded_total";
+    /// Attempts that failed, per kind, failure class and dependency (counter).
+    pub const ATTEMPTS_FAILED: &str = "oprec_attempts_failed_total";
+    /// Outcomes written, per kind and attempt outcome (counter).
+    pub const COMPLETIONS: &str = "oprec_completions_total";
+    /// Promotions to dead this worker's attempts wrote, per kind, failure class, dependency and
+    /// terminal reason (counter).
+    pub const DEAD_PROMOTIONS: &str = "oprec_dead_promotions_total";
     /// How long handlers ran, per kind (histogram, seconds).
     pub const HANDLER_DURATION: &str = "oprec_handler_duration_seconds";
     /// Operations by status (gauge).
@@ -139,22 +153,37 @@ pub const GAUGES: &[(&str, &str)] = &[
 /// A counter: its name, help text, and where its value comes from.
 pub type CounterDef = (&'static str, &'static str, fn(&StatsSnapshot) -> u64);
 
-/// The worker's counters.
+/// The worker's labelled counters, with their help texts: counted per operation where its
+/// outcome is known (see [`crate::Worker`]'s completer), by kind, class and dependency.
+pub const LABELLED_COUNTERS: &[(&str, &str)] = &[
+    (
+        names::CLAIMS,
+        "Operations claimed, per kind and dependency.",
+    ),
+    (
+        names::ATTEMPTS_SUCCEEDED,
+        "Attempts that succeeded, per kind and dependency.",
+    ),
+    (
+        names::ATTEMPTS_FAILED,
+        "Attempts that failed, per kind, failure class and dependency (class none: refused \
+         without one).",
+    ),
+    (
+        names::COMPLETIONS,
+        "Outcomes written, per kind and attempt outcome.",
+    ),
+    (
+        names::DEAD_PROMOTIONS,
+        "Promotions to dead written by this worker's attempts, per kind, failure class, \
+         dependency and reason (the rescuer's are in oprec_deadline_dead_total and \
+         oprec_vanished_attempts_total).",
+    ),
+];
+
+/// The worker's unlabelled counters: counted before an operation (and so its kind) is known, or
+/// by the maintenance loops over many operations at once.
 pub const COUNTERS: &[CounterDef] = &[
-    ("oprec_claims_total", "Operations claimed.", |s| s.claimed),
-    (
-        "oprec_attempts_succeeded_total",
-        "Attempts that succeeded.",
-        |s| s.succeeded,
-    ),
-    (
-        "oprec_attempts_failed_total",
-        "Attempts that failed (any class).",
-        |s| s.failed,
-    ),
-    ("oprec_completions_total", "Outcomes written.", |s| {
-        s.completions
-    }),
     (
         "oprec_stale_claims_total",
         "Writes refused because the claim was stale (lease taken over).",
@@ -230,6 +259,9 @@ pub fn describe() {
     for (name, help, _) in COUNTERS {
         describe_counter!(*name, *help);
     }
+    for (name, help) in LABELLED_COUNTERS {
+        describe_counter!(*name, *help);
+    }
     describe_counter!(
         names::REFRESH_ERRORS,
         "Failed refreshes of the store's figures."
@@ -246,16 +278,58 @@ fn record_counters(s: &StatsSnapshot) {
     }
 }
 
+/// The labelled counters' handles, registered once per series.
+#[derive(Default)]
+struct Registered {
+    handles: HashMap<Key, metrics::Counter>,
+}
+
+impl Registered {
+    /// Sets every labelled counter from the tally.
+    fn record(&mut self, tally: &Tally) {
+        for (key, n) in tally.snapshot() {
+            self.handles
+                .entry(key)
+                .or_insert_with(|| register(tally, key))
+                .absolute(n);
+        }
+    }
+}
+
+/// The counter a labelled count goes to, with its label values.
+fn register(tally: &Tally, (series, labels): Key) -> metrics::Counter {
+    let kind = tally.kind(labels).to_owned();
+    let dependency = tally.dependency(labels).to_owned();
+    let class = |c: Option<oprec_core::FailureClass>| c.map_or(NONE, |c| c.as_str());
+    match series {
+        Series::Claims => counter!(names::CLAIMS, "kind" => kind, "dependency" => dependency),
+        Series::Succeeded => {
+            counter!(names::ATTEMPTS_SUCCEEDED, "kind" => kind, "dependency" => dependency)
+        }
+        Series::Failed(c) => counter!(names::ATTEMPTS_FAILED,
+            "kind" => kind, "class" => class(c), "dependency" => dependency),
+        Series::Completion(outcome) => {
+            counter!(names::COMPLETIONS, "kind" => kind, "outcome" => outcome.as_str())
+        }
+        Series::Dead(c, reason) => counter!(names::DEAD_PROMOTIONS,
+            "kind" => kind, "class" => class(c), "dependency" => dependency,
+            "reason" => reason.as_str()),
+    }
+}
+
 /// Refreshes the counters until `stop` (and once more at the end).
-pub(crate) async fn counters(stats: Arc<Stats>, stop: CancellationToken) {
+pub(crate) async fn counters(stats: Arc<Stats>, tally: Arc<Tally>, stop: CancellationToken) {
+    let mut labelled = Registered::default();
     loop {
         record_counters(&stats.snapshot());
+        labelled.record(&tally);
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = tokio::time::sleep(COUNTERS_EVERY) => {}
         }
     }
     record_counters(&stats.snapshot());
+    labelled.record(&tally);
 }
 
 /// Labelled gauges remember their label values, so a value that disappears (no more dead

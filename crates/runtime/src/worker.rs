@@ -39,6 +39,7 @@ use crate::broker_health::BrokerHealth;
 use crate::completer::Completion;
 use crate::executor::Executor;
 use crate::held::{self, Held, LetGoOnPanic};
+use crate::tally::Tally;
 use crate::{
     AlerterConfig, ReconcilerConfig, Registry, RescuerConfig, RetentionConfig, SchedulerConfig,
     Stats, StatsSnapshot, completer,
@@ -171,6 +172,8 @@ pub struct Worker {
     clock: Arc<dyn Clock>,
     config: WorkerConfig,
     stats: Arc<Stats>,
+    /// The labelled counts, bounded by the registry's kinds and dependencies.
+    tally: Arc<Tally>,
     /// Failed transport or store calls in a row, for the back-off.
     failures: AtomicU32,
     broker: BrokerHealth,
@@ -239,6 +242,7 @@ impl Worker {
     ) -> oprec_core::Result<Self> {
         config.validate()?;
         Ok(Worker {
+            tally: Arc::new(Tally::for_registry(&registry)),
             store,
             transport,
             registry,
@@ -304,7 +308,12 @@ impl Worker {
     /// timeout, releases the rest, and writes every outcome.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
         let (tx, rx) = mpsc::unbounded_channel::<Completion>();
-        let completer = tokio::spawn(completer::run(self.store.clone(), rx, self.stats.clone()));
+        let completer = tokio::spawn(completer::run(
+            self.store.clone(),
+            rx,
+            self.stats.clone(),
+            self.tally.clone(),
+        ));
         let background = Background::start(BackgroundParams {
             store: &self.store,
             transport: self.transport.as_ref(),
@@ -312,12 +321,14 @@ impl Worker {
             clock: &self.clock,
             config: &self.config,
             stats: &self.stats,
+            tally: &self.tally,
         });
         let executor = Arc::new(Executor {
             store: self.store.clone(),
             registry: self.registry.clone(),
             clock: self.clock.clone(),
             stats: self.stats.clone(),
+            tally: self.tally.clone(),
             completions: tx.clone(),
         });
         let held = Held::default();
@@ -412,7 +423,7 @@ impl Worker {
                     Some(op) => {
                         tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
                             "running a suspect alone (isolated attempt)");
-                        let lost = held.insert(HeldClaim::from(&op));
+                        let lost = held.insert(HeldClaim::from(&op), self.tally.labels(&op));
                         buffer.push_back((op, lost));
                     }
                     None => {
@@ -443,7 +454,7 @@ impl Worker {
                 Some((claimed, want)) = claims.next(), if !claims.is_empty() => {
                     asked -= want;
                     for op in claimed {
-                        let lost = held.insert(HeldClaim::from(&op));
+                        let lost = held.insert(HeldClaim::from(&op), self.tally.labels(&op));
                         buffer.push_back((op, lost));
                     }
                 }
@@ -475,13 +486,16 @@ impl Worker {
             tasks.abort_all();
             while tasks.join_next().await.is_some() {}
             let now = self.clock.now();
-            for claim in held.take_all() {
+            for (claim, labels) in held.take_all() {
                 released += 1;
-                let _ = tx.send(Completion::Outcome(CompleteParams {
-                    id: claim.id,
-                    claim_token: claim.claim_token,
-                    transition: Transition::release(now),
-                }));
+                let _ = tx.send(Completion::Outcome(
+                    CompleteParams {
+                        id: claim.id,
+                        claim_token: claim.claim_token,
+                        transition: Transition::release(now),
+                    },
+                    labels,
+                ));
             }
             tracing::info!(released, "drain timeout: releasing unfinished attempts");
         }
@@ -521,6 +535,7 @@ impl Worker {
             Ok(Some(op)) => {
                 self.recovered();
                 Stats::add(&self.stats.claimed, 1);
+                self.tally.claimed(std::slice::from_ref(&op));
                 Stats::add(&self.stats.isolated, 1);
                 Some(op)
             }
@@ -644,6 +659,7 @@ impl Worker {
             }
         };
         Stats::add(&self.stats.claimed, claimed.len() as u64);
+        self.tally.claimed(&claimed);
         Stats::add(
             &self.stats.wakeups_ignored,
             (ids.len() - claimed.len()) as u64,
@@ -673,6 +689,7 @@ impl Worker {
             Ok(claimed) if !claimed.is_empty() => {
                 self.recovered();
                 Stats::add(&self.stats.claimed, claimed.len() as u64);
+                self.tally.claimed(&claimed);
                 claimed
             }
             Ok(_) => {

@@ -6,7 +6,7 @@ use oprec::operator::AuditListParams;
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
 use crate::exit::bad;
-use crate::output::{self, Table, count, cut};
+use crate::output::{self, Table, count};
 
 /// `oprec audit`.
 #[derive(Debug, Args)]
@@ -36,20 +36,21 @@ pub(crate) async fn run(global: &Global, args: AuditArgs) -> anyhow::Result<()> 
     if entries.is_empty() {
         return output::line!("the audit log is empty: no operator action yet");
     }
+    let now = chrono::Utc::now();
     let mut t = Table::new(&["AT", "ACTOR", "ACTION", "AFFECTED", "REASON", "FILTER"]);
     for e in &entries {
         let filter = match &e.entry.filter {
             serde_json::Value::Object(m) if m.is_empty() => "(all)".to_owned(),
-            v => cut(&v.to_string(), 80),
+            v => v.to_string(),
         };
         t.row(vec![
-            output::time(e.at),
+            output::when(e.at, now),
             e.entry.actor.clone(),
             e.entry.action.clone(),
             count(e.entry.affected),
-            cut(e.entry.reason.as_deref().unwrap_or("-"), 40),
+            e.entry.reason.clone().unwrap_or_else(|| "-".into()),
             filter,
         ]);
     }
-    output::text(&t.render(""))
+    output::human(&t.render(""))
 }

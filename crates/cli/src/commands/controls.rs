@@ -239,10 +239,10 @@ pub(crate) async fn list(global: &Global, args: ControlsArgs) -> anyhow::Result<
     if controls.is_empty() {
         return output::line!("no controls in force: nothing is paused or postponed");
     }
-    output::text(&render(&controls))
+    output::human(&render(&controls, chrono::Utc::now()))
 }
 
-fn render(controls: &[Control]) -> String {
+fn render(controls: &[Control], now: chrono::DateTime<chrono::Utc>) -> String {
     let mut t = Table::new(&["SCOPE", "VALUE", "ACTION", "UNTIL", "BY", "SINCE", "REASON"]);
     for c in controls {
         t.row(vec![
@@ -250,11 +250,11 @@ fn render(controls: &[Control]) -> String {
             c.value.clone(),
             c.action.to_string(),
             c.until
-                .map(output::time)
+                .map(|t| output::when(t, now))
                 .unwrap_or_else(|| "resumed by hand".into()),
             c.actor.clone(),
-            output::time(c.created_at),
-            cut(c.reason.as_deref().unwrap_or("-"), 60),
+            output::when(c.created_at, now),
+            c.reason.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     t.render("")

@@ -52,7 +52,7 @@ pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> 
     if args.json {
         return output::json(&detail);
     }
-    output::text(&render_detail(&detail))?;
+    output::human(&render_detail(&detail, chrono::Utc::now()))?;
     Ok(())
 }
 
@@ -70,7 +70,8 @@ fn outcome_of(a: &oprec::Attempt) -> String {
 }
 
 /// The readable layout of `ops show`: key fields, then a table of attempts.
-fn render_detail(d: &OperationDetail) -> String {
+fn render_detail(d: &OperationDetail, now: chrono::DateTime<chrono::Utc>) -> String {
+    let when = |t| output::when(t, now);
     let o = &d.operation;
     let mut fields: Vec<(&str, String)> = vec![
         ("id", o.id.to_string()),
@@ -85,19 +86,19 @@ fn render_detail(d: &OperationDetail) -> String {
     };
     opt("key", o.idempotency_key.clone());
     opt("dependency", o.dependency.clone());
-    opt("created", Some(output::time(o.created_at)));
+    opt("created", Some(when(o.created_at)));
     if o.status == Status::Pending {
-        opt("next eligible", Some(output::time(o.next_eligible_at)));
+        opt("next eligible", Some(when(o.next_eligible_at)));
     }
-    opt("deadline", o.give_up_at.map(output::time));
-    opt("ended", o.terminal_at.map(output::time));
+    opt("deadline", o.give_up_at.map(when));
+    opt("ended", o.terminal_at.map(when));
     if o.status == Status::Running {
         opt(
             "lease",
             o.lease_until.map(|t| {
                 format!(
                     "until {} by {}",
-                    output::time(t),
+                    when(t),
                     o.worker_id.as_deref().unwrap_or("?")
                 )
             }),
@@ -147,14 +148,11 @@ fn render_detail(d: &OperationDetail) -> String {
     for a in &d.attempts {
         t.row(vec![
             a.attempt.to_string(),
-            output::time(a.claimed_at),
-            output::time(a.ended_at),
+            when(a.claimed_at),
+            when(a.ended_at),
             outcome_of(a),
             a.failure_class.map(|c| c.to_string()).unwrap_or_default(),
-            a.error
-                .as_ref()
-                .map(|e| cut(&e.to_string(), 60))
-                .unwrap_or_default(),
+            a.error.as_ref().map(|e| e.to_string()).unwrap_or_default(),
             a.worker_id.clone().unwrap_or_default(),
         ]);
     }
@@ -326,7 +324,8 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         "NEXT ELIGIBLE",
         "LAST CLASS",
         "LAST ERROR",
-    ]);
+    ])
+    .whole(0);
     for o in &ops {
         t.row(vec![
             o.id.to_string(),
@@ -337,7 +336,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
             },
             attempts_of(o),
             if o.status == Status::Pending {
-                output::time(o.next_eligible_at)
+                output::when(o.next_eligible_at, holds.now)
             } else {
                 "-".to_owned()
             },
@@ -346,11 +345,11 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
                 .unwrap_or_default(),
             o.last_error
                 .as_ref()
-                .map(|e| cut(&e.summary, 60))
+                .map(|e| e.summary.clone())
                 .unwrap_or_default(),
         ]);
     }
-    output::text(&t.render(""))?;
+    output::human(&t.render(""))?;
     if ops.len() as u32 == limit
         && let Some(last) = ops.last()
     {

@@ -95,7 +95,7 @@ struct Waiting {
     since: Option<DateTime<Utc>>,
     /// When a reconcile hook looks again.
     next_look_at: DateTime<Utc>,
-    last_error: Option<String>,
+    last_error: Option<oprec::OperationError>,
     remote_id: Option<String>,
 }
 
@@ -134,7 +134,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
             attempt: o.attempt,
             since,
             next_look_at: o.next_eligible_at,
-            last_error: o.last_error.map(|e| e.summary),
+            last_error: o.last_error,
             remote_id: o.remote_id,
         });
     }
@@ -152,7 +152,10 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
             w.attempt.to_string(),
             w.since.map(output::time).unwrap_or_else(|| "-".into()),
             output::time(w.next_look_at),
-            cut(w.last_error.as_deref().unwrap_or("-"), 60),
+            cut(
+                w.last_error.as_ref().map_or("-", |e| e.summary.as_str()),
+                60,
+            ),
         ]);
     }
     output::text(&t.render(""))?;

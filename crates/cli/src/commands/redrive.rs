@@ -223,7 +223,10 @@ fn print_dry_run(
             "LAST DIED",
             "SUCCEEDED SINCE",
         ]);
-        let at = |t: Option<chrono::DateTime<Utc>>| t.map_or_else(|| "-".into(), output::time);
+        let now = Utc::now();
+        let at = |t: Option<chrono::DateTime<Utc>>| {
+            t.map_or_else(|| "-".into(), |t| output::when(t, now))
+        };
         for g in &preview.groups {
             t.row(vec![
                 g.kind.clone(),
@@ -236,7 +239,7 @@ fn print_dry_run(
                 at(g.first_ended_at),
                 at(g.last_ended_at),
                 g.recovered_at
-                    .map_or_else(|| "no".into(), |t| format!("yes, {}", output::time(t))),
+                    .map_or_else(|| "no".into(), |t| format!("yes, {}", output::when(t, now))),
             ]);
         }
         out.push_str(&t.render("  "));
@@ -260,12 +263,12 @@ fn print_dry_run(
     }
     if !preview.errors.is_empty() {
         out.push_str("errors (distinct, the most frequent first):\n");
-        let mut t = Table::new(&["COUNT", "KIND", "ERROR", "FOR EXAMPLE"]);
+        let mut t = Table::new(&["COUNT", "KIND", "ERROR", "FOR EXAMPLE"]).whole(3);
         for e in &preview.errors {
             t.row(vec![
                 count(e.count),
                 e.kind.clone(),
-                cut(e.error.as_deref().unwrap_or("-"), 80),
+                e.error.clone().unwrap_or_else(|| "-".into()),
                 e.example.to_string(),
             ]);
         }
@@ -297,7 +300,7 @@ fn print_dry_run(
     } else {
         "nothing was changed: add --yes to re-drive\n"
     });
-    output::text(&out)
+    output::human(&out)
 }
 
 /// Sets `stop` on the first ctrl-c (the current batch finishes, the rest waits for a second

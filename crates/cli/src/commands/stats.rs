@@ -31,7 +31,7 @@ pub(crate) async fn run(global: &Global, args: StatsArgs) -> anyhow::Result<()> 
     if args.json {
         return output::json(&report);
     }
-    output::text(&render(&report, &backend.url))
+    output::human(&render(&report, &backend.url))
 }
 
 /// A two-column table of a count map in its keys' order (a typed key's declaration order: the

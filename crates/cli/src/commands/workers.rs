@@ -52,6 +52,7 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
             "live_within_seconds": WORKER_LIVE_SECS,
         }));
     }
+    let now = chrono::Utc::now();
     let mut out = if workers.is_empty() {
         format!("no worker seen in the last {WORKER_LIVE_SECS} s\n")
     } else {
@@ -72,8 +73,8 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
                 w.host.clone(),
                 w.pid.to_string(),
                 w.code_version.clone().unwrap_or_else(|| "-".into()),
-                output::time(w.started_at),
-                output::time(w.last_seen_at),
+                output::when(w.started_at, now),
+                output::when(w.last_seen_at, now),
                 w.kinds.join(", "),
             ]);
         }
@@ -83,8 +84,8 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
         Some(l) => format!(
             "\nmaintenance leader: {} (since {}, lease until {})\n",
             l.holder,
-            output::time(l.since),
-            output::time(l.lease_until)
+            output::when(l.since, now),
+            output::when(l.lease_until, now)
         ),
         None => {
             "\nmaintenance leader: none (no worker runs the scheduler, rescuer and alerts now)\n"
@@ -92,7 +93,7 @@ pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()
         }
     });
     out.push_str(&unhandled_text(&unhandled));
-    output::text(&out)
+    output::human(&out)
 }
 
 /// The unhandled kinds as a short section (shared with `oprec stats`).
