@@ -216,6 +216,11 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
 
+    /// The producer's W3C trace context (`00-<trace id>-<parent id>-<flags>`), stored on the
+    /// operation: every attempt's span links to it (README, "Traces"). A malformed value exits 2.
+    #[arg(long, value_name = "TRACEPARENT", env = "TRACEPARENT")]
+    pub traceparent: Option<String>,
+
     /// Refuse a payload larger than this many bytes of JSON; nothing is stored. Store large
     /// inputs elsewhere and enqueue a reference.
     #[arg(long, value_name = "BYTES", env = "OPREC_MAX_PAYLOAD_BYTES",
