@@ -12,6 +12,7 @@ use std::time::Duration;
 use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
 use tokio::sync::{mpsc, oneshot};
+use tracing::{Instrument, Span};
 
 use crate::Stats;
 
@@ -20,8 +21,9 @@ const BATCH: usize = 1000;
 
 /// What the completer is sent: an outcome to write, or a flush.
 pub(crate) enum Completion {
-    /// An attempt's outcome.
-    Outcome(CompleteParams),
+    /// An attempt's outcome, with the attempt's span (`Span::none()` for a release at drain):
+    /// held until the outcome is written, so the span ends when its outcome is stored.
+    Outcome(CompleteParams, Span),
     /// Answered once every outcome sent before it is written (or found stale): the worker waits
     /// for it before it runs a suspect alone, so that if the suspect kills the process no
     /// finished attempt is lost with it.
@@ -46,12 +48,16 @@ pub(crate) async fn run(
     stats: Arc<Stats>,
 ) {
     let mut batch = Vec::with_capacity(BATCH);
+    let mut spans: Vec<Span> = Vec::with_capacity(BATCH);
     let mut flushes = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(c) = next.take() {
             match c {
-                Completion::Outcome(p) => batch.push(p),
+                Completion::Outcome(p, span) => {
+                    batch.push(p);
+                    spans.push(span);
+                }
                 // Outcomes sent after a flush wait for the next batch.
                 Completion::Flush(done) => {
                     flushes.push(done);
@@ -69,10 +75,25 @@ pub(crate) async fn run(
             continue;
         }
         let mut backoff = Duration::from_millis(50);
+        let batch_span = crate::attempt_span::complete_batch(batch.len());
+        for span in &spans {
+            span.follows_from(&batch_span);
+        }
         loop {
-            match store.operation_complete_many(batch.clone()).await {
+            match store
+                .operation_complete_many(batch.clone())
+                .instrument(batch_span.clone())
+                .await
+            {
                 Ok(results) => {
-                    for (p, r) in batch.iter().zip(results) {
+                    for ((p, r), span) in batch.iter().zip(results).zip(&spans) {
+                        span.record(
+                            "written",
+                            match r {
+                                CompleteResult::Applied => "applied",
+                                CompleteResult::Stale => "stale",
+                            },
+                        );
                         match r {
                             CompleteResult::Applied => {
                                 Stats::add(&stats.completions, 1);
@@ -95,6 +116,8 @@ pub(crate) async fn run(
             }
         }
         batch.clear();
+        // The attempts' spans end here, their outcomes written.
+        spans.clear();
         for done in flushes.drain(..) {
             let _ = done.send(());
         }

@@ -33,7 +33,9 @@ use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::attempt_span;
 use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
 use crate::completer::Completion;
@@ -205,7 +207,8 @@ pub struct RunReport {
 const CLAIMS_IN_FLIGHT: usize = 2;
 
 /// A claim in flight: what it claimed, and how many it asked for.
-type ClaimFuture<'a> = Pin<Box<dyn Future<Output = (Vec<Claimed>, usize)> + Send + 'a>>;
+type ClaimFuture<'a> =
+    Pin<Box<dyn Future<Output = (Vec<Claimed>, usize, tracing::Span)> + Send + 'a>>;
 
 /// How many times giving back the buffered claims on shutdown is tried before they are left to
 /// the rescuer.
@@ -319,6 +322,8 @@ impl Worker {
             clock: self.clock.clone(),
             stats: self.stats.clone(),
             completions: tx.clone(),
+            worker_id: self.config.worker_id.clone(),
+            code_version: self.config.code_version.clone(),
         });
         let held = Held::default();
         let stop_heartbeat = CancellationToken::new();
@@ -338,7 +343,8 @@ impl Worker {
             max_buffered: self.config.claim_ahead_max,
             max_per_claim: self.config.claim_batch.max(1),
         });
-        let mut buffer: VecDeque<(Claimed, CancellationToken)> = VecDeque::new();
+        // Each claimed operation waits with its lease's loss signal and its claim batch's span.
+        let mut buffer: VecDeque<(Claimed, CancellationToken, tracing::Span)> = VecDeque::new();
         let mut asked = 0usize;
         let mut done = 0u64;
         let mut observed_at = Instant::now();
@@ -372,7 +378,7 @@ impl Worker {
             observed_at = now;
             // Free handlers take from the buffer, skipping claims whose lease was lost.
             while !shutdown.is_cancelled() && tasks.len() < concurrency {
-                let Some((op, lost)) = buffer.pop_front() else {
+                let Some((op, lost, claim_span)) = buffer.pop_front() else {
                     break;
                 };
                 let claim = HeldClaim::from(&op);
@@ -391,7 +397,7 @@ impl Worker {
                         let held = held.clone();
                         Arc::new(move || held.remove(claim))
                     };
-                    executor.execute(op, lost, let_go).await;
+                    executor.execute(op, lost, let_go, claim_span).await;
                     held.remove(claim);
                 });
             }
@@ -408,12 +414,18 @@ impl Worker {
                 // every finished attempt's outcome is written, so that a suspect that kills the
                 // process takes no finished attempt down with it.
                 completer::flush(&tx).await;
-                match self.claim_suspect(kinds_ref, stop).await {
+                let claim_span = attempt_span::claim_batch("suspect", 1);
+                match self
+                    .claim_suspect(kinds_ref, stop)
+                    .instrument(claim_span.clone())
+                    .await
+                {
                     Some(op) => {
+                        claim_span.record("claimed", 1);
                         tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
                             "running a suspect alone (isolated attempt)");
                         let lost = held.insert(HeldClaim::from(&op));
-                        buffer.push_back((op, lost));
+                        buffer.push_back((op, lost, claim_span));
                     }
                     None => {
                         isolating = false;
@@ -428,23 +440,36 @@ impl Worker {
                     asked += want;
                     claims.push(Box::pin(async move {
                         // Without a broker, or while it does not answer, claim from the store.
-                        let claimed = match &this.transport {
+                        let (claimed, span) = match &this.transport {
                             Some(t) if this.broker.ask_broker() => {
-                                this.take_wakeups(t.as_ref(), want, kinds_ref, stop).await
+                                let span = attempt_span::claim_batch("wake-ups", want);
+                                let claimed = this
+                                    .take_wakeups(t.as_ref(), want, kinds_ref, stop)
+                                    .instrument(span.clone())
+                                    .await;
+                                (claimed, span)
                             }
-                            _ => this.poll(want, kinds_ref, stop).await,
+                            _ => {
+                                let span = attempt_span::claim_batch("poll", want);
+                                let claimed = this
+                                    .poll(want, kinds_ref, stop)
+                                    .instrument(span.clone())
+                                    .await;
+                                (claimed, span)
+                            }
                         };
-                        (claimed, want)
+                        span.record("claimed", claimed.len());
+                        (claimed, want, span)
                     }));
                     continue;
                 }
             }
             tokio::select! {
-                Some((claimed, want)) = claims.next(), if !claims.is_empty() => {
+                Some((claimed, want, span)) = claims.next(), if !claims.is_empty() => {
                     asked -= want;
                     for op in claimed {
                         let lost = held.insert(HeldClaim::from(&op));
-                        buffer.push_back((op, lost));
+                        buffer.push_back((op, lost, span.clone()));
                     }
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => done += 1,
@@ -456,7 +481,7 @@ impl Worker {
         // Drain: first give back what never started, then let the running attempts finish.
         // A buffered claim whose lease was lost is let go, not given back: it is not ours.
         let mut unstarted: Vec<HeldClaim> = Vec::with_capacity(buffer.len());
-        for (op, lost) in buffer.drain(..) {
+        for (op, lost, _) in buffer.drain(..) {
             let claim = HeldClaim::from(&op);
             held.remove(claim);
             if lost.is_cancelled() {
@@ -477,11 +502,14 @@ impl Worker {
             let now = self.clock.now();
             for claim in held.take_all() {
                 released += 1;
-                let _ = tx.send(Completion::Outcome(CompleteParams {
-                    id: claim.id,
-                    claim_token: claim.claim_token,
-                    transition: Transition::release(now),
-                }));
+                let _ = tx.send(Completion::Outcome(
+                    CompleteParams {
+                        id: claim.id,
+                        claim_token: claim.claim_token,
+                        transition: Transition::release(now),
+                    },
+                    tracing::Span::none(),
+                ));
             }
             tracing::info!(released, "drain timeout: releasing unfinished attempts");
         }
