@@ -11,7 +11,9 @@
 //! - `oprec.claim` and `oprec.complete`: one per batch (claims and completions are batched, and
 //!   a batch serves many operations, which may belong to many traces): each is a root span of
 //!   its own, and every attempt span follows from (in OpenTelemetry: links to) the claim batch
-//!   that claimed it and the completion batch that wrote it.
+//!   that claimed it and the completion batch that wrote it. The completion span covers the
+//!   store call; the claim span is made when the claim returned, only for a batch that claimed
+//!   something, with the call's duration as `took_ms` (an idle worker's empty polls make none).
 //!
 //! The parent of an attempt span is the producer's stored trace context (`traceparent`) when
 //! there is one and OpenTelemetry is built in (feature `otel`): the attempt is work the
@@ -72,9 +74,20 @@ pub(crate) fn record_outcome(span: &Span, outcome: &str) {
     span.record("outcome", outcome);
 }
 
-/// The span of one batch of claims.
-pub(crate) fn claim_batch(source: &'static str, requested: usize) -> Span {
-    tracing::info_span!(parent: None, "oprec.claim", source, requested, claimed = Empty)
+/// The span of one batch of claims, made once the claim returned (`took`), and only when it
+/// claimed something: an idle worker polls every second or so, and a root span per empty poll
+/// would bury the traces that matter. `Span::none()` for an empty batch.
+pub(crate) fn claim_batch(
+    source: &'static str,
+    requested: usize,
+    claimed: usize,
+    took: std::time::Duration,
+) -> Span {
+    if claimed == 0 {
+        return Span::none();
+    }
+    let took_ms = took.as_secs_f64() * 1000.0;
+    tracing::info_span!(parent: None, "oprec.claim", source, requested, claimed, took_ms)
 }
 
 /// The span of one batch of completions, which each written attempt's span follows from.

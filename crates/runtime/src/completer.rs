@@ -19,7 +19,10 @@ use crate::Stats;
 /// The most outcomes written by one store call.
 const BATCH: usize = 1000;
 
-/// What the completer is sent: an outcome to write, or a flush.
+/// What the completer is sent: an outcome to write, or a flush. Nearly every message is an
+/// outcome, so it is kept unboxed: a box would cost an allocation per attempt to save a flush's
+/// few bytes.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Completion {
     /// An attempt's outcome, with the attempt's span (`Span::none()` for a release at drain):
     /// held until the outcome is written, so the span ends when its outcome is stored.

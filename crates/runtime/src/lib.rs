@@ -8,7 +8,7 @@
 //! Features: `metrics` (counters, the handler histogram and the store's figures through the
 //! `metrics` facade, names in [`metrics::names`]), `webhook` ([`WebhookSink`]), `otel` (each
 //! attempt's span parented by the producer's stored trace context, and the producer's current
-//! span stored at enqueue when it passes none; [`current_traceparent`]).
+//! span stored at enqueue when it passes none; `current_traceparent`).
 //!
 //! Not here: SQL or broker protocols (the store and transport crates), or operator workflows
 //! (oprec-ops).

@@ -33,7 +33,6 @@ use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::attempt_span;
 use crate::background::{Background, BackgroundParams};
@@ -414,14 +413,11 @@ impl Worker {
                 // every finished attempt's outcome is written, so that a suspect that kills the
                 // process takes no finished attempt down with it.
                 completer::flush(&tx).await;
-                let claim_span = attempt_span::claim_batch("suspect", 1);
-                match self
-                    .claim_suspect(kinds_ref, stop)
-                    .instrument(claim_span.clone())
-                    .await
-                {
+                let started = Instant::now();
+                match self.claim_suspect(kinds_ref, stop).await {
                     Some(op) => {
-                        claim_span.record("claimed", 1);
+                        let claim_span =
+                            attempt_span::claim_batch("suspect", 1, 1, started.elapsed());
                         tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
                             "running a suspect alone (isolated attempt)");
                         let lost = held.insert(HeldClaim::from(&op));
@@ -440,25 +436,20 @@ impl Worker {
                     asked += want;
                     claims.push(Box::pin(async move {
                         // Without a broker, or while it does not answer, claim from the store.
-                        let (claimed, span) = match &this.transport {
-                            Some(t) if this.broker.ask_broker() => {
-                                let span = attempt_span::claim_batch("wake-ups", want);
-                                let claimed = this
-                                    .take_wakeups(t.as_ref(), want, kinds_ref, stop)
-                                    .instrument(span.clone())
-                                    .await;
-                                (claimed, span)
-                            }
-                            _ => {
-                                let span = attempt_span::claim_batch("poll", want);
-                                let claimed = this
-                                    .poll(want, kinds_ref, stop)
-                                    .instrument(span.clone())
-                                    .await;
-                                (claimed, span)
-                            }
+                        let started = Instant::now();
+                        let (claimed, source) = match &this.transport {
+                            Some(t) if this.broker.ask_broker() => (
+                                this.take_wakeups(t.as_ref(), want, kinds_ref, stop).await,
+                                "wake-ups",
+                            ),
+                            _ => (this.poll(want, kinds_ref, stop).await, "poll"),
                         };
-                        span.record("claimed", claimed.len());
+                        let span = attempt_span::claim_batch(
+                            source,
+                            want,
+                            claimed.len(),
+                            started.elapsed(),
+                        );
                         (claimed, want, span)
                     }));
                     continue;
