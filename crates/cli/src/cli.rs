@@ -78,6 +78,18 @@ connection_timeout=, auth_mechanism=",
     /// Log to stderr (`-vv` for more detail); RUST_LOG, when set, decides instead.
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub verbose: u8,
+
+    /// How log lines are written to stderr: `text` for people, or `json` (one JSON object per
+    /// line, with timestamp, level, target, fields and the current spans) for a log collector.
+    #[arg(
+        long,
+        global = true,
+        env = "OPREC_LOG_FORMAT",
+        value_enum,
+        default_value_t = crate::logging::LogFormat::Text,
+        value_name = "FORMAT"
+    )]
+    pub log_format: crate::logging::LogFormat,
 }
 
 /// What to do.
