@@ -104,6 +104,13 @@ async fn three_attempts_arrive_in_the_producers_trace() {
         };
         assert_eq!(text(s, "outcome"), outcome);
         assert_eq!(
+            matches!(s.status, opentelemetry::trace::Status::Error { .. }),
+            i < 2,
+            "attempt {}: status {:?}",
+            i + 1,
+            s.status
+        );
+        assert_eq!(
             attribute(s, "failure_class").map(|v| v.as_str().into_owned()),
             class.map(str::to_owned)
         );

@@ -56,14 +56,16 @@ pub(crate) fn attempt(
     span
 }
 
-/// Records how the attempt ended, as the policy decided it.
+/// Records how the attempt ended, as the policy decided it; a failed attempt's span has the
+/// OpenTelemetry status error (a release or a snooze is no failure of the attempt).
 pub(crate) fn record_transition(span: &Span, t: &Transition) {
+    use oprec_core::AttemptOutcome as A;
     let outcome = t.attempt_outcome();
     span.record("outcome", outcome.as_str());
     if let Some(class) = t.failure_class() {
         span.record("failure_class", class.as_str());
     }
-    if outcome != oprec_core::AttemptOutcome::Succeeded {
+    if matches!(outcome, A::Error | A::Rejected | A::Unknown | A::Vanished) {
         span.record("otel.status_code", "error");
     }
 }
