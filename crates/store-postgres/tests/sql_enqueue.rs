@@ -779,7 +779,7 @@ async fn uuid_v7_carries_its_time_and_sorts_by_it() {
     );
 }
 
-/// The option traceparent (migration 0022) is stored in the column the Rust client writes, kept
+/// The option traceparent (migration 0023) is stored in the column the Rust client writes, kept
 /// in enqueue_params, and read back as the operation's trace context.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_traceparent_option_is_stored_as_the_rust_client_stores_it() {
