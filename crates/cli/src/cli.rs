@@ -83,6 +83,18 @@ connection_timeout=, auth_mechanism=",
     /// from the terminal, else COLUMNS; output to a pipe or file is never cut without COLUMNS).
     #[arg(long, global = true)]
     pub wide: bool,
+
+    /// How log lines are written to stderr: `text` for people, or `json` (one JSON object per
+    /// line, with timestamp, level, target, fields and the current spans) for a log collector.
+    #[arg(
+        long,
+        global = true,
+        env = "OPREC_LOG_FORMAT",
+        value_enum,
+        default_value_t = crate::logging::LogFormat::Text,
+        value_name = "FORMAT"
+    )]
+    pub log_format: crate::logging::LogFormat,
 }
 
 /// What to do.
@@ -220,6 +232,11 @@ pub(crate) struct EnqueueArgs {
     /// Enqueue N copies, in batches of 1,000.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+
+    /// The producer's W3C trace context (`00-<trace id>-<parent id>-<flags>`), stored on the
+    /// operation: every attempt's span links to it (README, "Traces"). A malformed value exits 2.
+    #[arg(long, value_name = "TRACEPARENT", env = "TRACEPARENT")]
+    pub traceparent: Option<String>,
 
     /// Refuse a payload larger than this many bytes of JSON; nothing is stored. Store large
     /// inputs elsewhere and enqueue a reference.

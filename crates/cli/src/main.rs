@@ -22,6 +22,8 @@ mod import;
 mod kinds_file;
 mod logging;
 mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
 mod output;
 #[cfg(test)]
 mod parser_fuzz;
@@ -40,7 +42,12 @@ fn main() -> ExitCode {
     let matches = cli::Cli::command().get_matches();
     let explicit_database = matches.value_source("database_url") == Some(ValueSource::CommandLine);
     let cli = cli::Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    logging::init(cli.global.verbose, cli.command.default_log_level());
+    // Held to the end of main: with the `otel` feature its drop flushes the spans still queued.
+    let _logging = logging::init(
+        cli.global.verbose,
+        cli.command.default_log_level(),
+        cli.global.log_format,
+    );
     terminal_width::init(cli.global.wide);
     let redactor = redaction::Redactor::new([&cli.global.database_url, &cli.global.transport]);
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::Enqueued;
-use crate::{Error, OperationId, PayloadMode, Result, RetryPolicy};
+use crate::{Error, OperationId, PayloadMode, Result, RetryPolicy, TraceParent};
 
 /// What a caller may say about one enqueue; kept verbatim in `enqueue_params`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,10 @@ pub struct EnqueueOptions {
     /// The named dependency the operation calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependency: Option<String>,
+    /// The producer's W3C trace context (`traceparent`), stored on the operation so that every
+    /// attempt's span links back to the request that enqueued it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<TraceParent>,
 }
 
 mod opt_secs {
@@ -70,6 +74,8 @@ pub struct NewOperation {
     pub dependency: Option<String>,
     /// Whether the payload is a snapshot or a reference (the kind's declaration).
     pub payload_mode: PayloadMode,
+    /// The producer's trace context.
+    pub traceparent: Option<TraceParent>,
     /// The options as given.
     pub enqueue_params: Value,
     /// Enqueue time.
@@ -185,6 +191,7 @@ impl NewOperation {
                 .ok_or_else(too_far)?,
             give_up_at,
             dependency: options.dependency,
+            traceparent: options.traceparent,
             payload_mode: PayloadMode::Snapshot,
             enqueue_params,
             created_at: now,

@@ -38,6 +38,7 @@ mod stats;
 mod status;
 pub mod store;
 pub mod store_layout;
+mod trace_parent;
 mod transition;
 pub mod transport;
 mod url;
@@ -72,6 +73,7 @@ pub use stats::{
 };
 pub use status::{AttemptOutcome, ParseEnumError, Status, TerminalReason};
 pub use store::{Claimed, EnqueueStore, Store, TransactionalEnqueue, WorkerStore};
+pub use trace_parent::TraceParent;
 pub use transition::{
     ClaimContext, Fence, RetryDecision, Transition, VANISHED_SUMMARY, VanishRule,
 };

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::status::named_enum;
-use crate::{AttemptOutcome, FailureClass, OperationError, OperationId, Status, TerminalReason};
+use crate::{
+    AttemptOutcome, FailureClass, OperationError, OperationId, Status, TerminalReason, TraceParent,
+};
 
 named_enum! {
     /// Whether a re-drive replays the enqueue-time snapshot or acts on today's data: the kind
@@ -77,6 +79,12 @@ pub struct Operation {
     /// action: its copy carries the work on, and counts of dead work leave it out.
     #[serde(default)]
     pub redriven_as: Option<OperationId>,
+    /// The producer's W3C trace context, given at enqueue (or taken from its current span):
+    /// every attempt's span links to it, so one trace shows the request and all its attempts.
+    /// Left out of the JSON when absent, so that archive lines written before it existed hash
+    /// (and verify) as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<TraceParent>,
     /// How many times this operation was re-driven.
     pub redrive_count: u32,
     /// Isolated attempts in a row that vanished (lease expired, no outcome): the crash-loop

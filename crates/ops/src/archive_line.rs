@@ -148,6 +148,7 @@ mod tests {
                 created_at: t,
                 updated_at: t,
                 terminal_at: Some(t),
+                traceparent: None,
             },
             bookkeeping: Bookkeeping::default(),
             attempts: vec![],

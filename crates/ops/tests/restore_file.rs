@@ -49,6 +49,7 @@ fn record(id: OperationId, attempt: u32) -> ArchivedOperation {
             created_at: t,
             updated_at: t,
             terminal_at: Some(t),
+            traceparent: None,
         },
         bookkeeping: Bookkeeping::default(),
         attempts: vec![],

@@ -237,6 +237,11 @@ impl Client {
         if options.dependency.is_none() {
             options.dependency = k.dependency_name().map(str::to_owned);
         }
+        // The caller's current span, when it passed no trace context of its own.
+        #[cfg(feature = "otel")]
+        if options.traceparent.is_none() {
+            options.traceparent = crate::otel::current_traceparent();
+        }
         let mut ops = payloads
             .into_iter()
             .map(|p| {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
 use tokio::sync::{mpsc, oneshot};
+use tracing::{Instrument, Span};
 
 use crate::Stats;
 use crate::tally::{Labels, Tally};
@@ -19,10 +20,15 @@ use crate::tally::{Labels, Tally};
 /// The most outcomes written by one store call.
 const BATCH: usize = 1000;
 
-/// What the completer is sent: an outcome to write, or a flush.
+/// What the completer is sent: an outcome to write, or a flush. Nearly every message is an
+/// outcome, so it is kept unboxed: a box would cost an allocation per attempt to save a flush's
+/// few bytes.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Completion {
-    /// An attempt's outcome, with its operation's labels for the labelled counts.
-    Outcome(CompleteParams, Labels),
+    /// An attempt's outcome, with its operation's labels for the labelled counts and the
+    /// attempt's span (`Span::none()` for a release at drain): the span is held until the outcome
+    /// is written, so it ends when its outcome is stored.
+    Outcome(CompleteParams, Labels, Span),
     /// Answered once every outcome sent before it is written (or found stale): the worker waits
     /// for it before it runs a suspect alone, so that if the suspect kills the process no
     /// finished attempt is lost with it.
@@ -49,14 +55,16 @@ pub(crate) async fn run(
 ) {
     let mut labels = Vec::with_capacity(BATCH);
     let mut batch = Vec::with_capacity(BATCH);
+    let mut spans: Vec<Span> = Vec::with_capacity(BATCH);
     let mut flushes = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(c) = next.take() {
             match c {
-                Completion::Outcome(p, l) => {
+                Completion::Outcome(p, l, span) => {
                     batch.push(p);
                     labels.push(l);
+                    spans.push(span);
                 }
                 // Outcomes sent after a flush wait for the next batch.
                 Completion::Flush(done) => {
@@ -75,11 +83,26 @@ pub(crate) async fn run(
             continue;
         }
         let mut backoff = Duration::from_millis(50);
+        let batch_span = crate::attempt_span::complete_batch(batch.len());
+        for span in &spans {
+            span.follows_from(&batch_span);
+        }
         loop {
-            match store.operation_complete_many(batch.clone()).await {
+            match store
+                .operation_complete_many(batch.clone())
+                .instrument(batch_span.clone())
+                .await
+            {
                 Ok(results) => {
                     let mut applied = Vec::with_capacity(batch.len());
-                    for ((p, r), l) in batch.iter().zip(results).zip(&labels) {
+                    for (((p, r), l), span) in batch.iter().zip(results).zip(&labels).zip(&spans) {
+                        span.record(
+                            "written",
+                            match r {
+                                CompleteResult::Applied => "applied",
+                                CompleteResult::Stale => "stale",
+                            },
+                        );
                         match r {
                             CompleteResult::Applied => {
                                 Stats::add(&stats.completions, 1);
@@ -105,6 +128,8 @@ pub(crate) async fn run(
         }
         batch.clear();
         labels.clear();
+        // The attempts' spans end here, their outcomes written.
+        spans.clear();
         for done in flushes.drain(..) {
             let _ = done.send(());
         }

@@ -15,11 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tracing::{Instrument, Span};
 
 use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{ClaimContext, Claimed, Clock, Failure, Outcome, Transition, WorkerStore};
 use tokio_util::sync::CancellationToken;
 
+use crate::attempt_span;
 use crate::completer::{Completion, CompletionSender};
 use crate::context::AttemptRules;
 use crate::fenced::FencedState;
@@ -33,20 +35,45 @@ pub(crate) struct Executor {
     pub stats: Arc<Stats>,
     pub tally: Arc<Tally>,
     pub completions: CompletionSender,
+    /// This worker's id, on every attempt span.
+    pub worker_id: String,
+    /// The application's code version, on every attempt span.
+    pub code_version: Option<String>,
 }
 
 impl Executor {
-    /// Runs `op`; `lost` fires if the worker's heartbeat finds its lease taken over; `let_go`
-    /// lets the worker's hold on the claim go (once a fenced commit has ended it).
+    /// Runs `op` in its attempt span (see [`crate::attempt_span`]), which follows from the
+    /// span of the claim batch `claim`; `lost` fires if the worker's heartbeat finds its lease
+    /// taken over; `let_go` lets the worker's hold on the claim go (once a fenced commit has
+    /// ended it).
     pub async fn execute(
         &self,
         op: Claimed,
         lost: CancellationToken,
         let_go: Arc<dyn Fn() + Send + Sync>,
+        claim: Span,
+    ) {
+        let span =
+            attempt_span::attempt(&op, &self.worker_id, self.code_version.as_deref(), &claim);
+        drop(claim);
+        self.attempt(op, lost, let_go, &span)
+            .instrument(span.clone())
+            .await;
+    }
+
+    /// The attempt itself; `span` is its attempt span, which goes with its outcome to the
+    /// completer (and so stays open until the outcome is written).
+    async fn attempt(
+        &self,
+        op: Claimed,
+        lost: CancellationToken,
+        let_go: Arc<dyn Fn() + Send + Sync>,
+        span: &Span,
     ) {
         let token = op.claim_token();
         let labels = self.tally.labels(&op);
         let finish = |transition: Transition| {
+            attempt_span::record_transition(span, &transition);
             let _ = self.completions.send(Completion::Outcome(
                 CompleteParams {
                     id: op.id,
@@ -54,6 +81,7 @@ impl Executor {
                     transition,
                 },
                 labels,
+                span.clone(),
             ));
         };
         let Some(kind) = self.registry.get(&op.kind) else {
@@ -63,9 +91,11 @@ impl Executor {
         };
         // The still-needed check may call out too: a lost lease abandons it as well.
         let needed = tokio::select! {
-            needed = kind.is_still_needed(op.payload.clone()) => needed,
+            needed = kind
+                .is_still_needed(op.payload.clone())
+                .instrument(tracing::info_span!("oprec.still_needed")) => needed,
             () = lost.cancelled() => {
-                self.abandoned(&op);
+                self.abandoned(&op, span);
                 return;
             }
         };
@@ -94,14 +124,16 @@ impl Executor {
             .timeout()
             .to_std()
             .unwrap_or(Duration::from_secs(30));
-        let handler = AssertUnwindSafe(kind.run(ctx.clone(), op.payload.clone())).catch_unwind();
+        let handler = AssertUnwindSafe(kind.run(ctx.clone(), op.payload.clone()))
+            .catch_unwind()
+            .instrument(tracing::info_span!("oprec.handler", kind = %op.kind));
         let started = std::time::Instant::now();
         let result = tokio::select! {
             r = tokio::time::timeout(timeout, handler) => r,
             () = lost.cancelled() => {
                 // A fenced commit ends the claim, so the heartbeat that follows finds it gone.
-                if !self.fenced_written(&op, labels, &ctx) {
-                    self.abandoned(&op);
+                if !self.fenced_written(&op, labels, &ctx, span) {
+                    self.abandoned(&op, span);
                 }
                 return;
             }
@@ -112,7 +144,7 @@ impl Executor {
             .record(started.elapsed().as_secs_f64());
         #[cfg(not(feature = "metrics"))]
         let _ = started;
-        if self.fenced_written(&op, labels, &ctx) {
+        if self.fenced_written(&op, labels, &ctx, span) {
             if let (Ok(Ok(Err(failure))), FencedState::Committed(CompleteResult::Applied)) =
                 (&result, ctx.fenced_state())
             {
@@ -162,7 +194,8 @@ impl Executor {
 
 impl Executor {
     /// The lease was taken over: whatever the attempt wrote now would be stale.
-    fn abandoned(&self, op: &Claimed) {
+    fn abandoned(&self, op: &Claimed, span: &Span) {
+        attempt_span::record_outcome(span, "abandoned");
         tracing::warn!(operation = %op.id,
             "stale claim: the lease was taken over; abandoning the attempt");
         Stats::add(&self.stats.stale_claims, 1);
@@ -170,15 +203,19 @@ impl Executor {
 
     /// Whether the handler's fenced transaction wrote the attempt's outcome (applied, or refused
     /// by the fence and rolled back), counting it as the completer counts what it writes.
-    fn fenced_written(&self, op: &Claimed, labels: Labels, ctx: &Context) -> bool {
+    fn fenced_written(&self, op: &Claimed, labels: Labels, ctx: &Context, span: &Span) -> bool {
         match ctx.fenced_state() {
             FencedState::Committed(CompleteResult::Applied) => {
+                attempt_span::record_outcome(span, "succeeded");
+                span.record("written", "applied");
                 Stats::add(&self.stats.completions, 1);
                 Stats::add(&self.stats.succeeded, 1);
                 self.tally.applied([(labels, &Transition::succeeded(None))]);
                 true
             }
             FencedState::Committed(CompleteResult::Stale) => {
+                attempt_span::record_outcome(span, "abandoned");
+                span.record("written", "stale");
                 Stats::add(&self.stats.stale_claims, 1);
                 tracing::warn!(operation = %op.id,
                     "stale claim: the lease was taken over; the fenced transaction rolled back \

@@ -6,11 +6,14 @@
 //! in-memory transport, the embedded default.
 //!
 //! Features: `metrics` (counters, the handler histogram and the store's figures through the
-//! `metrics` facade, names in [`metrics::names`]), `webhook` ([`WebhookSink`]).
+//! `metrics` facade, names in [`metrics::names`]), `webhook` ([`WebhookSink`]), `otel` (each
+//! attempt's span parented by the producer's stored trace context, and the producer's current
+//! span stored at enqueue when it passes none; `current_traceparent`).
 //!
 //! Not here: SQL or broker protocols (the store and transport crates), or operator workflows
 //! (oprec-ops).
 
+mod attempt_span;
 mod background;
 mod broker_health;
 mod client;
@@ -26,6 +29,8 @@ mod kind;
 mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
 mod presence;
 mod reconciler;
 mod rescuer;
@@ -47,6 +52,8 @@ pub use fenced::Fenced;
 pub use kind::{Kind, Reconciled, Registry};
 pub use memory::MemoryTransport;
 pub use oprec_core::PayloadMode;
+#[cfg(feature = "otel")]
+pub use otel::current_traceparent;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
 pub use retention::{RetentionConfig, RetentionReport, retain_once};

@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::attempt_span;
 use crate::background::{Background, BackgroundParams};
 use crate::broker_health::BrokerHealth;
 use crate::completer::Completion;
@@ -208,7 +209,8 @@ pub struct RunReport {
 const CLAIMS_IN_FLIGHT: usize = 2;
 
 /// A claim in flight: what it claimed, and how many it asked for.
-type ClaimFuture<'a> = Pin<Box<dyn Future<Output = (Vec<Claimed>, usize)> + Send + 'a>>;
+type ClaimFuture<'a> =
+    Pin<Box<dyn Future<Output = (Vec<Claimed>, usize, tracing::Span)> + Send + 'a>>;
 
 /// How many times giving back the buffered claims on shutdown is tried before they are left to
 /// the rescuer.
@@ -330,6 +332,8 @@ impl Worker {
             stats: self.stats.clone(),
             tally: self.tally.clone(),
             completions: tx.clone(),
+            worker_id: self.config.worker_id.clone(),
+            code_version: self.config.code_version.clone(),
         });
         let held = Held::default();
         let stop_heartbeat = CancellationToken::new();
@@ -349,7 +353,8 @@ impl Worker {
             max_buffered: self.config.claim_ahead_max,
             max_per_claim: self.config.claim_batch.max(1),
         });
-        let mut buffer: VecDeque<(Claimed, CancellationToken)> = VecDeque::new();
+        // Each claimed operation waits with its lease's loss signal and its claim batch's span.
+        let mut buffer: VecDeque<(Claimed, CancellationToken, tracing::Span)> = VecDeque::new();
         let mut asked = 0usize;
         let mut done = 0u64;
         let mut observed_at = Instant::now();
@@ -383,7 +388,7 @@ impl Worker {
             observed_at = now;
             // Free handlers take from the buffer, skipping claims whose lease was lost.
             while !shutdown.is_cancelled() && tasks.len() < concurrency {
-                let Some((op, lost)) = buffer.pop_front() else {
+                let Some((op, lost, claim_span)) = buffer.pop_front() else {
                     break;
                 };
                 let claim = HeldClaim::from(&op);
@@ -402,7 +407,7 @@ impl Worker {
                         let held = held.clone();
                         Arc::new(move || held.remove(claim))
                     };
-                    executor.execute(op, lost, let_go).await;
+                    executor.execute(op, lost, let_go, claim_span).await;
                     held.remove(claim);
                 });
             }
@@ -419,12 +424,15 @@ impl Worker {
                 // every finished attempt's outcome is written, so that a suspect that kills the
                 // process takes no finished attempt down with it.
                 completer::flush(&tx).await;
+                let started = Instant::now();
                 match self.claim_suspect(kinds_ref, stop).await {
                     Some(op) => {
+                        let claim_span =
+                            attempt_span::claim_batch("suspect", 1, 1, started.elapsed());
                         tracing::info!(operation = %op.id, kind = %op.kind, attempt = op.attempt,
                             "running a suspect alone (isolated attempt)");
                         let lost = held.insert(HeldClaim::from(&op), self.tally.labels(&op));
-                        buffer.push_back((op, lost));
+                        buffer.push_back((op, lost, claim_span));
                     }
                     None => {
                         isolating = false;
@@ -439,23 +447,31 @@ impl Worker {
                     asked += want;
                     claims.push(Box::pin(async move {
                         // Without a broker, or while it does not answer, claim from the store.
-                        let claimed = match &this.transport {
-                            Some(t) if this.broker.ask_broker() => {
-                                this.take_wakeups(t.as_ref(), want, kinds_ref, stop).await
-                            }
-                            _ => this.poll(want, kinds_ref, stop).await,
+                        let started = Instant::now();
+                        let (claimed, source) = match &this.transport {
+                            Some(t) if this.broker.ask_broker() => (
+                                this.take_wakeups(t.as_ref(), want, kinds_ref, stop).await,
+                                "wake-ups",
+                            ),
+                            _ => (this.poll(want, kinds_ref, stop).await, "poll"),
                         };
-                        (claimed, want)
+                        let span = attempt_span::claim_batch(
+                            source,
+                            want,
+                            claimed.len(),
+                            started.elapsed(),
+                        );
+                        (claimed, want, span)
                     }));
                     continue;
                 }
             }
             tokio::select! {
-                Some((claimed, want)) = claims.next(), if !claims.is_empty() => {
+                Some((claimed, want, span)) = claims.next(), if !claims.is_empty() => {
                     asked -= want;
                     for op in claimed {
                         let lost = held.insert(HeldClaim::from(&op), self.tally.labels(&op));
-                        buffer.push_back((op, lost));
+                        buffer.push_back((op, lost, span.clone()));
                     }
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => done += 1,
@@ -467,7 +483,7 @@ impl Worker {
         // Drain: first give back what never started, then let the running attempts finish.
         // A buffered claim whose lease was lost is let go, not given back: it is not ours.
         let mut unstarted: Vec<HeldClaim> = Vec::with_capacity(buffer.len());
-        for (op, lost) in buffer.drain(..) {
+        for (op, lost, _) in buffer.drain(..) {
             let claim = HeldClaim::from(&op);
             held.remove(claim);
             if lost.is_cancelled() {
@@ -495,6 +511,7 @@ impl Worker {
                         transition: Transition::release(now),
                     },
                     labels,
+                    tracing::Span::none(),
                 ));
             }
             tracing::info!(released, "drain timeout: releasing unfinished attempts");

@@ -254,6 +254,12 @@ async fn insert_operations(
         .bind(col(recs, |r| r.operation.snoozes as i32))
         .bind(col(recs, |r| r.operation.unknowns as i32))
         .bind(col(recs, |r| r.operation.redriven_as.map(|p| *p.as_uuid())))
+        .bind(col(recs, |r| {
+            r.operation
+                .traceparent
+                .as_ref()
+                .map(|t| t.as_str().to_owned())
+        }))
         .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;

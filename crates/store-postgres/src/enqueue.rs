@@ -73,6 +73,7 @@ async fn insert_one(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueu
         .bind(&op.enqueue_params)
         .bind(op.created_at)
         .bind(op.last_woken_at)
+        .bind(op.traceparent.as_ref().map(|t| t.as_str()))
         .fetch_optional(&mut *conn)
         .await
         .map_err(backend_error)?;
@@ -87,7 +88,7 @@ async fn insert_one(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueu
 }
 
 /// A batch statement (`sql`: enqueue_insert_many.sql or enqueue_insert_keyless.sql) with one
-/// array per column bound, $1 to $12, in the order both statements read them.
+/// array per column bound, $1 to $13, in the order both statements read them.
 fn batch<'q>(
     sql: &'static str,
     ops: &'q [&NewOperation],
@@ -104,6 +105,10 @@ fn batch<'q>(
     let params: Vec<&Value> = ops.iter().map(|op| &op.enqueue_params).collect();
     let created: Vec<DateTime<Utc>> = ops.iter().map(|op| op.created_at).collect();
     let woken: Vec<Option<DateTime<Utc>>> = ops.iter().map(|op| op.last_woken_at).collect();
+    let traceparents: Vec<Option<&str>> = ops
+        .iter()
+        .map(|op| op.traceparent.as_ref().map(|t| t.as_str()))
+        .collect();
     sqlx::query(sql)
         .bind(ids)
         .bind(kinds)
@@ -117,6 +122,7 @@ fn batch<'q>(
         .bind(params)
         .bind(created)
         .bind(woken)
+        .bind(traceparents)
 }
 
 /// Several operations (no key twice) in one statement, an array per column.

@@ -126,6 +126,7 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
         redriven_as: c
             .get::<Option<Uuid>>("redriven_as")?
             .map(OperationId::from_uuid),
+        traceparent: c.opt_parsed("traceparent")?,
         redrive_count: c.count("redrive_count")?,
         vanished_streak: c.count("vanished_streak")?,
         suspect: c.get("suspect")?,

@@ -329,8 +329,31 @@ async fn bad_input_is_refused_with_a_stable_sqlstate_naming_what_is_wrong() {
             json!({"idempotency_kye": "k", "retries": 3}),
             "OQ004",
             "unknown options: \"idempotency_kye\", \"retries\"; known options: deadline, delay, \
-             dependency, idempotency_key, max_attempts, max_payload_bytes"
+             dependency, idempotency_key, max_attempts, max_payload_bytes, traceparent"
                 .into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"}),
+            "OQ005",
+            "option traceparent \"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7\" is \
+             not a W3C trace context; expected 00-<32 hex digits>-<16 hex digits>-<2 hex digits>"
+                .into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}),
+            "OQ005",
+            "is not a W3C trace context".into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"traceparent": 7}),
+            "OQ005",
+            "option traceparent 7 is not a W3C trace context".into(),
         ),
         (
             Some("shipment.create"),
@@ -754,4 +777,39 @@ async fn uuid_v7_carries_its_time_and_sorts_by_it() {
         e.to_string().contains("outside the range of a UUID v7"),
         "{e}"
     );
+}
+
+/// The option traceparent (migration 0023) is stored in the column the Rust client writes, kept
+/// in enqueue_params, and read back as the operation's trace context.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_traceparent_option_is_stored_as_the_rust_client_stores_it() {
+    let store = published_store().await;
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let id = enqueue(
+        &store,
+        "shipment.create",
+        json!({}),
+        json!({"traceparent": tp}),
+    )
+    .await
+    .expect("enqueue");
+    let op = operation(&store, id).await;
+    assert_eq!(op.traceparent.as_ref().map(|t| t.as_str()), Some(tp));
+    assert_eq!(op.enqueue_params["traceparent"], tp);
+    let none = enqueue(
+        &store,
+        "shipment.create",
+        json!({}),
+        json!({"traceparent": null}),
+    )
+    .await
+    .expect("enqueue");
+    assert_eq!(operation(&store, none).await.traceparent, None);
+    // The column's check refuses what no enqueue path writes.
+    let e = sqlx::query("UPDATE operations SET traceparent = 'garbage' WHERE id = $1")
+        .bind(id)
+        .execute(store.pool())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("operations_traceparent_w3c"), "{e}");
 }

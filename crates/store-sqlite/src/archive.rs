@@ -203,6 +203,7 @@ async fn restore_one(tx: &mut WriteTx, rec: &ArchivedOperation) -> Result<Restor
         .bind(i64::from(o.snoozes))
         .bind(i64::from(o.unknowns))
         .bind(o.redriven_as.map(|p| uuid_text(p.as_uuid())))
+        .bind(o.traceparent.as_ref().map(|t| t.as_str()))
         .fetch_optional(tx.conn())
         .await
         .map_err(backend_error)?;

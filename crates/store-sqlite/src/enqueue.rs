@@ -30,6 +30,7 @@ struct InsertRow<'a> {
     enqueue_params: String,
     created_at: String,
     last_woken_at: Option<String>,
+    traceparent: Option<&'a str>,
 }
 
 impl<'a> InsertRow<'a> {
@@ -47,6 +48,7 @@ impl<'a> InsertRow<'a> {
             enqueue_params: json_text(&op.enqueue_params)?,
             created_at: time::text(op.created_at)?,
             last_woken_at: time::opt_text(op.last_woken_at)?,
+            traceparent: op.traceparent.as_ref().map(|t| t.as_str()),
         })
     }
 }
@@ -152,6 +154,7 @@ async fn insert_one(conn: &mut SqliteConnection, r: &InsertRow<'_>) -> Result<Ve
         .bind(&r.enqueue_params)
         .bind(&r.created_at)
         .bind(&r.last_woken_at)
+        .bind(r.traceparent)
         .fetch_all(conn)
         .await
         .map_err(backend_error)

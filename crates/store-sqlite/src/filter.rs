@@ -24,7 +24,7 @@ const OPERATION_COLUMNS: &str = "o.id, o.kind, o.idempotency_key, o.payload, o.p
      o.status, o.attempt, o.max_attempts, o.next_eligible_at, o.give_up_at, o.lease_until, \
      o.claim_token, o.claimed_at, o.worker_id, o.last_failure_class, o.last_error, o.remote_id, \
      o.dependency, o.terminal_reason, o.code_version, o.enqueue_params, o.redrive_of, \
-     o.redrive_root, o.redriven_as, o.redrive_count, o.vanished_streak, o.suspect, o.isolated, o.snoozes, o.unknowns, o.last_woken_at, o.created_at, o.updated_at, \
+     o.redrive_root, o.redriven_as, o.traceparent, o.redrive_count, o.vanished_streak, o.suspect, o.isolated, o.snoozes, o.unknowns, o.last_woken_at, o.created_at, o.updated_at, \
      o.terminal_at";
 
 /// Where the time goes in core's pause rule, spliced with a bind parameter (the rule names it once).

@@ -128,6 +128,7 @@ pub(crate) fn operation(row: &SqliteRow) -> Result<Operation> {
         redrive_of: c.opt_parsed("redrive_of")?.map(OperationId::from_uuid),
         redrive_root: c.opt_parsed("redrive_root")?.map(OperationId::from_uuid),
         redriven_as: c.opt_parsed("redriven_as")?.map(OperationId::from_uuid),
+        traceparent: c.opt_parsed("traceparent")?,
         redrive_count: c.u32("redrive_count")?,
         vanished_streak: c.u32("vanished_streak")?,
         suspect: c.flag("suspect")?,

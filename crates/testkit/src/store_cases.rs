@@ -73,6 +73,11 @@ pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
             deadline: Some(deadline),
             max_attempts: Some(4),
             dependency: Some("smtp".into()),
+            traceparent: Some(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                    .parse()
+                    .unwrap(),
+            ),
         },
         now,
     )
@@ -97,6 +102,10 @@ pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
     assert_eq!(o.next_eligible_at, now + Duration::seconds(90));
     assert_eq!(o.give_up_at, Some(deadline));
     assert_eq!(o.dependency.as_deref(), Some("smtp"));
+    assert_eq!(
+        o.traceparent.as_ref().map(|t| t.as_str()),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    );
     assert_eq!(o.payload_mode, Some(PayloadMode::Reference));
     assert_eq!(o.created_at, now);
     assert_eq!(o.enqueue_params["idempotency_key"], "order-42");

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use chrono::Utc;
-use oprec::{Client, EnqueueOptions};
+use oprec::{Client, EnqueueOptions, TraceParent};
 use serde_json::{Value, json};
 
 use crate::backend::{self, Backend, store_error};
@@ -130,6 +130,14 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
             .deadline
             .as_deref()
             .map(|d| duration::deadline("--deadline", d, Utc::now()))
+            .transpose()?,
+        traceparent: args
+            .traceparent
+            .as_deref()
+            .map(|t| {
+                t.parse::<TraceParent>()
+                    .map_err(|e| bad(format!("--traceparent: {e}")))
+            })
             .transpose()?,
         ..EnqueueOptions::default()
     };

@@ -123,6 +123,7 @@ fn render_detail(d: &OperationDetail, now: chrono::DateTime<chrono::Utc>) -> Str
     }
     opt("code version", o.code_version.clone());
     opt("redrive of", o.redrive_of.map(|r| r.to_string()));
+    opt("traceparent", o.traceparent.as_ref().map(|t| t.to_string()));
     opt(
         "re-driven as",
         o.redriven_as

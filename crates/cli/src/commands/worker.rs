@@ -130,10 +130,16 @@ async fn on_signals(stop: CancellationToken) {
             _ = terminated => {}
         }
         if n == 0 {
-            eprintln!("oprec worker: draining (a second signal stops at once)");
+            crate::logging::notice(
+                "oprec::worker",
+                "oprec worker: draining (a second signal stops at once)",
+            );
             stop.cancel();
         } else {
-            eprintln!("oprec worker: second signal, stopping without waiting for the drain");
+            crate::logging::notice(
+                "oprec::worker",
+                "oprec worker: second signal, stopping without waiting for the drain",
+            );
             std::process::exit(1);
         }
     }
@@ -173,12 +179,15 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
         registry = demo_kinds::registry(&policy, effects);
     }
     if let Some((file, kinds)) = declared {
-        eprintln!(
-            "oprec worker: {} kind{} from {}: {}",
-            kinds.len(),
-            if kinds.len() == 1 { "" } else { "s" },
-            file.file(),
-            file.names().join(", ")
+        crate::logging::notice(
+            "oprec::worker",
+            &format!(
+                "oprec worker: {} kind{} from {}: {}",
+                kinds.len(),
+                if kinds.len() == 1 { "" } else { "s" },
+                file.file(),
+                file.names().join(", ")
+            ),
         );
         for kind in kinds {
             registry = registry.register(kind);
@@ -196,23 +205,34 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
     if let Some(addr) = metrics_at {
         metrics::install(addr)?;
         config.figures_every = Some(metrics::EVERY);
-        eprintln!("oprec worker {worker_id}: serving Prometheus metrics on http://{addr}/metrics");
+        crate::logging::notice(
+            "oprec::worker",
+            &format!(
+                "oprec worker {worker_id}: serving Prometheus metrics on http://{addr}/metrics"
+            ),
+        );
     }
     let worker = Worker::new(backend.store.clone(), transport, registry.clone(), config);
 
     let stop = CancellationToken::new();
     tokio::spawn(on_signals(stop.clone()));
     if let Some(url) = &args.dead_letter_webhook {
-        eprintln!(
-            "oprec worker {worker_id}: announcing dead operations to {}",
-            oprec::url_origin(url)
+        crate::logging::notice(
+            "oprec::worker",
+            &format!(
+                "oprec worker {worker_id}: announcing dead operations to {}",
+                oprec::url_origin(url)
+            ),
         );
     }
-    eprintln!(
-        "oprec worker {worker_id}: running {} on {} with transport {}; SIGTERM or ctrl-c drains and stops",
-        registry.names().join(", "),
-        backend.url,
-        oprec::redact_url(&global.transport),
+    crate::logging::notice(
+        "oprec::worker",
+        &format!(
+            "oprec worker {worker_id}: running {} on {} with transport {}; SIGTERM or ctrl-c drains and stops",
+            registry.names().join(", "),
+            backend.url,
+            oprec::redact_url(&global.transport),
+        ),
     );
     let report = if args.exit_when_idle {
         worker.run_until_idle(IDLE_FOR, stop).await

@@ -61,6 +61,10 @@ pub fn bin() -> Command {
         .env_remove("OPREC_ACTOR")
         .env_remove("OPREC_CODE_VERSION")
         .env_remove("RUST_LOG")
+        .env_remove("OPREC_LOG_FORMAT")
+        .env_remove("TRACEPARENT")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("RUST_BACKTRACE", "1");
     c
 }

@@ -145,6 +145,7 @@ impl<S: FullStore> Driver<S> {
                         enqueue_params: serde_json::json!({}),
                         created_at: now,
                         last_woken_at: woken.then_some(now),
+                        traceparent: None,
                     })
                     .await
                     .map_err(|e| format!("enqueue: {e}"))?;
