@@ -45,7 +45,7 @@ pub use error::{Error, Result};
 pub use latency::Latency;
 pub use machine::Machine;
 pub use report::{BenchReport, Settings, Verdict};
-pub use stats_scale::{PENDING as STATS_PENDING, StatsScale};
+pub use stats_scale::{DEAD as STATS_DEAD, PENDING as STATS_PENDING, StatsScale};
 pub use steady::{SteadyConfig, SteadyReport, SteadySample};
 
 use crate::schema::Database;

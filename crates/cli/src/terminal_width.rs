@@ -69,7 +69,7 @@ pub(crate) fn wrap(text: &str, width: usize) -> String {
             if !fresh {
                 current.push(' ');
             }
-            let room = width - current.chars().count();
+            let room = width.saturating_sub(current.chars().count());
             current.push_str(&crate::output::cut(word, room.max(1)));
         }
         out.push_str(&current);

@@ -187,11 +187,11 @@ fn the_worker_counters_carry_kind_class_and_dependency() {
             1.0,
         ),
         (
-            r#"oprec_completions_total{kind="demo.flaky",outcome="error"}"#,
+            r#"oprec_completions_total{kind="demo.flaky",outcome="error",dependency="demo-provider"}"#,
             2.0,
         ),
         (
-            r#"oprec_completions_total{kind="demo.flaky",outcome="succeeded"}"#,
+            r#"oprec_completions_total{kind="demo.flaky",outcome="succeeded",dependency="demo-provider"}"#,
             1.0,
         ),
     ] {

@@ -305,6 +305,9 @@ fn planning_shows_a_progress_line_on_a_terminal_only() {
                 "/dev/null",
             ])
             .env("OPREC_DATABASE_URL", &o.url)
+            .env_remove("RUST_LOG")
+            .env_remove("OPREC_LOG_FORMAT")
+            .env_remove("COLUMNS")
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("script (util-linux) is required: {e}"));

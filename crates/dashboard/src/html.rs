@@ -30,7 +30,7 @@ pub(crate) fn when(t: DateTime<Utc>, now: DateTime<Utc>) -> Markup {
     html! { time datetime=(t.to_rfc3339()) title=(time(t)) { (rel) } }
 }
 
-/// `3d 4h`, `12m 5s`, `40s`.
+/// A duration as people read it (`3d 4h`, `12m 5s`, `40s`): the rule `oprec ops` shares.
 pub(crate) use oprec_ops::time::span;
 
 /// The `<option>`s of a filter's `<select>`: "any" first, then each of `all`, with `current`

@@ -57,7 +57,8 @@ pub(crate) fn attempt(
 }
 
 /// Records how the attempt ended, as the policy decided it; a failed attempt's span has the
-/// OpenTelemetry status error (a release or a snooze is no failure of the attempt).
+/// OpenTelemetry status error (a release, a snooze, or a cancel because the work was no longer
+/// needed is no failure of the attempt).
 pub(crate) fn record_transition(span: &Span, t: &Transition) {
     use oprec_core::AttemptOutcome as A;
     let outcome = t.attempt_outcome();
@@ -65,7 +66,10 @@ pub(crate) fn record_transition(span: &Span, t: &Transition) {
     if let Some(class) = t.failure_class() {
         span.record("failure_class", class.as_str());
     }
-    if matches!(outcome, A::Error | A::Rejected | A::Unknown | A::Vanished) {
+    let obsolete = t.terminal_reason() == Some(oprec_core::TerminalReason::Obsolete);
+    if matches!(outcome, A::Error | A::Unknown | A::Vanished)
+        || (outcome == A::Rejected && !obsolete)
+    {
         span.record("otel.status_code", "error");
     }
 }

@@ -309,7 +309,10 @@ fn register(tally: &Tally, (series, labels): Key) -> metrics::Counter {
         Series::Failed(c) => counter!(names::ATTEMPTS_FAILED,
             "kind" => kind, "class" => class(c), "dependency" => dependency),
         Series::Completion(outcome) => {
-            counter!(names::COMPLETIONS, "kind" => kind, "outcome" => outcome.as_str())
+            // The dependency too: each (kind, dependency) is a count of its own, and two of
+            // them reported to one series would keep only the larger.
+            counter!(names::COMPLETIONS,
+                "kind" => kind, "outcome" => outcome.as_str(), "dependency" => dependency)
         }
         Series::Dead(c, reason) => counter!(names::DEAD_PROMOTIONS,
             "kind" => kind, "class" => class(c), "dependency" => dependency,

@@ -126,7 +126,10 @@ pub(crate) fn operation(row: &PgRow) -> Result<Operation> {
         redriven_as: c
             .get::<Option<Uuid>>("redriven_as")?
             .map(OperationId::from_uuid),
-        traceparent: c.opt_parsed("traceparent")?,
+        // A trace context is a hint for tracing, never a reason to refuse the row: one the
+        // column's check let in (written by hand) but core refuses (all-zero ids) is dropped,
+        // or the claim batch it is in would fail on every try.
+        traceparent: c.opt_parsed("traceparent").ok().flatten(),
         redrive_count: c.count("redrive_count")?,
         vanished_streak: c.count("vanished_streak")?,
         suspect: c.get("suspect")?,

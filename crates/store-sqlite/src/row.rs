@@ -128,7 +128,10 @@ pub(crate) fn operation(row: &SqliteRow) -> Result<Operation> {
         redrive_of: c.opt_parsed("redrive_of")?.map(OperationId::from_uuid),
         redrive_root: c.opt_parsed("redrive_root")?.map(OperationId::from_uuid),
         redriven_as: c.opt_parsed("redriven_as")?.map(OperationId::from_uuid),
-        traceparent: c.opt_parsed("traceparent")?,
+        // A trace context is a hint for tracing, never a reason to refuse the row: one the
+        // column's check let in (written by hand) but core refuses (all-zero ids) is dropped,
+        // or the claim batch it is in would fail on every try.
+        traceparent: c.opt_parsed("traceparent").ok().flatten(),
         redrive_count: c.u32("redrive_count")?,
         vanished_streak: c.u32("vanished_streak")?,
         suspect: c.flag("suspect")?,

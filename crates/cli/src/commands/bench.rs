@@ -239,7 +239,8 @@ async fn single(url: &str, args: &BenchArgs) -> anyhow::Result<Option<()>> {
 /// their own figure.
 fn rows_written(args: &BenchArgs) -> u64 {
     if let Some(rows) = args.stats_rows {
-        return rows + args.stats_pending;
+        // The mass death's copies too (its re-drive as new).
+        return rows + args.stats_pending + rows.min(oprec_bench::STATS_DEAD);
     }
     if args.steady.is_some() {
         return 0;

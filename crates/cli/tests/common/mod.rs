@@ -65,6 +65,9 @@ pub fn bin() -> Command {
         .env_remove("TRACEPARENT")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        // A width a shell exported would cut the tables the tests read; a test that wants a
+        // width sets it.
+        .env_remove("COLUMNS")
         .env("RUST_BACKTRACE", "1");
     c
 }

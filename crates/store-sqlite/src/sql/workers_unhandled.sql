@@ -3,7 +3,8 @@
 -- those were read, and the earliest creation time among them. Reads at most ?3 rows of each such
 -- kind (its first entries in operations_status_kind, in id order: UUID v7 ids made at enqueue),
 -- however large its backlog, and reads them once: SQLite has no lateral join, so the three
--- figures leave the one correlated subquery as a JSON array.
+-- figures leave the one correlated subquery as a JSON array, and the CTE is materialized so that
+-- SQLite does not copy that subquery into each of the four uses below.
 WITH unhandled AS (
     SELECT c.kind, sum(c.operations) AS pending
     FROM operation_counts AS c
@@ -13,7 +14,7 @@ WITH unhandled AS (
     GROUP BY c.kind
     HAVING sum(c.operations) > 0
 ),
-figures AS (
+figures AS MATERIALIZED (
     SELECT u.kind, u.pending,
            (SELECT json_array(count(*), coalesce(sum(f.next_eligible_at <= ?1), 0),
                               min(f.created_at))
