@@ -341,6 +341,21 @@ impl Transition {
         }
     }
 
+    /// Whether the attempt this transition ends failed: every ending but a success, a release at
+    /// shutdown, a vanished attempt (counted apart: nothing was written) and a cancel because the
+    /// work was no longer needed. A snooze is a failure of its attempt (the dependency pushed
+    /// back, with a class), although the attempt is refunded. One rule for the worker's counts,
+    /// its labelled counts and the attempt span's status.
+    pub fn failed_attempt(&self) -> bool {
+        !matches!(
+            self.target,
+            Target::Succeed { .. }
+                | Target::Release { .. }
+                | Target::Vanished { .. }
+                | Target::CancelObsolete
+        )
+    }
+
     /// The new `next_eligible_at`, for transitions back to pending.
     pub fn next_eligible_at(&self) -> Option<DateTime<Utc>> {
         match self.target {
@@ -748,6 +763,19 @@ mod tests {
         assert_eq!(t.suspect_after(), None);
         assert!(!t.counts_toward_crash_loop());
         assert_eq!(t.attempt_outcome(), AttemptOutcome::Released);
+    }
+
+    #[test]
+    fn failed_attempts_are_every_ending_but_success_release_vanish_and_obsolete() {
+        let failed = |t: Transition| t.failed_attempt();
+        assert!(!failed(Transition::succeeded(None)));
+        assert!(!failed(Transition::release(t0())));
+        assert!(!failed(Transition::cancel_obsolete()));
+        assert!(failed(Transition::retry(t0(), Failure::transient("503"))));
+        assert!(failed(Transition::snooze(
+            t0(),
+            Failure::transient("slow down")
+        )));
     }
 
     #[test]

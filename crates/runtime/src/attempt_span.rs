@@ -56,9 +56,10 @@ pub(crate) fn attempt(
     span
 }
 
-/// Records how the attempt ended, as the policy decided it; a failed attempt's span has the
-/// OpenTelemetry status error (a release, a snooze, or a cancel because the work was no longer
-/// needed is no failure of the attempt).
+/// Records how the attempt ended, as the policy decided it; the span of a failed attempt
+/// ([`Transition::failed_attempt`], the rule the counters follow) or of a vanished one has the
+/// OpenTelemetry status error (a release, or a cancel because the work was no longer needed, is
+/// no failure of the attempt).
 pub(crate) fn record_transition(span: &Span, t: &Transition) {
     use oprec_core::AttemptOutcome as A;
     let outcome = t.attempt_outcome();
@@ -66,10 +67,7 @@ pub(crate) fn record_transition(span: &Span, t: &Transition) {
     if let Some(class) = t.failure_class() {
         span.record("failure_class", class.as_str());
     }
-    let obsolete = t.terminal_reason() == Some(oprec_core::TerminalReason::Obsolete);
-    if matches!(outcome, A::Error | A::Unknown | A::Vanished)
-        || (outcome == A::Rejected && !obsolete)
-    {
+    if t.failed_attempt() || outcome == A::Vanished {
         span.record("otel.status_code", "error");
     }
 }

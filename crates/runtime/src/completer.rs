@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec_core::store::{CompleteParams, CompleteResult};
-use oprec_core::{AttemptOutcome, TerminalReason, Transition, WorkerStore};
+use oprec_core::{AttemptOutcome, Transition, WorkerStore};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{Instrument, Span};
 
@@ -138,13 +138,13 @@ pub(crate) async fn run(
 
 /// The counter an applied transition adds to: its attempt's outcome as the history records it.
 fn counter<'s>(stats: &'s Stats, t: &Transition) -> &'s std::sync::atomic::AtomicU64 {
+    if t.failed_attempt() {
+        return &stats.failed;
+    }
     match t.attempt_outcome() {
         AttemptOutcome::Succeeded => &stats.succeeded,
         AttemptOutcome::Released => &stats.released,
-        AttemptOutcome::Rejected if t.terminal_reason() == Some(TerminalReason::Obsolete) => {
-            &stats.obsolete
-        }
         AttemptOutcome::Vanished => &stats.vanished,
-        _ => &stats.failed,
+        _ => &stats.obsolete,
     }
 }

@@ -130,12 +130,10 @@ impl Tally {
             let mut add = |s: Series| *counts.entry((s, labels)).or_default() += 1;
             add(Series::Completion(outcome));
             // As the worker's unlabelled totals count them (see the completer).
-            match outcome {
-                AttemptOutcome::Succeeded => add(Series::Succeeded),
-                AttemptOutcome::Released | AttemptOutcome::Vanished => {}
-                AttemptOutcome::Rejected
-                    if t.terminal_reason() == Some(TerminalReason::Obsolete) => {}
-                _ => add(Series::Failed(t.failure_class())),
+            if t.failed_attempt() {
+                add(Series::Failed(t.failure_class()));
+            } else if outcome == AttemptOutcome::Succeeded {
+                add(Series::Succeeded);
             }
             if let Some(reason) = t.terminal_reason()
                 && t.status() == oprec_core::Status::Dead
