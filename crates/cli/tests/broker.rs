@@ -23,17 +23,20 @@ fn redis_url() -> String {
     }
 }
 
+/// A key prefix of the test's own on the test Redis: the transport URL naming it, and the guard
+/// that deletes its keys when the test ends.
+fn fresh_redis(tag: &str) -> (String, RedisPrefixGuard) {
+    let prefix = format!("oprec:test:{tag}:{}", uuid::Uuid::now_v7().simple());
+    let base = redis_url();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{sep}prefix={prefix}");
+    (url, RedisPrefixGuard { url: base, prefix })
+}
+
 #[test]
 fn purge_drops_wakeups_and_keeps_every_operation() {
     let o = Oprec::migrated();
-    let prefix = format!("oprec:test:broker:{}", uuid::Uuid::now_v7().simple());
-    let _keys = RedisPrefixGuard {
-        url: redis_url(),
-        prefix: prefix.clone(),
-    };
-    let base = redis_url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let redis = format!("{base}{sep}prefix={prefix}");
+    let (redis, _keys) = fresh_redis("broker");
     let t = |args: &[&str]| o.run(&[&["--transport", redis.as_str()][..], args].concat());
     let start = t(&["transport", "purge", "--yes", "--json"]);
     assert_eq!(
@@ -247,14 +250,8 @@ fn amqp_depth_declares_nothing_and_follows_a_purge_behind_its_back() {
 #[test]
 fn redis_depth_after_a_trim_is_what_the_stream_holds() {
     let o = Oprec::migrated();
-    let prefix = format!("oprec:test:trim:{}", uuid::Uuid::now_v7().simple());
-    let _keys = RedisPrefixGuard {
-        url: redis_url(),
-        prefix: prefix.clone(),
-    };
-    let base = redis_url();
-    let sep = if base.contains('?') { '&' } else { '?' };
-    let redis = format!("{base}{sep}prefix={prefix}");
+    let (redis, keys) = fresh_redis("trim");
+    let prefix = keys.prefix.clone();
     let t = |args: &[&str]| o.run(&[&["--transport", redis.as_str()][..], args].concat());
     let enqueue = |n: &str| {
         t(&[

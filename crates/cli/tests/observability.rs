@@ -228,21 +228,28 @@ async fn receive(
     }
 }
 
+/// Serves `hook` on a free local port at `path`; the runtime serving it, kept alive by the
+/// caller, and the URL to post to.
+fn serve_hook(hook: &Arc<Hook>, path: &str) -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}{path}", listener.local_addr().unwrap());
+    let app = Router::new()
+        .route(path, post(receive))
+        .with_state(hook.clone());
+    rt.spawn(async move { axum::serve(listener, app).await });
+    (rt, url)
+}
+
 #[test]
 fn a_promotion_to_dead_is_posted_to_the_webhook_and_retried() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
     let hook = Arc::new(Hook {
         refuse_first: Mutex::new(1),
         ..Hook::default()
     });
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let app = Router::new()
-        .route("/hook", post(receive))
-        .with_state(hook.clone());
-    rt.spawn(async move { axum::serve(listener, app).await });
+    let (_rt, url) = serve_hook(&hook, "/hook");
 
     let o = Oprec::migrated();
     let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
@@ -297,17 +304,8 @@ fn a_promotion_to_dead_is_posted_to_the_webhook_and_retried() {
 /// secret path out of `ps`; the worker posts to it and prints only its scheme and host.
 #[test]
 fn the_webhook_comes_from_the_environment_and_its_path_is_never_printed() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
     let hook = Arc::new(Hook::default());
-    let listener = rt
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let secret_path = "/services/T0SECRET/B0SECRET";
-    let url = format!("http://{}{secret_path}", listener.local_addr().unwrap());
-    let app = Router::new()
-        .route(secret_path, post(receive))
-        .with_state(hook.clone());
-    rt.spawn(async move { axum::serve(listener, app).await });
+    let (_rt, url) = serve_hook(&hook, "/services/T0SECRET/B0SECRET");
 
     let o = Oprec::migrated();
     let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
