@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand};
 
+use crate::commands::alerts::AlertsArgs;
 use crate::commands::archive::ArchiveArgs;
 use crate::commands::audit::AuditArgs;
 use crate::commands::bench::BenchArgs;
@@ -148,6 +149,9 @@ pub(crate) enum Command {
     Archive(ArchiveArgs),
     /// The audit log of operator actions, newest first.
     Audit(AuditArgs),
+    /// The alert log, newest first: what was told to which owner (deaths, configuration holds,
+    /// dependencies paused by them), and whether it arrived.
+    Alerts(AlertsArgs),
     /// Retention of finished operations: what would be removed, and when.
     #[command(subcommand)]
     Retention(crate::commands::retention::RetentionCommand),
@@ -424,6 +428,25 @@ pub(crate) struct WorkerArgs {
         hide_env_values = true
     )]
     pub dead_letter_webhook: Option<String>,
+    /// Send the alerts of one kind or one dependency to their owner's webhook instead of the
+    /// default (`--dead-letter-webhook` and the log): `kind:NAME=URL` or `dependency:NAME=URL`;
+    /// repeat for several. An alert goes to its kind's route, else its dependency's, else the
+    /// default. OPREC_ALERT_ROUTES takes them separated by spaces, out of `ps`; only the scheme
+    /// and host of a URL are ever printed.
+    #[arg(
+        long = "alert-route",
+        value_name = "SCOPE:NAME=URL",
+        env = "OPREC_ALERT_ROUTES",
+        hide_env_values = true,
+        value_delimiter = ' '
+    )]
+    pub alert_routes: Vec<String>,
+    /// When a configuration failure (rejected credentials) names a dependency, pause the
+    /// dependency (nothing that calls it can succeed until its configuration is repaired) and
+    /// alert its owner; `oprec resume --dependency NAME` lifts it and releases the held
+    /// operations.
+    #[arg(long)]
+    pub pause_on_configuration: bool,
     /// How often unknown outcomes are handed to their kind's reconcile hook.
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub reconcile_interval: String,

@@ -249,9 +249,11 @@ fn connect_errors_configs_and_logs_never_show_the_password() {
     let dead = oprec::runtime::DeadLetter {
         id: oprec::OperationId::new(),
         kind: "demo.noop".into(),
+        dependency: None,
         reason: None,
         class: None,
         error: None,
+        next_action: None,
         attempts: 1,
         code_version: None,
         terminal_at: None,
@@ -260,7 +262,7 @@ fn connect_errors_configs_and_logs_never_show_the_password() {
         .block_on(oprec::runtime::DeadLetterSink::announce(
             &oprec::runtime::WebhookSink::new(&format!("http://hook:{PW}@127.0.0.1:{DEAD_PORT}/x"))
                 .unwrap(),
-            &dead,
+            &oprec::runtime::Alert::Dead(dead),
         ))
         .expect_err("nothing listens there");
     assert_clean("a failed webhook post", &format!("{e} {e:#} {e:?}"));

@@ -13,6 +13,7 @@
 //! pass and quarantine; [`Settlement`] for a resolved reconciliation; [`IdempotentBatch`] for a
 //! batch that repeats a key; [`not_held_back_sql`] for what a pause holds back), with its words.
 
+pub mod alert;
 pub mod archive;
 mod claim_ahead;
 mod clock;

@@ -331,6 +331,34 @@ pub trait MaintenanceStore: Store {
     /// Records that these announcements failed, each to be tried again at its time.
     async fn operation_alert_defer(&self, params: AlertDeferParams) -> Result<()>;
 
+    /// Records alerts in the alert log, one per subject: a subject already recorded is left as
+    /// it is, except that a delivery given with it updates its outcome. Returns the rows
+    /// recorded now (not the ones already there).
+    async fn alert_record(
+        &self,
+        params: crate::alert::AlertRecordParams,
+    ) -> Result<Vec<crate::alert::AlertEntry>>;
+
+    /// Records a `held` alert for each recent attempt that failed for configuration; returns
+    /// the rows recorded now.
+    async fn alert_holds_record(
+        &self,
+        params: crate::alert::AlertHoldsParams,
+    ) -> Result<Vec<crate::alert::AlertEntry>>;
+
+    /// Takes recorded alerts due to be sent (pending, or failed and due again), oldest first,
+    /// each the caller's for the lease.
+    async fn alert_due(
+        &self,
+        params: crate::alert::AlertDueParams,
+    ) -> Result<Vec<crate::alert::AlertEntry>>;
+
+    /// Records how sends went.
+    async fn alert_settle(&self, params: crate::alert::AlertSettleParams) -> Result<()>;
+
+    /// Removes old sent alerts; returns how many.
+    async fn alert_trim(&self, params: crate::alert::AlertTrimParams) -> Result<u64>;
+
     /// Takes or keeps a leadership; returns who leads after the attempt (the caller when
     /// `holder` is its id). Judged by the store's clock.
     async fn leader_acquire(&self, params: LeaderAcquireParams) -> Result<Leadership>;

@@ -394,6 +394,12 @@ pub trait OperatorStore: Store {
     /// The newest audit rows first.
     async fn audit_list(&self, params: AuditListParams) -> Result<Vec<AuditRecord>>;
 
+    /// The alert log, newest first: what was told to whom, and whether it arrived.
+    async fn alert_list(
+        &self,
+        params: crate::alert::AlertListParams,
+    ) -> Result<Vec<crate::alert::AlertEntry>>;
+
     /// The workers seen within `seen_within`, by id.
     async fn worker_list(&self, params: WorkerListParams) -> Result<Vec<WorkerRecord>>;
 

@@ -16,7 +16,7 @@
 //! | `wake` | `operation_wake_due`, `operation_wake_reset`, `operation_rewake`, `operation_wake_figures` |
 //! | `rescue` | `operation_lease_expired_list`, `operation_end_past_deadline` |
 //! | `reconcile` | `operation_reconcile_due`, `operation_reconcile_resolve` |
-//! | `alerts` | `operation_alert_claim`, `operation_mark_alerted`, `operation_alert_defer` |
+//! | `alerts` | `operation_alert_claim`, `operation_mark_alerted`, `operation_alert_defer`, `alert_record`, `alert_holds_record`, `alert_due`, `alert_settle`, `alert_trim`, `alert_list` |
 //! | `leader` | `leader_acquire`, `leader_release`, `leader_list` |
 //! | `controls` | `control_set`, `control_remove`, `control_list` |
 //! | `filter` | `operation_count_matching` |
@@ -265,6 +265,36 @@ macro_rules! impl_store_traits {
             ) -> $crate::Result<()> {
                 crate::alerts::operation_alert_defer(self, params).await
             }
+            async fn alert_record(
+                &self,
+                params: $crate::alert::AlertRecordParams,
+            ) -> $crate::Result<Vec<$crate::alert::AlertEntry>> {
+                crate::alerts::alert_record(self, params).await
+            }
+            async fn alert_holds_record(
+                &self,
+                params: $crate::alert::AlertHoldsParams,
+            ) -> $crate::Result<Vec<$crate::alert::AlertEntry>> {
+                crate::alerts::alert_holds_record(self, params).await
+            }
+            async fn alert_due(
+                &self,
+                params: $crate::alert::AlertDueParams,
+            ) -> $crate::Result<Vec<$crate::alert::AlertEntry>> {
+                crate::alerts::alert_due(self, params).await
+            }
+            async fn alert_settle(
+                &self,
+                params: $crate::alert::AlertSettleParams,
+            ) -> $crate::Result<()> {
+                crate::alerts::alert_settle(self, params).await
+            }
+            async fn alert_trim(
+                &self,
+                params: $crate::alert::AlertTrimParams,
+            ) -> $crate::Result<u64> {
+                crate::alerts::alert_trim(self, params).await
+            }
             async fn leader_acquire(
                 &self,
                 params: $crate::maintenance::LeaderAcquireParams,
@@ -370,6 +400,12 @@ macro_rules! impl_store_traits {
                 params: $crate::operator::AuditListParams,
             ) -> $crate::Result<Vec<$crate::operator::AuditRecord>> {
                 crate::audit::audit_list(self, params).await
+            }
+            async fn alert_list(
+                &self,
+                params: $crate::alert::AlertListParams,
+            ) -> $crate::Result<Vec<$crate::alert::AlertEntry>> {
+                crate::alerts::alert_list(self, params).await
             }
             async fn worker_list(
                 &self,

@@ -46,7 +46,8 @@ mod worker;
 pub use client::{AfterCommit, Client};
 pub use context::Context;
 pub use dead_letter::{
-    AlertReport, AlerterConfig, DeadLetter, DeadLetterSink, TracingSink, alert_once,
+    Alert, AlertReport, AlertRoutes, AlertSink, AlerterConfig, CONFIGURATION_PAUSE_ACTOR,
+    DeadLetter, DeadLetterSink, OwnerAlert, TracingSink, alert_once,
 };
 pub use fenced::Fenced;
 pub use kind::{Kind, Reconciled, Registry};

@@ -1,11 +1,11 @@
-//! [`WebhookSink`]: dead-letter announcements posted as JSON over HTTP(S) (feature `webhook`,
+//! [`WebhookSink`]: alerts (promotions to dead, configuration holds, pauses) posted as JSON over HTTP(S) (feature `webhook`,
 //! which brings reqwest and rustls with the ring provider).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{DeadLetter, DeadLetterSink};
+use crate::{Alert, AlertSink};
 
 /// Posts each announcement as JSON to a URL; any non-2xx answer or transport error is retried on
 /// a later pass. Its `Debug` and its errors never show a password in the URL.
@@ -29,10 +29,10 @@ impl WebhookSink {
         // One crypto provider for every rustls user in the process (ring); a second call is a no-op.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let url = reqwest::Url::parse(url)
-            .map_err(|e| anyhow::anyhow!("dead-letter webhook URL is not valid: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("webhook URL is not valid: {e}"))?;
         anyhow::ensure!(
             matches!(url.scheme(), "http" | "https"),
-            "dead-letter webhook URL must be http or https"
+            "webhook URL must be http or https"
         );
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
@@ -42,8 +42,16 @@ impl WebhookSink {
 }
 
 #[async_trait]
-impl DeadLetterSink for WebhookSink {
-    async fn announce(&self, a: &DeadLetter) -> anyhow::Result<()> {
+impl AlertSink for WebhookSink {
+    fn target(&self) -> String {
+        let host = self.url.host_str().unwrap_or("");
+        match self.url.port() {
+            Some(p) => format!("{}://{host}:{p}", self.url.scheme()),
+            None => format!("{}://{host}", self.url.scheme()),
+        }
+    }
+
+    async fn announce(&self, a: &Alert) -> anyhow::Result<()> {
         // reqwest's errors quote the URL, password and all: leave it out.
         let resp = self
             .client

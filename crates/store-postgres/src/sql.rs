@@ -88,6 +88,24 @@ pub(crate) const MIGRATE_INDEX_INVALID: &str = include_str!("sql/migrate_index_i
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
 
+/// Records alerts (and dead-letter deliveries) in the alert log.
+pub(crate) const ALERTS_RECORD: &str = include_str!("sql/alerts_record.sql");
+
+/// Records an alert for each new attempt that failed for configuration.
+pub(crate) const ALERTS_HOLDS_RECORD: &str = include_str!("sql/alerts_holds_record.sql");
+
+/// Takes recorded alerts due to be sent.
+pub(crate) const ALERTS_DUE: &str = include_str!("sql/alerts_due.sql");
+
+/// Records how sends went.
+pub(crate) const ALERTS_SETTLE: &str = include_str!("sql/alerts_settle.sql");
+
+/// Removes old sent alerts.
+pub(crate) const ALERTS_TRIM: &str = include_str!("sql/alerts_trim.sql");
+
+/// The alert log, newest first.
+pub(crate) const ALERTS_LIST: &str = include_str!("sql/alerts_list.sql");
+
 /// Records failed announcements and their retry times.
 pub(crate) const ALERTS_DEFER: &str = include_str!("sql/alerts_defer.sql");
 

@@ -133,6 +133,20 @@ statements! {
     ALERTS_TAKE = "alerts_take.sql";
     /// Failed announcements put off.
     ALERTS_DEFER = "alerts_defer.sql";
+    /// Alerts (and dead-letter deliveries) recorded in the alert log.
+    ALERTS_RECORD = "alerts_record.sql";
+    /// The time of the newest hold recorded.
+    ALERTS_HOLDS_SINCE = "alerts_holds_since.sql";
+    /// An alert for each new attempt that failed for configuration.
+    ALERTS_HOLDS_RECORD = "alerts_holds_record.sql";
+    /// Recorded alerts due to be sent, taken.
+    ALERTS_DUE = "alerts_due.sql";
+    /// How sends went.
+    ALERTS_SETTLE = "alerts_settle.sql";
+    /// Old sent alerts removed.
+    ALERTS_TRIM = "alerts_trim.sql";
+    /// The alert log, newest first.
+    ALERTS_LIST = "alerts_list.sql";
     /// A leadership taken or kept.
     LEADER_ACQUIRE = "leader_acquire.sql";
     /// A leadership as it stands.

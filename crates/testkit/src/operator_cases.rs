@@ -1393,6 +1393,263 @@ pub async fn dead_promotions_are_announced_once<S: FullStore>(h: Harness<S>) {
     );
 }
 
+/// The alert log records each configuration hold once (whatever the number of passes), sends
+/// what is due, puts off a failed send to its retry time, logs dead-letter deliveries by subject,
+/// lists newest first with filters, and trims old sent rows.
+pub async fn alert_log_records_holds_once_and_retries<S: FullStore>(h: Harness<S>) {
+    use oprec_core::alert::{
+        AlertDelivery, AlertDueParams, AlertEvent, AlertHoldsParams, AlertListParams,
+        AlertRecordParams, AlertSettleParams, AlertStatus, AlertTrimParams, NewAlert,
+    };
+    let holds = |limit| AlertHoldsParams {
+        limit,
+        slack: Duration::seconds(60),
+    };
+    let due = |limit| AlertDueParams {
+        limit,
+        lease: Duration::seconds(60),
+    };
+    let hold = |summary: &str| {
+        Transition::hold(Failure::new(
+            FailureClass::Configuration,
+            OperationError::new(summary).next_action("rotate the key"),
+        ))
+    };
+    // Nothing held yet: nothing recorded, nothing due.
+    assert!(
+        h.store
+            .alert_holds_record(holds(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(h.store.alert_due(due(10)).await.unwrap().is_empty());
+    let a = enqueue(
+        &h,
+        "mail",
+        EnqueueOptions {
+            dependency: Some("smtp".into()),
+            ..EnqueueOptions::default()
+        },
+    )
+    .await;
+    let b = enqueue(&h, "mail", EnqueueOptions::default()).await;
+    let c = enqueue(&h, "mail", EnqueueOptions::default()).await;
+    finish(&h, a, hold("535 authentication failed")).await;
+    h.advance_secs(1);
+    finish(
+        &h,
+        b,
+        Transition::retry(
+            h.clock.now(),
+            Failure::new(FailureClass::Transient, OperationError::new("timeout")),
+        ),
+    )
+    .await;
+    finish(&h, c, hold("key revoked")).await;
+    // Two holds (not the transient failure), one pass at a time.
+    let first = h.store.alert_holds_record(holds(1)).await.unwrap();
+    assert_eq!(first.len(), 1, "the limit bounds a pass");
+    assert_eq!(first[0].operation_id, Some(a));
+    assert_eq!(first[0].event, AlertEvent::Held);
+    assert_eq!(first[0].dependency.as_deref(), Some("smtp"));
+    assert_eq!(first[0].summary, "535 authentication failed");
+    assert_eq!(first[0].next_action.as_deref(), Some("rotate the key"));
+    assert_eq!(first[0].status, AlertStatus::Pending);
+    let second = h.store.alert_holds_record(holds(10)).await.unwrap();
+    assert_eq!(
+        second.iter().map(|e| e.operation_id).collect::<Vec<_>>(),
+        vec![Some(c)]
+    );
+    // Once: another pass (another leader) records nothing more.
+    assert!(
+        h.store
+            .alert_holds_record(holds(10))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A later hold of the same operation (released, held again) is a new alert.
+    let taken = h.store.alert_due(due(10)).await.unwrap();
+    assert_eq!(
+        taken.iter().map(|e| e.operation_id).collect::<Vec<_>>(),
+        vec![Some(a), Some(c)],
+        "oldest due first"
+    );
+    assert!(
+        h.store.alert_due(due(10)).await.unwrap().is_empty(),
+        "taken: another sender gets none while the lease lasts"
+    );
+    let retry_at = h.clock.now() + Duration::seconds(10);
+    h.store
+        .alert_settle(AlertSettleParams {
+            results: vec![
+                (
+                    taken[0].id,
+                    AlertDelivery {
+                        route: "dependency:smtp".into(),
+                        target: Some("https://hooks.example".into()),
+                        failure: None,
+                    },
+                ),
+                (
+                    taken[1].id,
+                    AlertDelivery {
+                        route: "default".into(),
+                        target: Some("log".into()),
+                        failure: Some(("webhook answered 503".into(), retry_at)),
+                    },
+                ),
+            ],
+        })
+        .await
+        .unwrap();
+    h.advance_secs(9);
+    assert!(
+        h.store.alert_due(due(10)).await.unwrap().is_empty(),
+        "not before its retry time"
+    );
+    h.advance_secs(1);
+    let again = h.store.alert_due(due(10)).await.unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].operation_id, again[0].tries), (Some(c), 1));
+    assert_eq!(again[0].status, AlertStatus::Failed);
+    assert_eq!(again[0].last_error.as_deref(), Some("webhook answered 503"));
+    // A dead-letter delivery is logged by subject: a failed try, then the try that worked.
+    let dead = |failure: Option<(String, chrono::DateTime<chrono::Utc>)>| NewAlert {
+        event: AlertEvent::Dead,
+        subject: "dead:x:1".into(),
+        operation_id: Some(b),
+        kind: Some("mail".into()),
+        dependency: None,
+        summary: "gave up".into(),
+        next_action: None,
+        source_at: h.clock.now(),
+        delivery: Some(AlertDelivery {
+            route: "kind:mail".into(),
+            target: None,
+            failure,
+        }),
+    };
+    let logged = h
+        .store
+        .alert_record(AlertRecordParams {
+            alerts: vec![dead(Some(("refused".into(), h.clock.now())))],
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        (logged[0].status, logged[0].tries),
+        (AlertStatus::Failed, 1)
+    );
+    assert!(
+        h.store.alert_due(due(10)).await.unwrap().is_empty(),
+        "a dead-letter announcement is retried from its operation, not from the log"
+    );
+    h.advance_secs(5);
+    let logged = h
+        .store
+        .alert_record(AlertRecordParams {
+            alerts: vec![dead(None)],
+        })
+        .await
+        .unwrap();
+    assert_eq!(logged.len(), 1);
+    assert_eq!((logged[0].status, logged[0].tries), (AlertStatus::Sent, 2));
+    assert_eq!(logged[0].sent_at, Some(h.clock.now()));
+    // A pending alert recorded twice is one row.
+    let paused = NewAlert {
+        event: AlertEvent::Paused,
+        subject: "paused:dependency:smtp:1".into(),
+        operation_id: Some(a),
+        kind: None,
+        dependency: Some("smtp".into()),
+        summary: "configuration failure".into(),
+        next_action: Some("resume".into()),
+        source_at: h.clock.now(),
+        delivery: None,
+    };
+    let params = || AlertRecordParams {
+        alerts: vec![paused.clone()],
+    };
+    assert_eq!(h.store.alert_record(params()).await.unwrap().len(), 1);
+    assert!(h.store.alert_record(params()).await.unwrap().is_empty());
+    // The log, newest first, filtered.
+    let list = |p: AlertListParams| {
+        let store = &h.store;
+        async move { store.alert_list(p).await.unwrap() }
+    };
+    let all = list(AlertListParams {
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(
+        all.iter().map(|e| e.event).collect::<Vec<_>>(),
+        vec![
+            AlertEvent::Paused,
+            AlertEvent::Dead,
+            AlertEvent::Held,
+            AlertEvent::Held
+        ]
+    );
+    let failed = list(AlertListParams {
+        statuses: vec![AlertStatus::Failed],
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].operation_id, Some(c));
+    let smtp = list(AlertListParams {
+        dependency: Some("smtp".into()),
+        events: vec![AlertEvent::Held],
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(smtp.len(), 1);
+    assert_eq!(smtp[0].route.as_deref(), Some("dependency:smtp"));
+    let page = list(AlertListParams {
+        before_id: Some(all[1].id),
+        limit: 1,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(page.len(), 1);
+    assert_eq!(page[0].id, all[2].id);
+    let hostile = list(AlertListParams {
+        kind: Some("mail' OR '1'='1".into()),
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert!(hostile.is_empty());
+    // Trimming removes sent rows older than the cutoff, and nothing else.
+    h.advance_secs(100);
+    let removed = h
+        .store
+        .alert_trim(AlertTrimParams {
+            before: h.clock.now(),
+            limit: 1000,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        removed, 2,
+        "the sent hold and the sent dead-letter delivery"
+    );
+    let left = list(AlertListParams {
+        limit: 100,
+        ..Default::default()
+    })
+    .await;
+    assert_eq!(
+        left.iter().map(|e| e.status).collect::<Vec<_>>(),
+        vec![AlertStatus::Pending, AlertStatus::Failed]
+    );
+}
+
 /// One holder at a time: a leadership is granted when free, kept by its holder, refused to others
 /// while its lease lasts, taken over once it runs out, and free again at once when given up.
 pub async fn leaders_are_held_one_at_a_time<S: FullStore>(h: Harness<S>) {
@@ -1534,6 +1791,7 @@ macro_rules! operator_conformance_tests {
             stats_show_what_controls_hold_back,
             audit_log_keeps_every_action,
             dead_promotions_are_announced_once,
+            alert_log_records_holds_once_and_retries,
             leaders_are_held_one_at_a_time,
             activity_counts_attempts_and_deaths_per_minute,
             workers_register_and_unhandled_kinds_show,

@@ -1,5 +1,6 @@
 //! One module per command; each parses what it was given, calls the facade, and prints.
 
+pub(crate) mod alerts;
 pub(crate) mod archive;
 pub(crate) mod audit;
 pub(crate) mod bench;
@@ -50,6 +51,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Stats(a) => stats::run(g, a).await,
         Command::Archive(a) => archive::run(g, a).await,
         Command::Audit(a) => audit::run(g, a).await,
+        Command::Alerts(a) => alerts::run(g, a).await,
         Command::Retention(retention::RetentionCommand::Show(a)) => retention::show(g, a).await,
         Command::Workers(a) => workers::run(g, a).await,
         Command::Dashboard(a) => dashboard::run(g, a).await,

@@ -66,6 +66,18 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
             .default_sinks
             .push(Arc::new(sink) as Arc<dyn DeadLetterSink>);
     }
+    for route in args.alert_routes.iter().filter(|r| !r.trim().is_empty()) {
+        let (scope, name, url) = alert_route(route)?;
+        let sink: Arc<dyn DeadLetterSink> = Arc::new(
+            WebhookSink::new(url).map_err(|e| bad(format!("--alert-route {scope}:{name}: {e}")))?,
+        );
+        let routes = match scope {
+            "kind" => &mut alerter.routes.kinds,
+            _ => &mut alerter.routes.dependencies,
+        };
+        routes.entry(name.to_owned()).or_default().push(sink);
+    }
+    alerter.pause_on_configuration = args.pause_on_configuration;
     let defaults = WorkerConfig::default();
     // Look for expired leases a few times per lease, so a crashed attempt is retried promptly.
     let rescue_every = (lease / 3)
@@ -107,6 +119,27 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         ..defaults
     };
     Ok((config, policy))
+}
+
+/// Reads `kind:NAME=URL` or `dependency:NAME=URL`; a mistake never prints the URL (it may
+/// carry a secret).
+fn alert_route(route: &str) -> anyhow::Result<(&str, &str, &str)> {
+    let usage = "--alert-route takes kind:NAME=URL or dependency:NAME=URL";
+    let (target, url) = route
+        .split_once('=')
+        .ok_or_else(|| bad(format!("{usage} (no '=' in the value)")))?;
+    let (scope, name) = target
+        .split_once(':')
+        .ok_or_else(|| bad(format!("{usage} (no scope before the name)")))?;
+    if !matches!(scope, "kind" | "dependency") {
+        return Err(bad(format!(
+            "{usage} (scope {scope:?} is neither kind nor dependency)"
+        )));
+    }
+    if name.trim().is_empty() || url.trim().is_empty() {
+        return Err(bad(format!("{usage} (empty name or URL)")));
+    }
+    Ok((scope, name, url))
 }
 
 /// Cancels `stop` on the first SIGTERM or ctrl-c; exits at once on the second.
@@ -216,6 +249,17 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
 
     let stop = CancellationToken::new();
     tokio::spawn(on_signals(stop.clone()));
+    for route in args.alert_routes.iter().filter(|r| !r.trim().is_empty()) {
+        if let Ok((scope, name, url)) = alert_route(route) {
+            crate::logging::notice(
+                "oprec::worker",
+                &format!(
+                    "oprec worker {worker_id}: alerts of {scope} {name} go to {}",
+                    oprec::url_origin(url)
+                ),
+            );
+        }
+    }
     if let Some(url) = &args.dead_letter_webhook {
         crate::logging::notice(
             "oprec::worker",
