@@ -437,3 +437,110 @@ fn held_back_work_has_a_gauge_per_control() {
     );
     assert!(text.contains("# HELP oprec_held_back_operations"), "{text}");
 }
+
+/// Alerts routed to their owner, through the binary: `--alert-route dependency:NAME=URL` takes
+/// the configuration holds of the demo kinds' dependency and the pause they open
+/// (`--pause-on-configuration`) and the death of an operation calling it, so the default webhook
+/// gets nothing (tests/alert_routes.rs covers which route wins). `oprec alerts` (text and JSON) says what went where; `oprec controls` shows the pause; a
+/// route mistake is bad input that never prints the URL.
+#[test]
+fn alerts_go_to_their_route_and_the_log_says_what_went_where() {
+    let owner = Arc::new(Hook::default());
+    let (_rt1, owner_url) = serve_hook(&owner, "/owner/T0SECRET");
+    let fallback = Arc::new(Hook::default());
+    let (_rt2, fallback_url) = serve_hook(&fallback, "/fallback");
+
+    let o = Oprec::migrated();
+    let held = o.enqueue(
+        "demo.flaky",
+        r#"{"fail_times": 9, "class": "configuration"}"#,
+    );
+    let dead = o.enqueue("demo.flaky", r#"{"fail_times": 9, "class": "permanent"}"#);
+    let route = format!("dependency:demo-provider={owner_url}");
+    let worker = Background::start(
+        &o,
+        &[
+            "--transport",
+            "poll",
+            "worker",
+            "--demo",
+            "--alert-route",
+            &route,
+            "--pause-on-configuration",
+            "--dead-letter-webhook",
+            &fallback_url,
+        ],
+    );
+    let began = Instant::now();
+    while owner.posts.lock().unwrap().len() < 3 {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "owner: {:?}\nfallback: {:?}",
+            owner.posts.lock().unwrap(),
+            fallback.posts.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // One more pass: nothing is told twice.
+    std::thread::sleep(Duration::from_secs(3));
+    worker.stop();
+
+    let to_owner = owner.posts.lock().unwrap().clone();
+    let events: Vec<&str> = to_owner
+        .iter()
+        .filter_map(|p| p["event"].as_str())
+        .collect();
+    assert_eq!(events.len(), 3, "{to_owner:?}");
+    for event in ["held", "paused", "dead"] {
+        assert!(events.contains(&event), "{events:?}");
+    }
+    let hold = to_owner.iter().find(|p| p["event"] == "held").unwrap();
+    assert_eq!(hold["operation"], held.as_str());
+    assert_eq!(hold["dependency"], "demo-provider");
+    let death = to_owner.iter().find(|p| p["event"] == "dead").unwrap();
+    assert_eq!(death["id"], dead.as_str());
+    let to_fallback = fallback.posts.lock().unwrap().clone();
+    assert!(to_fallback.is_empty(), "{to_fallback:?}");
+
+    let log = o.run(&["alerts", "--json"]).json();
+    let log = log.as_array().unwrap();
+    assert_eq!(log.len(), 3, "{log:?}");
+    for e in log {
+        assert_eq!(e["status"], "sent", "{e}");
+        assert!(!e["target"].as_str().unwrap().contains("T0SECRET"), "{e}");
+    }
+    let route_of = |event: &str| {
+        log.iter()
+            .find(|e| e["event"] == event)
+            .map(|e| e["route"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    assert_eq!(route_of("held"), "dependency:demo-provider");
+    assert_eq!(route_of("paused"), "dependency:demo-provider");
+    assert_eq!(route_of("dead"), "dependency:demo-provider");
+    let held_only = o.run(&["alerts", "--event", "held", "--json"]).json();
+    assert_eq!(held_only.as_array().unwrap().len(), 1);
+    let text = o.run(&["alerts"]).ok().to_owned();
+    assert!(text.contains("dependency demo-provider"), "{text}");
+    assert!(text.contains(&held), "{text}");
+    assert!(!text.contains("T0SECRET"), "{text}");
+
+    let controls = o.run(&["controls", "--json"]).json();
+    let controls = controls.to_string();
+    assert!(controls.contains("demo-provider"), "{controls}");
+    assert!(controls.contains("configuration failure"), "{controls}");
+
+    o.run(&["alerts", "--event", "exploded"])
+        .bad_input("--event");
+    o.run(&["alerts", "--limit", "0"]).bad_input("limit");
+    let mistake = o.run(&[
+        "--transport",
+        "poll",
+        "worker",
+        "--demo",
+        "--alert-route",
+        "team:payments=https://hooks.example/T0SECRET",
+    ]);
+    mistake.bad_input("--alert-route");
+    assert!(!format!("{mistake:?}").contains("T0SECRET"), "{mistake:?}");
+}
