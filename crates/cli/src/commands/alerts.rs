@@ -77,14 +77,23 @@ pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()>
         return output::line!("no alert matches: nothing has been told to an owner");
     }
     let now = chrono::Utc::now();
+    let ago = |t| oprec::ops::time::relative(t, now);
     let mut t = Table::new(&[
-        "ID", "AT", "EVENT", "ABOUT", "ROUTE", "STATUS", "TRIES", "SUMMARY",
+        "ID",
+        "AT",
+        "EVENT",
+        "ABOUT",
+        "ROUTE",
+        "STATUS",
+        "TRIES",
+        "SUMMARY",
+        "LAST ERROR",
     ]);
     for e in &entries {
         let about = match (&e.operation_id, &e.dependency) {
-            (Some(id), _) if e.event != AlertEvent::Paused => id.to_string(),
-            (_, Some(d)) => format!("dependency {d}"),
-            (Some(id), None) => id.to_string(),
+            (_, Some(d)) if e.event == AlertEvent::Paused => format!("dependency {d}"),
+            (Some(id), _) => id.to_string(),
+            (None, Some(d)) => format!("dependency {d}"),
             (None, None) => "-".into(),
         };
         let route = match (&e.route, &e.target) {
@@ -92,25 +101,26 @@ pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()>
             (Some(r), _) => r.clone(),
             (None, _) => "-".into(),
         };
-        let status = match (e.status, &e.last_error) {
-            (AlertStatus::Failed, Some(err)) => {
-                format!("failed ({err}); next try {}", output::when(e.due_at, now))
+        let status = match e.status {
+            AlertStatus::Sent => e
+                .sent_at
+                .map_or_else(|| "sent".to_owned(), |at| format!("sent {}", ago(at))),
+            AlertStatus::Failed if e.due_at > now => {
+                format!("failed, next try {}", ago(e.due_at))
             }
-            (AlertStatus::Sent, _) => match e.sent_at {
-                Some(at) => format!("sent {}", output::when(at, now)),
-                None => "sent".into(),
-            },
-            (s, _) => s.to_string(),
+            AlertStatus::Failed => "failed, next try due".to_owned(),
+            AlertStatus::Pending => "pending".to_owned(),
         };
         t.row(vec![
             e.id.to_string(),
-            output::when(e.source_at, now),
+            ago(e.source_at),
             e.event.to_string(),
             about,
             route,
             status,
             e.tries.to_string(),
             e.summary.clone(),
+            e.last_error.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
     output::human(&t.render(""))
