@@ -18,17 +18,19 @@ pub(crate) enum Nav {
     Controls,
     Transport,
     Audit,
+    Alerts,
     None,
 }
 
 /// The navigation's links, in order.
-const LINKS: [(Nav, &str, &str); 6] = [
+const LINKS: [(Nav, &str, &str); 7] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Operations, "/operations", "Operations"),
     (Nav::Dead, "/dead", "Dead letters"),
     (Nav::Controls, "/controls", "Controls"),
     (Nav::Transport, "/transport", "Transport"),
     (Nav::Audit, "/audit", "Audit log"),
+    (Nav::Alerts, "/alerts", "Alerts"),
 ];
 
 /// A page in the layout.

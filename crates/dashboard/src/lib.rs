@@ -15,6 +15,7 @@
 //! Cross-site requests are refused by `Sec-Fetch-Site` and `Origin`. Without a token the dashboard
 //! is read-only. Every action lands in the audit log with its actor.
 
+mod alerts_page;
 mod audit_page;
 mod authorize;
 mod chart;
@@ -113,6 +114,7 @@ impl Dashboard {
             .route("/transport", get(transport_page::page))
             .route("/transport/purge", post(transport_page::purge))
             .route("/audit", get(audit_page::page))
+            .route("/alerts", get(alerts_page::page))
             .route("/login", get(sign_in::login_page).post(sign_in::login))
             .route("/logout", post(sign_in::logout))
             .route("/assets/style.css", get(style))

@@ -757,3 +757,71 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
         ]
     );
 }
+
+/// The alert log page: what was told to whom, newest first, escaped, filtered by status, and a
+/// status it does not know is a readable 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_alerts_page_says_what_was_told_to_whom() {
+    use oprec_core::MaintenanceStore;
+    use oprec_core::alert::{AlertDelivery, AlertEvent, AlertRecordParams, NewAlert};
+    let store = fresh_store().await;
+    let app = dashboard(&store, None).router();
+    let empty = get(&app, "/alerts", None).await;
+    assert_eq!(empty.status, StatusCode::OK);
+    assert!(empty.body.contains("No alert matches"), "{}", empty.body);
+    let now = store.now().await.unwrap();
+    let alert = |subject: &str, summary: &str, delivery: Option<AlertDelivery>| NewAlert {
+        event: AlertEvent::Held,
+        subject: subject.into(),
+        operation_id: Some(oprec_core::OperationId::new()),
+        kind: Some("charge".into()),
+        dependency: Some("stripe".into()),
+        summary: summary.into(),
+        next_action: Some("rotate the key".into()),
+        source_at: now,
+        delivery,
+    };
+    store
+        .alert_record(AlertRecordParams {
+            alerts: vec![
+                alert(
+                    "held:a:1",
+                    "<script>alert(1)</script> key revoked",
+                    Some(AlertDelivery {
+                        route: "dependency:stripe".into(),
+                        target: Some("https://hooks.example".into()),
+                        failure: None,
+                    }),
+                ),
+                alert(
+                    "held:b:1",
+                    "second hold",
+                    Some(AlertDelivery {
+                        route: "default".into(),
+                        target: Some("log".into()),
+                        failure: Some(("webhook answered 503".into(), now)),
+                    }),
+                ),
+            ],
+        })
+        .await
+        .unwrap();
+    let page = get(&app, "/alerts", None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("dependency:stripe"), "{}", page.body);
+    assert!(page.body.contains("https://hooks.example"));
+    assert!(page.body.contains("rotate the key"));
+    assert!(page.body.contains("webhook answered 503"));
+    assert!(!page.body.contains("<script>alert(1)</script>"));
+    assert!(page.body.contains("&lt;script&gt;"));
+    let failed = get(&app, "/alerts?status=failed", None).await;
+    assert!(failed.body.contains("second hold"));
+    assert!(!failed.body.contains("key revoked"));
+    let bad = get(&app, "/alerts?status=exploded", None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.body.contains("expected one of: pending, sent, failed"),
+        "{}",
+        bad.body
+    );
+}
