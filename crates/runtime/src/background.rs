@@ -91,6 +91,7 @@ impl Background {
                     clock: p.clock.clone(),
                     config: p.config.clone(),
                     stats: p.stats.clone(),
+                    tally: p.tally.clone(),
                 },
                 stop.clone(),
             ));
@@ -113,6 +114,7 @@ struct Maintenance {
     clock: Arc<dyn Clock>,
     config: WorkerConfig,
     stats: Arc<Stats>,
+    tally: Arc<Tally>,
 }
 
 impl Maintenance {
@@ -123,6 +125,7 @@ impl Maintenance {
             self.store.clone(),
             self.config.rescuer.clone(),
             self.stats.clone(),
+            self.tally.clone(),
             stop.clone(),
         ));
         tasks.spawn(reconciler::run(

@@ -175,9 +175,9 @@ pub const LABELLED_COUNTERS: &[(&str, &str)] = &[
     ),
     (
         names::DEAD_PROMOTIONS,
-        "Promotions to dead written by this worker's attempts, per kind, failure class, \
-         dependency and reason (the rescuer's are in oprec_deadline_dead_total and \
-         oprec_vanished_attempts_total).",
+        "Promotions to dead written by this worker's attempts and, while it leads, by its \
+         rescuer (crash loops), per kind, failure class, dependency and reason (waiting \
+         operations past their deadline are in oprec_deadline_dead_total).",
     ),
 ];
 

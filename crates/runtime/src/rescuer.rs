@@ -15,6 +15,8 @@ use oprec_core::{MaintenanceStore, Status, Transition, VanishRule};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::tally::Tally;
+
 use crate::Stats;
 
 /// What the rescuer needs to know.
@@ -58,6 +60,16 @@ pub async fn rescue_once(
     config: &RescuerConfig,
     stats: &Stats,
 ) -> oprec_core::Result<RescueReport> {
+    rescue_pass(store, config, stats, None).await
+}
+
+/// [`rescue_once`], counting the promotions to dead it writes in the worker's labelled counts.
+async fn rescue_pass(
+    store: &dyn MaintenanceStore,
+    config: &RescuerConfig,
+    stats: &Stats,
+    tally: Option<&Tally>,
+) -> oprec_core::Result<RescueReport> {
     let mut r = RescueReport::default();
     let expired = store
         .operation_lease_expired_list(LeaseExpiredListParams {
@@ -74,22 +86,26 @@ pub async fn rescue_once(
                 transition: Transition::vanished(claim, &config.rule, now),
             })
             .collect();
-        let dead: Vec<bool> = rescues
-            .iter()
-            .map(|p| p.transition.status() == Status::Dead)
-            .collect();
+        let transitions: Vec<Transition> = rescues.iter().map(|p| p.transition.clone()).collect();
         let results = store
             .operation_rescue_many(RescueManyParams { rescues })
             .await?;
-        for (result, dead) in results.into_iter().zip(dead) {
+        let mut dead_written = Vec::new();
+        for ((result, t), claim) in results.into_iter().zip(&transitions).zip(&expired) {
             if result == CompleteResult::Applied {
                 r.vanished += 1;
-                if dead {
+                if t.status() == Status::Dead {
                     r.dead += 1;
+                    if let Some(tally) = tally {
+                        dead_written.push((tally.labels(claim), t));
+                    }
                 } else {
                     r.retried += 1;
                 }
             }
+        }
+        if let Some(tally) = tally {
+            tally.rescued(dead_written);
         }
     }
     if r.vanished > 0 {
@@ -121,10 +137,11 @@ pub(crate) async fn run(
     store: Arc<dyn MaintenanceStore>,
     config: RescuerConfig,
     stats: Arc<Stats>,
+    tally: Arc<Tally>,
     stop: CancellationToken,
 ) {
     loop {
-        if let Err(e) = rescue_once(store.as_ref(), &config, &stats).await {
+        if let Err(e) = rescue_pass(store.as_ref(), &config, &stats, Some(&tally)).await {
             tracing::warn!(error = %e, "rescuer pass failed");
         }
         tokio::select! {

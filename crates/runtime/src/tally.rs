@@ -37,7 +37,8 @@ pub(crate) enum Series {
     Failed(Option<FailureClass>),
     /// Outcomes written (kind, outcome).
     Completion(AttemptOutcome),
-    /// Promotions to dead the worker wrote (kind, class, dependency, reason).
+    /// Promotions to dead the worker wrote, its handlers' outcomes and, while it leads, the
+    /// rescuer's (kind, class, dependency, reason).
     Dead(Option<FailureClass>, TerminalReason),
 }
 
@@ -143,6 +144,22 @@ impl Tally {
         }
     }
 
+    /// Counts the promotions to dead among transitions the rescuer wrote (a crash loop, an
+    /// attempt bound reached by vanished attempts): they are promotions like the worker's, but
+    /// the rescuer writes no completion of its own (its vanished attempts are counted apart).
+    pub(crate) fn rescued<'t>(&self, written: impl IntoIterator<Item = (Labels, &'t Transition)>) {
+        let mut counts = self.lock();
+        for (labels, t) in written {
+            if let Some(reason) = t.terminal_reason()
+                && t.status() == oprec_core::Status::Dead
+            {
+                *counts
+                    .entry((Series::Dead(t.failure_class(), reason), labels))
+                    .or_default() += 1;
+            }
+        }
+    }
+
     /// Every count so far.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn snapshot(&self) -> Vec<(Key, u64)> {
@@ -190,5 +207,19 @@ mod tests {
         assert_eq!(index("carrier"), 0);
         assert_eq!(t.dependency_index[NONE], 1);
         assert_eq!(t.dependency_index[OTHER], 2);
+    }
+
+    #[test]
+    fn the_rescuer_counts_its_promotions_to_dead_and_nothing_else() {
+        let t = Tally::for_registry(&Registry::new());
+        let labels = Labels::default();
+        let dead = Transition::dead(TerminalReason::CrashLoop, None);
+        let retried = Transition::release(chrono::Utc::now());
+        t.rescued([(labels, &dead), (labels, &retried)]);
+        let snapshot = t.snapshot();
+        assert_eq!(
+            snapshot,
+            vec![((Series::Dead(None, TerminalReason::CrashLoop), labels), 1)]
+        );
     }
 }
