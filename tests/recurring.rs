@@ -29,7 +29,10 @@ fn policy() -> RetryPolicy {
 }
 
 fn kind(name: &str, schedule: Schedule) -> Kind {
-    Kind::new(name, policy(), |_ctx, _p: serde_json::Value| async { Ok(()) }).schedule(schedule)
+    Kind::new(name, policy(), |_ctx, _p: serde_json::Value| async {
+        Ok(())
+    })
+    .schedule(schedule)
 }
 
 fn registry() -> Arc<Registry> {
@@ -95,7 +98,10 @@ fn ticks(from: DateTime<Utc>, secs: impl IntoIterator<Item = i64>) -> Vec<String
 }
 
 /// Three leaders' passes at once, every second of a manual clock, then downtime.
-async fn once_per_tick_and_the_missed_rules(leaders: [Arc<dyn FullStore>; 3], clock: Arc<ManualClock>) {
+async fn once_per_tick_and_the_missed_rules(
+    leaders: [Arc<dyn FullStore>; 3],
+    clock: Arc<ManualClock>,
+) {
     let registry = registry();
     let t0 = clock.now();
     declare(leaders[0].as_ref(), &registry).await;
@@ -172,7 +178,10 @@ async fn sqlite_once_per_tick_and_the_missed_rules() {
     let clock = start();
     let mut leaders = Vec::new();
     for _ in 0..3 {
-        let s = SqliteStore::connect(&url).await.unwrap().with_clock(clock.clone());
+        let s = SqliteStore::connect(&url)
+            .await
+            .unwrap()
+            .with_clock(clock.clone());
         s.migrate().await.unwrap();
         leaders.push(Arc::new(s) as Arc<dyn FullStore>);
     }
@@ -218,10 +227,8 @@ async fn postgres_once_per_tick_and_the_missed_rules() {
 /// five seconds: one operation per second from the first to the last, each run once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn three_postgres_workers_make_one_operation_per_second() {
-    let registry = Arc::new(Registry::new().register(kind(
-        "pulse",
-        Schedule::cron("* * * * * *").unwrap(),
-    )));
+    let registry =
+        Arc::new(Registry::new().register(kind("pulse", Schedule::cron("* * * * * *").unwrap())));
     let stores = postgres_trio(None).await;
     let rigs: Vec<Rig> = stores
         .into_iter()
@@ -266,7 +273,9 @@ async fn three_postgres_workers_make_one_operation_per_second() {
     ticks.sort();
     assert!(ticks.len() >= 4, "{ticks:?}");
     assert!(
-        ticks.windows(2).all(|w| w[1] - w[0] == Duration::seconds(1)),
+        ticks
+            .windows(2)
+            .all(|w| w[1] - w[0] == Duration::seconds(1)),
         "one per second, no gap, none twice: {ticks:?}"
     );
     // Every one ran (the last may still have been pending when the workers stopped).

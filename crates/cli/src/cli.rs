@@ -18,9 +18,9 @@ use crate::commands::import::ImportArgs;
 use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
 use crate::commands::reconcile::ReconcileCommand;
 use crate::commands::redrive::RedriveArgs;
+use crate::commands::schedules::SchedulesArgs;
 use crate::commands::simulate::SimulateCommand;
 use crate::commands::stats::StatsArgs;
-use crate::commands::schedules::SchedulesArgs;
 use crate::commands::workers::WorkersArgs;
 
 /// The store used when neither `--database-url` nor `OPREC_DATABASE_URL` says otherwise.

@@ -67,8 +67,8 @@ pub use policy::{
     PolicyBuilder, RetryPolicy, StatedJitter, Timed, UndeclaredIo, UnstatedJitter,
 };
 pub use resolution::{Resolution, Settlement};
-pub use schedule::{Missed, Schedule, ScheduleStore};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};
+pub use schedule::{Missed, Schedule, ScheduleStore};
 pub use stats::{
     AgeBucket, BACKLOG_SLOT_MINUTES, HELD_BACK_COUNT_MAX, HeldBack, NO_CLASS, OldestEligible,
     StatsReport, backlog_slot,

@@ -105,7 +105,9 @@ impl Schedule {
             }
         };
         let cron = cron::Schedule::from_str(&full).map_err(|e| {
-            Error::InvalidInput(format!("schedule {expression:?} is not a cron expression: {e}"))
+            Error::InvalidInput(format!(
+                "schedule {expression:?} is not a cron expression: {e}"
+            ))
         })?;
         if cron.upcoming(Utc).next().is_none() {
             return Err(Error::InvalidInput(format!(
@@ -259,9 +261,7 @@ impl Schedule {
             Some(t) => t - Duration::nanoseconds(1),
             None => now,
         };
-        let latest_missed = self
-            .latest_at_or_before(missed_bound)
-            .filter(|t| *t > from);
+        let latest_missed = self.latest_at_or_before(missed_bound).filter(|t| *t > from);
         let missed_count = latest_missed
             .map(|last| self.count_between(from, last))
             .unwrap_or(0);
@@ -497,7 +497,11 @@ mod tests {
             .grace(Duration::hours(3))
             .unwrap()
             .plan(utc(2026, 10, 24, 23, 0, 0), utc(2026, 10, 25, 2, 0, 0));
-        assert!(plan.enqueue.windows(2).all(|w| w[0] < w[1]), "{:?}", plan.enqueue);
+        assert!(
+            plan.enqueue.windows(2).all(|w| w[0] < w[1]),
+            "{:?}",
+            plan.enqueue
+        );
         for quarter in 1..=8 {
             let t = utc(2026, 10, 24, 23, 0, 0) + Duration::minutes(15 * quarter);
             let t = if t >= utc(2026, 10, 25, 1, 0, 0) {
@@ -515,7 +519,10 @@ mod tests {
         let s = Schedule::cron("* * * * * *").unwrap();
         let from = utc(2026, 1, 1, 0, 0, 0);
         let plan = s.plan(from, from + Duration::milliseconds(2500));
-        assert_eq!(plan.enqueue, [from + Duration::seconds(1), from + Duration::seconds(2)]);
+        assert_eq!(
+            plan.enqueue,
+            [from + Duration::seconds(1), from + Duration::seconds(2)]
+        );
         assert_eq!(plan.handled_up_to, Some(from + Duration::seconds(2)));
         assert_eq!(plan.next, Some(from + Duration::seconds(3)));
         assert_eq!(plan.dropped, 0);
@@ -550,7 +557,10 @@ mod tests {
         assert_eq!(skip.dropped, 9);
         // Past the grace for every tick: run_once makes exactly one, skip none.
         let later = from + Duration::minutes(10) + Duration::seconds(30);
-        let once = every_minute.clone().missed(Missed::RunOnce).plan(from, later);
+        let once = every_minute
+            .clone()
+            .missed(Missed::RunOnce)
+            .plan(from, later);
         assert_eq!(once.enqueue, [from + Duration::minutes(10)]);
         assert_eq!(once.handled_up_to, Some(from + Duration::minutes(10)));
         assert_eq!(once.next, Some(from + Duration::minutes(11)));

@@ -458,9 +458,7 @@ macro_rules! impl_store_traits {
             ) -> $crate::Result<bool> {
                 crate::schedules::schedule_advance(self, params).await
             }
-            async fn schedule_list(
-                &self,
-            ) -> $crate::Result<Vec<$crate::schedule::ScheduleRecord>> {
+            async fn schedule_list(&self) -> $crate::Result<Vec<$crate::schedule::ScheduleRecord>> {
                 crate::schedules::schedule_list(self).await
             }
         }

@@ -248,7 +248,9 @@ fn declare_schedule(
         if let Some((key, span)) = stray.into_iter().flatten().next() {
             return Err(at(
                 span,
-                format!("{key} is a schedule's setting, and the kind declares no schedule (schedule = \"*/5 * * * *\")"),
+                format!(
+                    "{key} is a schedule's setting, and the kind declares no schedule (schedule = \"*/5 * * * *\")"
+                ),
             ));
         }
         return Ok(None);

@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use oprec_core::schedule::{ScheduleDeclaration, ScheduleDeclareParams};
 use oprec_core::maintenance::{LeaderAcquireParams, LeaderReleaseParams, MAINTENANCE_LEADER};
+use oprec_core::schedule::{ScheduleDeclaration, ScheduleDeclareParams};
 use oprec_core::{Clock, FullStore, KindPublishParams, Transport, WorkerBeatParams};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -123,7 +123,10 @@ fn declaration(registry: &Registry, worker_id: &str) -> ScheduleDeclareParams {
                 })
             })
             .collect(),
-        unscheduled: unscheduled.into_iter().map(|k| k.name().to_owned()).collect(),
+        unscheduled: unscheduled
+            .into_iter()
+            .map(|k| k.name().to_owned())
+            .collect(),
     }
 }
 

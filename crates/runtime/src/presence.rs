@@ -13,8 +13,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use oprec_core::store::WorkerRemoveParams;
 use oprec_core::schedule::ScheduleDeclareParams;
+use oprec_core::store::WorkerRemoveParams;
 use oprec_core::{FullStore, KindPublishParams, WorkerBeatParams};
 use tokio_util::sync::CancellationToken;
 

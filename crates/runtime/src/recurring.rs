@@ -13,9 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oprec_core::schedule::{ScheduleAdvanceParams, ScheduleRecord, tick_key};
-use oprec_core::{
-    EnqueueOptions, FullStore, KindPolicy, NewOperation, Result, Transport, WakeUp,
-};
+use oprec_core::{EnqueueOptions, FullStore, KindPolicy, NewOperation, Result, Transport, WakeUp};
 use tokio_util::sync::CancellationToken;
 
 use crate::Registry;
@@ -147,7 +145,11 @@ async fn tick_schedule(
         tracing::warn!(error = %e, kind = %record.kind,
             "publishing the wake-ups of scheduled operations failed; the scheduler will wake them");
     }
-    let last = plan.enqueue.last().copied().zip(enqueued.last().map(|e| e.id));
+    let last = plan
+        .enqueue
+        .last()
+        .copied()
+        .zip(enqueued.last().map(|e| e.id));
     store
         .schedule_advance(ScheduleAdvanceParams {
             kind: record.kind.clone(),

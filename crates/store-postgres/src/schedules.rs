@@ -64,7 +64,10 @@ pub(crate) async fn schedule_declare(store: &PgStore, params: ScheduleDeclarePar
 }
 
 /// Records a pass, fenced by the last tick it read.
-pub(crate) async fn schedule_advance(store: &PgStore, params: ScheduleAdvanceParams) -> Result<bool> {
+pub(crate) async fn schedule_advance(
+    store: &PgStore,
+    params: ScheduleAdvanceParams,
+) -> Result<bool> {
     let (tick, id) = match params.enqueued {
         Some((tick, id)) => (Some(tick), Some(*id.as_uuid())),
         None => (None, None::<Uuid>),

@@ -1952,7 +1952,10 @@ pub async fn schedules_are_declared_advanced_once_and_listed<S: FullStore>(h: Ha
     h.store
         .schedule_declare(declare(
             "w1",
-            vec![("report", every_minute.clone()), ("sweep", Schedule::cron("0 * * * *").unwrap())],
+            vec![
+                ("report", every_minute.clone()),
+                ("sweep", Schedule::cron("0 * * * *").unwrap()),
+            ],
             vec![],
         ))
         .await
@@ -1961,7 +1964,11 @@ pub async fn schedules_are_declared_advanced_once_and_listed<S: FullStore>(h: Ha
     assert_eq!(listed.len(), 2);
     let report = &listed[0];
     assert_eq!(
-        (report.kind.as_str(), report.expression.as_str(), report.timezone.as_str()),
+        (
+            report.kind.as_str(),
+            report.expression.as_str(),
+            report.timezone.as_str()
+        ),
         ("report", "* * * * *", "Europe/Paris")
     );
     assert_eq!(report.missed, Missed::Skip);
@@ -2033,7 +2040,11 @@ pub async fn schedules_are_declared_advanced_once_and_listed<S: FullStore>(h: Ha
     // runs "sweep" without a schedule removes its row.
     let every_hour = Schedule::cron("0 0 * * * *").unwrap();
     h.store
-        .schedule_declare(declare("w2", vec![("report", every_hour.clone())], vec!["sweep"]))
+        .schedule_declare(declare(
+            "w2",
+            vec![("report", every_hour.clone())],
+            vec!["sweep"],
+        ))
         .await
         .unwrap();
     let listed = h.store.schedule_list().await.unwrap();
