@@ -17,17 +17,19 @@ pub(crate) enum Nav {
     Dead,
     Controls,
     Transport,
+    Schedules,
     Audit,
     None,
 }
 
 /// The navigation's links, in order.
-const LINKS: [(Nav, &str, &str); 6] = [
+const LINKS: [(Nav, &str, &str); 7] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Operations, "/operations", "Operations"),
     (Nav::Dead, "/dead", "Dead letters"),
     (Nav::Controls, "/controls", "Controls"),
     (Nav::Transport, "/transport", "Transport"),
+    (Nav::Schedules, "/schedules", "Schedules"),
     (Nav::Audit, "/audit", "Audit log"),
 ];
 
