@@ -19,6 +19,7 @@ use crate::commands::import::ImportArgs;
 use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
 use crate::commands::reconcile::ReconcileCommand;
 use crate::commands::redrive::RedriveArgs;
+use crate::commands::schedules::SchedulesArgs;
 use crate::commands::simulate::SimulateCommand;
 use crate::commands::stats::StatsArgs;
 use crate::commands::workers::WorkersArgs;
@@ -157,6 +158,8 @@ pub(crate) enum Command {
     Retention(crate::commands::retention::RetentionCommand),
     /// The workers running now, the kinds each handles, and pending kinds none of them handles.
     Workers(WorkersArgs),
+    /// The recurring kinds: next tick, last tick and its operation's status, whether served.
+    Schedules(SchedulesArgs),
     /// Serve the operator web dashboard (loopback; actions need the operator token).
     Dashboard(DashboardArgs),
     /// Import a legacy queue (a Redis list or an AMQP queue of JSON jobs) as operations.

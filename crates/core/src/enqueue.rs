@@ -109,6 +109,42 @@ impl NewOperation {
         )
     }
 
+    /// Prepares an operation of a kind known only by its published enqueue-time policy (the
+    /// maintenance leader enqueueing a scheduled kind it does not run): the same bound, deadline,
+    /// first rung, payload mode and dependency as [`NewOperation::new`] under the kind's policy.
+    pub fn from_published(
+        published: &crate::KindPolicy,
+        payload: Value,
+        options: EnqueueOptions,
+        now: DateTime<Utc>,
+    ) -> Result<Self> {
+        // The checks of `new`, under a policy that adds nothing; the kind's part is applied after.
+        let neutral = RetryPolicy::builder()
+            .timeout(Duration::seconds(1))
+            .max_attempts(u32::MAX)
+            .local_only()
+            .jitter(crate::Jitter::None)
+            .build()?;
+        let asked_bound = options.max_attempts;
+        let has_deadline = options.deadline.is_some();
+        let mut op = Self::new(published.kind.clone(), payload, &neutral, options, now)?;
+        op.max_attempts = match (asked_bound, published.max_attempts) {
+            (Some(a), Some(p)) => Some(a.min(p)),
+            (a, p) => a.or(p),
+        };
+        if !has_deadline && let Some(after) = published.give_up_after {
+            op.give_up_at = Some(now.checked_add_signed(after).ok_or_else(|| {
+                Error::InvalidInput("the kind's give-up duration is too long".into())
+            })?);
+        }
+        op.next_eligible_at += published.first_delay;
+        if op.dependency.is_none() {
+            op.dependency = published.dependency.clone();
+        }
+        op.payload_mode = published.payload_mode;
+        Ok(op)
+    }
+
     /// [`NewOperation::new`] with a payload limit of `max_payload_bytes`.
     pub fn with_payload_limit(
         kind: impl Into<String>,

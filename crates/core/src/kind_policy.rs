@@ -114,7 +114,17 @@ mod tests {
                     ..EnqueueOptions::default()
                 };
                 let op =
-                    NewOperation::new("k", serde_json::json!({}), policy, options, now).unwrap();
+                    NewOperation::new("k", serde_json::json!({}), policy, options.clone(), now)
+                        .unwrap();
+                // The leader enqueueing a scheduled kind it does not run writes the same row.
+                let from_published =
+                    NewOperation::from_published(&published, serde_json::json!({}), options, now)
+                        .unwrap();
+                assert_eq!(from_published.max_attempts, op.max_attempts);
+                assert_eq!(from_published.next_eligible_at, op.next_eligible_at);
+                assert_eq!(from_published.give_up_at, op.give_up_at);
+                assert_eq!(from_published.dependency.as_deref(), Some("provider"));
+                assert_eq!(from_published.payload_mode, PayloadMode::Reference);
                 let bound = match (asked, published.max_attempts) {
                     (Some(a), Some(p)) => Some(a.min(p)),
                     (a, p) => a.or(p),

@@ -35,6 +35,7 @@ mod policy;
 pub mod redrive_job;
 mod resolution;
 pub mod retention;
+pub mod schedule;
 mod stats;
 mod status;
 pub mod store;
@@ -68,6 +69,7 @@ pub use policy::{
 };
 pub use resolution::{Resolution, Settlement};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};
+pub use schedule::{Missed, Schedule, ScheduleStore};
 pub use stats::{
     AgeBucket, BACKLOG_SLOT_MINUTES, HELD_BACK_COUNT_MAX, HeldBack, NO_CLASS, OldestEligible,
     StatsReport, backlog_slot,
@@ -89,18 +91,19 @@ pub use worker_record::{
 pub mod prelude {
     pub use crate::{
         EnqueueStore as _, MaintenanceStore as _, OperatorStore as _, RetentionStore as _,
-        Store as _, Transport as _, WorkerStore as _,
+        ScheduleStore as _, Store as _, Transport as _, WorkerStore as _,
     };
 }
 
 /// Every store trait at once: what a process that enqueues, works and maintains (or an operator
 /// front end) holds. Implemented for every type that implements them all.
 pub trait FullStore:
-    EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore
+    EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore + ScheduleStore
 {
 }
 
-impl<T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore> FullStore
-    for T
+impl<
+    T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore + ScheduleStore,
+> FullStore for T
 {
 }

@@ -27,6 +27,7 @@
 //! | `audit` | `audit_insert`, `audit_list` |
 //! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `backlog_slots_compact`, `store_vacuum` |
 //! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
+//! | `schedules` | `schedule_declare`, `schedule_advance`, `schedule_list` |
 //!
 //! Beside them, each store crate's `fenced` module implements [`FencedStore`](crate::FencedStore)
 //! itself (not through the macro: each store names its own transaction type, `PgFencedTx`,
@@ -43,7 +44,7 @@ pub use chrono as __chrono;
 
 /// Implements [`Store`](crate::Store), [`EnqueueStore`](crate::EnqueueStore),
 /// [`WorkerStore`](crate::WorkerStore), [`MaintenanceStore`](crate::MaintenanceStore),
-/// [`OperatorStore`](crate::OperatorStore) and [`RetentionStore`](crate::RetentionStore) on `$store` by forwarding to the calling crate's
+/// [`OperatorStore`](crate::OperatorStore), [`RetentionStore`](crate::RetentionStore) and [`ScheduleStore`](crate::ScheduleStore) on `$store` by forwarding to the calling crate's
 /// concept modules, as the module documentation lays out.
 #[macro_export]
 // `crate::` is meant: the paths name the calling store crate's modules.
@@ -476,6 +477,25 @@ macro_rules! impl_store_traits {
                 params: $crate::retention::StoreVacuumParams,
             ) -> $crate::Result<$crate::retention::VacuumOutcome> {
                 crate::retention::store_vacuum(self, params).await
+            }
+        }
+
+        #[$crate::store_layout::__async_trait]
+        impl $crate::ScheduleStore for $store {
+            async fn schedule_declare(
+                &self,
+                params: $crate::schedule::ScheduleDeclareParams,
+            ) -> $crate::Result<()> {
+                crate::schedules::schedule_declare(self, params).await
+            }
+            async fn schedule_advance(
+                &self,
+                params: $crate::schedule::ScheduleAdvanceParams,
+            ) -> $crate::Result<bool> {
+                crate::schedules::schedule_advance(self, params).await
+            }
+            async fn schedule_list(&self) -> $crate::Result<Vec<$crate::schedule::ScheduleRecord>> {
+                crate::schedules::schedule_list(self).await
             }
         }
     };

@@ -17,18 +17,20 @@ pub(crate) enum Nav {
     Dead,
     Controls,
     Transport,
+    Schedules,
     Audit,
     Alerts,
     None,
 }
 
 /// The navigation's links, in order.
-const LINKS: [(Nav, &str, &str); 7] = [
+const LINKS: [(Nav, &str, &str); 8] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Operations, "/operations", "Operations"),
     (Nav::Dead, "/dead", "Dead letters"),
     (Nav::Controls, "/controls", "Controls"),
     (Nav::Transport, "/transport", "Transport"),
+    (Nav::Schedules, "/schedules", "Schedules"),
     (Nav::Audit, "/audit", "Audit log"),
     (Nav::Alerts, "/alerts", "Alerts"),
 ];

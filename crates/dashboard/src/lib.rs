@@ -36,6 +36,7 @@ mod quarantine_page;
 mod query_string;
 mod redrive_page;
 mod redrive_progress;
+mod schedules_page;
 mod security;
 mod sign_in;
 mod transport_page;
@@ -113,6 +114,7 @@ impl Dashboard {
             )
             .route("/transport", get(transport_page::page))
             .route("/transport/purge", post(transport_page::purge))
+            .route("/schedules", get(schedules_page::page))
             .route("/audit", get(audit_page::page))
             .route("/alerts", get(alerts_page::page))
             .route("/login", get(sign_in::login_page).post(sign_in::login))

@@ -2,7 +2,8 @@
 //! idempotency key, payload, last error, step and worker all carry a hostile string, a control,
 //! a worker and an operator name carrying it, and an audit note carrying it, come out escaped on
 //! every page that shows them (overview, operations list, operation page, dead letters, re-drive
-//! dry run and progress, controls, quarantine, audit log), in element text and in attributes.
+//! dry run and progress, controls, quarantine, audit log, schedules), in element text and in
+//! attributes.
 
 mod common;
 
@@ -282,4 +283,26 @@ async fn hostile_text_in_records_comes_out_escaped_on_every_page_that_shows_it()
     // Actor, filter and reason (the note) of the pause and of the re-drive.
     let audit = get(&app, "/audit", &cookie).await.body;
     assert_escaped("/audit", &audit, 7);
+
+    // A recurring kind with the hostile name: the schedules page shows it escaped.
+    store
+        .schedule_declare(oprec_core::schedule::ScheduleDeclareParams {
+            declared_by: HOSTILE.into(),
+            schedules: vec![oprec_core::schedule::ScheduleDeclaration {
+                kind: HOSTILE.into(),
+                schedule: oprec_core::Schedule::cron("*/5 * * * *").unwrap(),
+            }],
+            unscheduled: vec![],
+        })
+        .await
+        .unwrap();
+    let schedules = get(&app, "/schedules", &cookie).await;
+    assert_eq!(schedules.status, StatusCode::OK, "{}", schedules.body);
+    assert!(schedules.body.contains("*/5 * * * *"), "{}", schedules.body);
+    assert!(
+        schedules.body.contains("no live worker runs the kind"),
+        "{}",
+        schedules.body
+    );
+    assert_escaped("/schedules", &schedules.body, 1);
 }

@@ -8,7 +8,9 @@ use std::ops::Range;
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
-use oprec_core::{Exponential, FailureClass, Jitter, Ladder, PayloadMode, RetryPolicy};
+use oprec_core::{
+    Exponential, FailureClass, Jitter, Ladder, Missed, PayloadMode, RetryPolicy, Schedule,
+};
 use reqwest::header::HeaderName;
 use toml::Spanned;
 
@@ -27,6 +29,8 @@ pub(crate) struct Declared {
     pub dependency: String,
     pub policy: RetryPolicy,
     pub payload_mode: PayloadMode,
+    /// Its schedule, when it is recurring.
+    pub schedule: Option<Schedule>,
     pub http: HttpSettings,
 }
 
@@ -63,6 +67,16 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
         |what: &str| src.error(table.clone(), format!("kind {name:?} declares no {what}"));
     let at =
         |span: Range<usize>, message: String| src.error(span, format!("kind {name:?}: {message}"));
+    let schedule = declare_schedule(
+        &at,
+        ScheduleKeys {
+            schedule: &k.schedule,
+            timezone: &k.timezone,
+            missed: &k.missed,
+            grace: &k.grace,
+            payload: &k.schedule_payload,
+        },
+    )?;
 
     let dependency = k.dependency.ok_or_else(|| {
         missing(
@@ -204,8 +218,75 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
         dependency,
         policy,
         payload_mode,
+        schedule,
         http,
     })
+}
+
+/// A kind's schedule settings as the file writes them.
+struct ScheduleKeys<'a> {
+    schedule: &'a Option<Spanned<String>>,
+    timezone: &'a Option<Spanned<String>>,
+    missed: &'a Option<Spanned<String>>,
+    grace: &'a Option<Spanned<crate::spec::DurationSpec>>,
+    payload: &'a Option<Spanned<toml::Table>>,
+}
+
+/// The kind's schedule (`schedule`, `timezone`, `missed`, `grace`, `schedule_payload`), or none;
+/// a schedule's setting without a schedule is refused, naming the setting.
+fn declare_schedule(
+    at: &dyn Fn(Range<usize>, String) -> Error,
+    k: ScheduleKeys<'_>,
+) -> Result<Option<Schedule>> {
+    let Some(expression) = k.schedule else {
+        let stray = [
+            k.timezone.as_ref().map(|v| ("timezone", v.span())),
+            k.missed.as_ref().map(|v| ("missed", v.span())),
+            k.grace.as_ref().map(|v| ("grace", v.span())),
+            k.payload.as_ref().map(|v| ("schedule_payload", v.span())),
+        ];
+        if let Some((key, span)) = stray.into_iter().flatten().next() {
+            return Err(at(
+                span,
+                format!(
+                    "{key} is a schedule's setting, and the kind declares no schedule (schedule = \"*/5 * * * *\")"
+                ),
+            ));
+        }
+        return Ok(None);
+    };
+    let mut schedule = Schedule::cron(expression.get_ref())
+        .map_err(|e| at(expression.span(), format!("schedule: {}", why(e))))?;
+    if let Some(zone) = k.timezone {
+        schedule = schedule
+            .in_zone(zone.get_ref())
+            .map_err(|e| at(zone.span(), format!("timezone: {}", why(e))))?;
+    }
+    if let Some(missed) = k.missed {
+        let rule = missed.get_ref().parse::<Missed>().map_err(|_| {
+            at(
+                missed.span(),
+                format!(
+                    "missed is {:?}; use \"run_once\" (one operation for the latest missed tick) or \"skip\" (none)",
+                    missed.get_ref().chars().take(40).collect::<String>()
+                ),
+            )
+        })?;
+        schedule = schedule.missed(rule);
+    }
+    if let Some(grace) = k.grace {
+        schedule = schedule
+            .grace(grace.get_ref().0)
+            .map_err(|e| at(grace.span(), format!("grace: {}", why(e))))?;
+    }
+    if let Some(payload) = k.payload {
+        let json = serde_json::to_value(payload.get_ref())
+            .map_err(|e| at(payload.span(), format!("schedule_payload: {e}")))?;
+        schedule = schedule
+            .payload(json)
+            .map_err(|e| at(payload.span(), format!("schedule_payload: {}", why(e))))?;
+    }
+    Ok(Some(schedule))
 }
 
 /// An `http(s)://` URL from the file: no password in it (credentials come from the

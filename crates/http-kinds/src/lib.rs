@@ -172,6 +172,9 @@ fn kind(d: &Declared, settings: handler::HttpSettings) -> Result<Kind> {
     if d.payload_mode == oprec_core::PayloadMode::Reference {
         kind = kind.reference_payload();
     }
+    if let Some(schedule) = &d.schedule {
+        kind = kind.schedule(schedule.clone());
+    }
     if handler.can_reconcile() {
         kind = kind.reconcile(move |ctx: Context, _payload: Value| {
             let handler = handler.clone();

@@ -34,6 +34,11 @@ pub(crate) struct KindSpec {
     pub remote_honours_effect_key: Option<bool>,
     pub unknown_retries: Option<Spanned<i64>>,
     pub payload: Option<Spanned<String>>,
+    pub schedule: Option<Spanned<String>>,
+    pub timezone: Option<Spanned<String>>,
+    pub missed: Option<Spanned<String>>,
+    pub grace: Option<Spanned<DurationSpec>>,
+    pub schedule_payload: Option<Spanned<toml::Table>>,
     pub http: Option<Spanned<HttpSpec>>,
 }
 

@@ -18,6 +18,7 @@
 //! | preview retention: what would be removed, and when (read-only) | [`retention`] |
 //! | archive ended operations to a JSON Lines file, verified before removal | [`archive`] |
 //! | restore archived operations, never over anything | [`restore`] |
+//! | list the recurring kinds' schedules and whether they are served (read-only) | [`schedules`] |
 //!
 //! The input grammar ([`time`], [`Pace`], [`filter`], [`Who`], [`payload`]) checks every value before a store
 //! is opened and refuses bad input with an [`InputError`] that says what is accepted, in the
@@ -43,6 +44,7 @@ pub mod redrive_job;
 pub mod resolve;
 pub mod restore;
 pub mod retention;
+pub mod schedules;
 mod spelling;
 pub mod time;
 

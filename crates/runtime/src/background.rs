@@ -1,6 +1,6 @@
 //! What runs beside a worker's handlers: its presence row, its metrics, and, on the one process of
 //! the fleet that holds the maintenance leadership, the maintenance loops (scheduler, rescuer,
-//! reconciler hand-off, dead-letter alerts, retention and the tables' upkeep). Started together and stopped together,
+//! reconciler hand-off, dead-letter alerts, retention, the tables' upkeep and the recurring kinds' ticks). Started together and stopped together,
 //! after the drain, so that the presence row and the maintenance outlive the last attempt.
 //!
 //! Every worker that runs maintenance asks for the leadership every third of its lease
@@ -14,14 +14,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use oprec_core::maintenance::{LeaderAcquireParams, LeaderReleaseParams, MAINTENANCE_LEADER};
+use oprec_core::schedule::{ScheduleDeclaration, ScheduleDeclareParams};
 use oprec_core::{Clock, FullStore, KindPublishParams, Transport, WorkerBeatParams};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::tally::Tally;
 use crate::{
-    Kind, Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, rescuer, retention,
-    scheduler, upkeep,
+    Kind, Registry, Stats, WorkerConfig, dead_letter, presence, reconciler, recurring, rescuer,
+    retention, scheduler, upkeep,
 };
 
 /// The loops running beside one worker.
@@ -65,6 +66,7 @@ impl Background {
                 code_version: p.config.code_version.clone(),
                 kinds: p.registry.kinds().map(Kind::published_policy).collect(),
             },
+            declaration(p.registry, &p.config.worker_id),
             stop.clone(),
         ));
         #[cfg(feature = "metrics")]
@@ -103,6 +105,29 @@ impl Background {
     pub(crate) async fn stop(mut self) {
         self.stop.cancel();
         while self.tasks.join_next().await.is_some() {}
+    }
+}
+
+/// The schedules of the kinds a worker runs, and the kinds it runs without one (whose rows, left
+/// by an earlier declaration, are removed).
+fn declaration(registry: &Registry, worker_id: &str) -> ScheduleDeclareParams {
+    let (scheduled, unscheduled): (Vec<&Kind>, Vec<&Kind>) =
+        registry.kinds().partition(|k| k.own_schedule().is_some());
+    ScheduleDeclareParams {
+        declared_by: worker_id.to_owned(),
+        schedules: scheduled
+            .into_iter()
+            .filter_map(|k| {
+                k.own_schedule().map(|s| ScheduleDeclaration {
+                    kind: k.name().to_owned(),
+                    schedule: s.clone(),
+                })
+            })
+            .collect(),
+        unscheduled: unscheduled
+            .into_iter()
+            .map(|k| k.name().to_owned())
+            .collect(),
     }
 }
 
@@ -151,6 +176,13 @@ impl Maintenance {
         tasks.spawn(upkeep::run(
             self.store.clone(),
             self.config.retention.clone(),
+            stop.clone(),
+        ));
+        tasks.spawn(recurring::run(
+            self.store.clone(),
+            self.transport.clone(),
+            self.registry.clone(),
+            recurring::TICK_CHECK_EVERY,
             stop.clone(),
         ));
         if let Some(t) = &self.transport {

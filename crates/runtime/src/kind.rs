@@ -7,7 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use oprec_core::{Failure, KindPolicy, OperationError, PayloadMode, RetryPolicy};
+use oprec_core::{Failure, KindPolicy, OperationError, PayloadMode, RetryPolicy, Schedule};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -46,6 +46,7 @@ pub struct Kind {
     still_needed: Option<Arc<StillNeededFn>>,
     dead_letter_sinks: Vec<Arc<dyn crate::DeadLetterSink>>,
     retention: Option<oprec_core::Retention>,
+    schedule: Option<Schedule>,
 }
 
 impl std::fmt::Debug for Kind {
@@ -56,6 +57,7 @@ impl std::fmt::Debug for Kind {
             .field("payload_mode", &self.payload_mode)
             .field("dependency", &self.dependency)
             .field("retention", &self.retention)
+            .field("schedule", &self.schedule)
             .finish_non_exhaustive()
     }
 }
@@ -111,6 +113,7 @@ impl Kind {
             still_needed: None,
             dead_letter_sinks: Vec::new(),
             retention: None,
+            schedule: None,
         }
     }
 
@@ -132,6 +135,19 @@ impl Kind {
     pub fn retention(mut self, retention: oprec_core::Retention) -> Self {
         self.retention = Some(retention);
         self
+    }
+
+    /// Makes the kind recurring: the maintenance leader enqueues one operation per tick of
+    /// `schedule` (idempotency key `schedule:<tick>`, payload the schedule's with `tick` added),
+    /// however many workers run it. The schedule is declared to the store when a worker starts.
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// The kind's schedule, if it is recurring.
+    pub fn own_schedule(&self) -> Option<&Schedule> {
+        self.schedule.as_ref()
     }
 
     /// The kind's own retention, if it declares one.

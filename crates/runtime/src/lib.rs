@@ -33,6 +33,7 @@ pub mod metrics;
 mod otel;
 mod presence;
 mod reconciler;
+mod recurring;
 mod rescuer;
 mod retention;
 mod scheduler;
@@ -52,10 +53,11 @@ pub use dead_letter::{
 pub use fenced::Fenced;
 pub use kind::{Kind, Reconciled, Registry};
 pub use memory::MemoryTransport;
-pub use oprec_core::PayloadMode;
+pub use oprec_core::{Missed, PayloadMode, Schedule};
 #[cfg(feature = "otel")]
 pub use otel::current_traceparent;
 pub use reconciler::{ReconcileReport, ReconcilerConfig, reconcile_once};
+pub use recurring::{TICK_CHECK_EVERY, TickReport, tick_once};
 pub use rescuer::{RescueReport, RescuerConfig, rescue_once};
 pub use retention::{RetentionConfig, RetentionReport, retain_once};
 pub use scheduler::{SchedulePass, Scheduler, SchedulerConfig, schedule_once};

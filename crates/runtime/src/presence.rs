@@ -7,13 +7,15 @@
 //! (`operation_kinds`), which PostgreSQL's `oprec_enqueue` reads to enqueue from SQL; a failed
 //! publication is logged and tried again with each beat until it succeeds. Only at start: a
 //! kind's row then says what the fleet's newest worker of that kind runs, rather than flipping
-//! between the releases of a rolling deploy on every beat.
+//! between the releases of a rolling deploy on every beat. Its kinds' schedules are declared
+//! (`operation_schedules`) the same way, once.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use oprec_core::schedule::ScheduleDeclareParams;
 use oprec_core::store::WorkerRemoveParams;
-use oprec_core::{KindPublishParams, WorkerBeatParams, WorkerStore};
+use oprec_core::{FullStore, KindPublishParams, WorkerBeatParams};
 use tokio_util::sync::CancellationToken;
 
 /// How often a worker refreshes its row; well inside [`oprec_core::WORKER_LIVE_SECS`].
@@ -30,16 +32,26 @@ pub(crate) fn host_name() -> String {
         .unwrap_or_default()
 }
 
-/// Publishes `kinds`, beats at once and every [`BEAT_EVERY`] until `stop`, then removes the row.
+/// Publishes `kinds` and declares `schedules`, beats at once and every [`BEAT_EVERY`] until
+/// `stop`, then removes the row.
 pub(crate) async fn run(
-    store: Arc<dyn WorkerStore>,
+    store: Arc<dyn FullStore>,
     params: WorkerBeatParams,
     kinds: KindPublishParams,
+    schedules: ScheduleDeclareParams,
     stop: CancellationToken,
 ) {
     let id = params.id.clone();
     let mut unpublished = Some(kinds);
+    let mut undeclared = Some(schedules);
     loop {
+        if let Some(schedules) = undeclared.take()
+            && let Err(e) = store.schedule_declare(schedules.clone()).await
+        {
+            tracing::warn!(error = %e, worker = %id,
+                "declaring this worker's schedules to `operation_schedules` failed; trying again with the next beat");
+            undeclared = Some(schedules);
+        }
         if let Some(kinds) = unpublished.take()
             && let Err(e) = store.kind_publish(kinds.clone()).await
         {

@@ -40,6 +40,7 @@ mod redrive;
 mod rescue;
 mod retention;
 mod row;
+mod schedules;
 mod sql;
 mod stats;
 mod steps;

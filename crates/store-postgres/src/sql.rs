@@ -374,6 +374,18 @@ pub(crate) const KINDS_PUBLISH: &str = include_str!("sql/kinds_publish.sql");
 /// Every published kind's policy.
 pub(crate) const KINDS_LIST: &str = include_str!("sql/kinds_list.sql");
 
+/// Declares the schedules of a worker's kinds.
+pub(crate) const SCHEDULES_DECLARE: &str = include_str!("sql/schedules_declare.sql");
+
+/// Removes the schedules of kinds declared without one.
+pub(crate) const SCHEDULES_REMOVE: &str = include_str!("sql/schedules_remove.sql");
+
+/// Records a leader's pass over a schedule.
+pub(crate) const SCHEDULES_ADVANCE: &str = include_str!("sql/schedules_advance.sql");
+
+/// Every schedule with its last operation's status.
+pub(crate) const SCHEDULES_LIST: &str = include_str!("sql/schedules_list.sql");
+
 /// Registers or refreshes a worker's row.
 pub(crate) const WORKERS_BEAT: &str = include_str!("sql/workers_beat.sql");
 

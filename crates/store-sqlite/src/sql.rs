@@ -195,6 +195,14 @@ statements! {
     KINDS_PUBLISH = "kinds_publish.sql";
     /// Every published kind's policy.
     KINDS_LIST = "kinds_list.sql";
+    /// The schedules of a worker's kinds declared.
+    SCHEDULES_DECLARE = "schedules_declare.sql";
+    /// The schedules of kinds declared without one removed.
+    SCHEDULES_REMOVE = "schedules_remove.sql";
+    /// A leader's pass over a schedule recorded.
+    SCHEDULES_ADVANCE = "schedules_advance.sql";
+    /// Every schedule with its last operation's status.
+    SCHEDULES_LIST = "schedules_list.sql";
     /// A worker's presence refreshed.
     WORKERS_BEAT = "workers_beat.sql";
     /// A worker's presence removed.

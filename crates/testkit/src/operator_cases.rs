@@ -1796,6 +1796,7 @@ macro_rules! operator_conformance_tests {
             activity_counts_attempts_and_deaths_per_minute,
             workers_register_and_unhandled_kinds_show,
             kinds_publish_their_policies_and_the_latest_wins,
+            schedules_are_declared_advanced_once_and_listed,
             redrive_leaves_out_what_a_control_holds_back,
             redrive_jobs_keep_state_stops_and_resumption,
             redrive_preview_says_whether_it_is_safe,
@@ -2173,4 +2174,143 @@ pub async fn kinds_publish_their_policies_and_the_latest_wins<S: FullStore>(h: H
         (&listed[0].policy, listed[0].published_by.as_str()),
         (&a3, "w3")
     );
+}
+
+/// Recurring kinds (`operation_schedules`): workers declare schedules (the latest declaration
+/// wins, the last tick is kept, unscheduled kinds' rows are removed), the leader's pass advances
+/// a schedule fenced by the last tick it read (a second pass over the same ticks changes
+/// nothing), and the listing shows the last operation's status.
+pub async fn schedules_are_declared_advanced_once_and_listed<S: FullStore>(h: Harness<S>) {
+    use oprec_core::schedule::{
+        ScheduleAdvanceParams, ScheduleDeclaration, ScheduleDeclareParams, tick_key,
+    };
+    use oprec_core::{Missed, Schedule};
+    let every_minute = Schedule::cron("* * * * *")
+        .unwrap()
+        .in_zone("Europe/Paris")
+        .unwrap()
+        .missed(Missed::Skip)
+        .payload(serde_json::json!({"report": "daily"}))
+        .unwrap();
+    let declare = |by: &str, schedules: Vec<(&str, Schedule)>, unscheduled: Vec<&str>| {
+        ScheduleDeclareParams {
+            declared_by: by.to_owned(),
+            schedules: schedules
+                .into_iter()
+                .map(|(k, s)| ScheduleDeclaration {
+                    kind: k.to_owned(),
+                    schedule: s,
+                })
+                .collect(),
+            unscheduled: unscheduled.into_iter().map(str::to_owned).collect(),
+        }
+    };
+    assert!(h.store.schedule_list().await.unwrap().is_empty());
+    let t0 = h.clock.now();
+    h.store
+        .schedule_declare(declare(
+            "w1",
+            vec![
+                ("report", every_minute.clone()),
+                ("sweep", Schedule::cron("0 * * * *").unwrap()),
+            ],
+            vec![],
+        ))
+        .await
+        .unwrap();
+    let listed = h.store.schedule_list().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    let report = &listed[0];
+    assert_eq!(
+        (
+            report.kind.as_str(),
+            report.expression.as_str(),
+            report.timezone.as_str()
+        ),
+        ("report", "* * * * *", "Europe/Paris")
+    );
+    assert_eq!(report.missed, Missed::Skip);
+    assert_eq!(report.grace_secs, 60);
+    assert_eq!(report.payload, serde_json::json!({"report": "daily"}));
+    assert_eq!(report.declared_at, t0);
+    assert_eq!(report.declared_by, "w1");
+    assert_eq!(report.last_tick, None);
+    assert_eq!(report.next_tick, every_minute.next_after(t0));
+    assert_eq!(report.schedule().unwrap(), every_minute);
+    assert_eq!(report.handled_up_to(), t0);
+
+    // The leader's pass two minutes on: the plan, the operation, the fenced advance.
+    h.advance_secs(120);
+    let now = h.clock.now();
+    let plan = every_minute.plan(report.handled_up_to(), now);
+    let tick = *plan.enqueue.last().unwrap();
+    let op = oprec_core::NewOperation::new(
+        "report",
+        every_minute.payload_for(tick),
+        &crate::fixture::fixture_policy(),
+        EnqueueOptions {
+            idempotency_key: Some(tick_key(tick)),
+            ..EnqueueOptions::default()
+        },
+        now,
+    )
+    .unwrap();
+    let id = h.store.operation_insert(op).await.unwrap().id;
+    let advance = ScheduleAdvanceParams {
+        kind: "report".into(),
+        read_last_tick: None,
+        last_tick: plan.handled_up_to.unwrap(),
+        enqueued: Some((tick, id)),
+        next_tick: plan.next,
+    };
+    assert!(h.store.schedule_advance(advance.clone()).await.unwrap());
+    // A second leader that read the same row changes nothing.
+    assert!(!h.store.schedule_advance(advance.clone()).await.unwrap());
+    let listed = h.store.schedule_list().await.unwrap();
+    let report = &listed[0];
+    assert_eq!(report.last_tick, plan.handled_up_to);
+    assert_eq!(report.last_enqueued_tick, Some(tick));
+    assert_eq!(report.last_operation_id, Some(id));
+    assert_eq!(report.last_operation_status, Some(Status::Pending));
+    assert_eq!(report.next_tick, plan.next);
+    assert_eq!(listed[1].last_operation_status, None);
+
+    // A pass that enqueues nothing keeps the last operation.
+    h.advance_secs(60);
+    let later = h.clock.now();
+    assert!(
+        h.store
+            .schedule_advance(ScheduleAdvanceParams {
+                kind: "report".into(),
+                read_last_tick: plan.handled_up_to,
+                last_tick: later,
+                enqueued: None,
+                next_tick: Some(later + Duration::seconds(60)),
+            })
+            .await
+            .unwrap()
+    );
+    let report = h.store.schedule_list().await.unwrap().remove(0);
+    assert_eq!(report.last_tick, Some(later));
+    assert_eq!(report.last_operation_id, Some(id));
+
+    // Declared again by another worker (a new expression): the last tick stays; a worker that
+    // runs "sweep" without a schedule removes its row.
+    let every_hour = Schedule::cron("0 0 * * * *").unwrap();
+    h.store
+        .schedule_declare(declare(
+            "w2",
+            vec![("report", every_hour.clone())],
+            vec!["sweep"],
+        ))
+        .await
+        .unwrap();
+    let listed = h.store.schedule_list().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].expression, "0 0 * * * *");
+    assert_eq!(listed[0].timezone, "UTC");
+    assert_eq!(listed[0].declared_by, "w2");
+    assert_eq!(listed[0].declared_at, t0);
+    assert_eq!(listed[0].last_tick, Some(later));
+    assert_eq!(listed[0].schedule().unwrap(), every_hour);
 }

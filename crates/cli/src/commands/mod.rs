@@ -16,6 +16,7 @@ pub(crate) mod quarantine;
 pub(crate) mod reconcile;
 pub(crate) mod redrive;
 pub(crate) mod retention;
+pub(crate) mod schedules;
 pub(crate) mod simulate;
 pub(crate) mod stats;
 mod transport;
@@ -54,6 +55,7 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Alerts(a) => alerts::run(g, a).await,
         Command::Retention(retention::RetentionCommand::Show(a)) => retention::show(g, a).await,
         Command::Workers(a) => workers::run(g, a).await,
+        Command::Schedules(a) => schedules::run(g, a).await,
         Command::Dashboard(a) => dashboard::run(g, a).await,
         Command::Import(a) => import::run(g, a).await,
         Command::Bench(a) => bench::run(g, a).await,
