@@ -240,6 +240,14 @@ pub(crate) struct EnqueueArgs {
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
 
+    /// Claim order among eligible operations: -2 (claimed last) to 2 (claimed first), 0 by
+    /// default. An operation eligible for longer than 5 minutes is claimed before every priority,
+    /// oldest first, so low priorities still run under sustained high-priority load (README,
+    /// "Priorities").
+    #[arg(long, value_name = "-2..=2", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i16).range(-2..=2))]
+    pub priority: Option<i16>,
+
     /// The producer's W3C trace context (`00-<trace id>-<parent id>-<flags>`), stored on the
     /// operation: every attempt's span links to it (README, "Traces"). A malformed value exits 2.
     #[arg(long, value_name = "TRACEPARENT", env = "TRACEPARENT")]

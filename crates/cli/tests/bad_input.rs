@@ -461,3 +461,32 @@ fn clap_usage_errors_exit_2() {
         "--demo-* needs --demo"
     );
 }
+
+/// `--priority` takes -2 to 2 (negatives included) and keeps it with the operation; anything
+/// else exits 2 naming the range, and nothing is enqueued.
+#[test]
+fn a_priority_outside_its_range() {
+    let o = Oprec::migrated();
+    for (value, needle) in [("3", "3 is not in -2..=2"), ("high", "invalid digit")] {
+        let run = enqueue(&o, &["--priority", value]);
+        assert_eq!(run.code, Some(2), "{run:#?}");
+        assert!(
+            run.stderr.contains("--priority") && run.stderr.contains(needle),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(
+        o.run(&["ops", "list", "--json"])
+            .json()
+            .as_array()
+            .map(Vec::len),
+        Some(0),
+        "the refused ones wrote nothing"
+    );
+    let id = enqueue(&o, &["--payload", "{}", "--priority", "-2", "--json"]).json()["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(o.show(&id)["operation"]["enqueue_params"]["priority"], -2);
+}

@@ -32,6 +32,11 @@ pub struct EnqueueOptions {
     /// attempt's span links back to the request that enqueued it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<TraceParent>,
+    /// The claim order among eligible operations, from [`PRIORITY_MIN`](crate::PRIORITY_MIN)
+    /// (claimed last) to [`PRIORITY_MAX`](crate::PRIORITY_MAX) (claimed first); `None` is
+    /// [`PRIORITY_DEFAULT`](crate::PRIORITY_DEFAULT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i16>,
 }
 
 mod opt_secs {
@@ -76,6 +81,8 @@ pub struct NewOperation {
     pub payload_mode: PayloadMode,
     /// The producer's trace context.
     pub traceparent: Option<TraceParent>,
+    /// The claim order among eligible operations (README, "Priorities").
+    pub priority: i16,
     /// The options as given.
     pub enqueue_params: Value,
     /// Enqueue time.
@@ -194,6 +201,11 @@ impl NewOperation {
         if options.max_attempts == Some(0) {
             return invalid("max attempts must be positive".into());
         }
+        let priority = options
+            .priority
+            .map(crate::check_priority)
+            .transpose()?
+            .unwrap_or(crate::PRIORITY_DEFAULT);
         if options.delay.is_some_and(|d| d < Duration::zero()) {
             return invalid("delay must not be negative".into());
         }
@@ -228,6 +240,7 @@ impl NewOperation {
             give_up_at,
             dependency: options.dependency,
             traceparent: options.traceparent,
+            priority,
             payload_mode: PayloadMode::Snapshot,
             enqueue_params,
             created_at: now,

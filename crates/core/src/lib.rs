@@ -32,6 +32,7 @@ mod operation;
 pub mod operator;
 mod outcome;
 mod policy;
+mod priority;
 pub mod redrive_job;
 mod resolution;
 pub mod retention;
@@ -66,6 +67,9 @@ pub use outcome::Outcome;
 pub use policy::{
     Bounded, DEFAULT_SNOOZE_BUDGET, DEFAULT_UNKNOWN_RETRIES, DeclaredIo, NoBound, NoTimeout,
     PolicyBuilder, RetryPolicy, StatedJitter, Timed, UndeclaredIo, UnstatedJitter,
+};
+pub use priority::{
+    PRIORITY_AGING, PRIORITY_DEFAULT, PRIORITY_LEVELS, PRIORITY_MAX, PRIORITY_MIN, check_priority,
 };
 pub use resolution::{Resolution, Settlement};
 pub use retention::{FinishedStatus, Retention, RetentionPolicy, RetentionStore};

@@ -123,7 +123,9 @@ pub struct ClaimByIdsParams {
     pub claimant: Claimant,
 }
 
-/// Claim up to `limit` eligible operations, oldest eligible first.
+/// Claim up to `limit` eligible operations: those eligible for longer than
+/// [`PRIORITY_AGING`](crate::PRIORITY_AGING) first, then by priority, highest first, oldest
+/// eligible first within each (README, "Priorities").
 #[derive(Clone, Debug)]
 pub struct ClaimEligibleParams {
     /// Only these kinds (the ones this worker can run); empty means any kind.
@@ -455,8 +457,8 @@ pub trait WorkerStore: Store {
     /// Others are skipped (and absent from the result).
     async fn operation_claim_by_ids(&self, params: ClaimByIdsParams) -> Result<Vec<Claimed>>;
 
-    /// Claims up to `limit` eligible operations that are not suspects, oldest eligible first,
-    /// skipping rows another claimer holds.
+    /// Claims up to `limit` eligible operations that are not suspects, in the priority order of
+    /// [`ClaimEligibleParams`], skipping rows another claimer holds.
     async fn operation_claim_eligible(&self, params: ClaimEligibleParams) -> Result<Vec<Claimed>>;
 
     /// Claims one suspect to run isolated, as [`ClaimSuspectParams`] says; the claim is marked

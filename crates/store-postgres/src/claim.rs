@@ -39,7 +39,8 @@ pub(crate) async fn operation_claim_by_ids(
     rows.iter().map(row::claimed).collect()
 }
 
-/// Claims up to `limit` eligible operations, oldest eligible first.
+/// Claims up to `limit` eligible operations: those eligible for longer than
+/// [`PRIORITY_AGING`](oprec_core::PRIORITY_AGING) first, then by priority (README, "Priorities").
 pub(crate) async fn operation_claim_eligible(
     store: &PgStore,
     params: ClaimEligibleParams,
@@ -69,6 +70,8 @@ async fn claim_eligible_rows(
         .bind(millis(c.lease))
         .bind(&c.worker_id)
         .bind(&c.code_version)
+        .bind(oprec_core::PRIORITY_AGING.num_milliseconds())
+        .bind(&oprec_core::PRIORITY_LEVELS[..])
         .fetch_all(&mut *tx)
         .await
         .map_err(backend_error)?;

@@ -74,6 +74,7 @@ async fn insert_one(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueu
         .bind(op.created_at)
         .bind(op.last_woken_at)
         .bind(op.traceparent.as_ref().map(|t| t.as_str()))
+        .bind(op.priority)
         .fetch_optional(&mut *conn)
         .await
         .map_err(backend_error)?;
@@ -88,7 +89,7 @@ async fn insert_one(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueu
 }
 
 /// A batch statement (`sql`: enqueue_insert_many.sql or enqueue_insert_keyless.sql) with one
-/// array per column bound, $1 to $13, in the order both statements read them.
+/// array per column bound, $1 to $14, in the order both statements read them.
 fn batch<'q>(
     sql: &'static str,
     ops: &'q [&NewOperation],
@@ -109,6 +110,7 @@ fn batch<'q>(
         .iter()
         .map(|op| op.traceparent.as_ref().map(|t| t.as_str()))
         .collect();
+    let priorities: Vec<i16> = ops.iter().map(|op| op.priority).collect();
     sqlx::query(sql)
         .bind(ids)
         .bind(kinds)
@@ -123,6 +125,7 @@ fn batch<'q>(
         .bind(created)
         .bind(woken)
         .bind(traceparents)
+        .bind(priorities)
 }
 
 /// Several operations (no key twice) in one statement, an array per column.

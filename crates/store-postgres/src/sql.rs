@@ -159,9 +159,16 @@ pub(crate) const CANCEL_WAITING: &str = include_str!("sql/cancel_waiting.sql");
 pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_by_ids.sql"), "locked"));
 
-/// Claims the oldest eligible operations.
-pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
-    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible.sql"), "operations"));
+/// Claims eligible operations: the aged ones, then by priority (claim_eligible.sql).
+/// Its two walks (the aged operations, then each priority level) each splice the pause rule.
+pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> = LazyLock::new(|| {
+    let aged = include_str!("sql/claim_eligible.sql").replacen(
+        "/*not_held_back_aged*/",
+        &oprec_core::not_held_back_sql("operations", NOW),
+        1,
+    );
+    with_not_held_back(&aged, "operations")
+});
 
 /// Claims one suspect, to run isolated.
 pub(crate) static CLAIM_SUSPECT: LazyLock<String> =

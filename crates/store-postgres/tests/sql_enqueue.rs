@@ -329,8 +329,31 @@ async fn bad_input_is_refused_with_a_stable_sqlstate_naming_what_is_wrong() {
             json!({"idempotency_kye": "k", "retries": 3}),
             "OQ004",
             "unknown options: \"idempotency_kye\", \"retries\"; known options: deadline, delay, \
-             dependency, idempotency_key, max_attempts, max_payload_bytes, traceparent"
+             dependency, idempotency_key, max_attempts, max_payload_bytes, priority, traceparent"
                 .into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"priority": 3}),
+            "OQ005",
+            "option priority must be a whole number from -2 (claimed last) to 2 (claimed first), \
+             not 3"
+                .into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"priority": "high"}),
+            "OQ005",
+            "option priority must be a whole number from -2".into(),
+        ),
+        (
+            Some("shipment.create"),
+            Some(json!({})),
+            json!({"priority": 1.5}),
+            "OQ005",
+            "option priority must be a whole number from -2".into(),
         ),
         (
             Some("shipment.create"),
@@ -812,4 +835,53 @@ async fn the_traceparent_option_is_stored_as_the_rust_client_stores_it() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("operations_traceparent_w3c"), "{e}");
+}
+
+/// The option priority (migration 0026) is stored in the column the Rust client writes and kept
+/// in enqueue_params; without it the operation has the default priority 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_priority_option_is_stored_as_the_rust_client_stores_it() {
+    let store = published_store().await;
+    let priority_of = |id: Uuid| {
+        let store = &store;
+        async move {
+            sqlx::query_scalar::<_, i16>("SELECT priority FROM operations WHERE id = $1")
+                .bind(id)
+                .fetch_one(store.pool())
+                .await
+                .unwrap()
+        }
+    };
+    let high = enqueue(&store, "shipment.create", json!({}), json!({"priority": 2}))
+        .await
+        .expect("enqueue");
+    assert_eq!(priority_of(high).await, 2);
+    assert_eq!(operation(&store, high).await.enqueue_params["priority"], 2);
+    let low = enqueue(
+        &store,
+        "shipment.create",
+        json!({}),
+        json!({"priority": -2}),
+    )
+    .await
+    .expect("enqueue");
+    assert_eq!(priority_of(low).await, -2);
+    let plain = enqueue(&store, "shipment.create", json!({}), json!({}))
+        .await
+        .expect("enqueue");
+    assert_eq!(priority_of(plain).await, 0);
+    assert!(
+        operation(&store, plain)
+            .await
+            .enqueue_params
+            .get("priority")
+            .is_none()
+    );
+    // The column's check refuses what no enqueue path writes.
+    let e = sqlx::query("UPDATE operations SET priority = 9 WHERE id = $1")
+        .bind(high)
+        .execute(store.pool())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("operations_priority_range"), "{e}");
 }

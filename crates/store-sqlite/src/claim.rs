@@ -52,14 +52,36 @@ pub(crate) async fn operation_claim_eligible(
     // Picking and claiming happen under one write lock, so no other claimer can take a picked
     // row in between: where PostgreSQL claimers skip each other's locked rows, SQLite claimers
     // take turns.
+    let now_text = time::text(now)?;
+    let kinds = json_text(&params.kinds)?;
+    let aging_cut = time::text(now - oprec_core::PRIORITY_AGING)?;
     let mut tx = store.begin_write().await?;
-    let ids: Vec<String> = sqlx::query_scalar(sql::CLAIM_ELIGIBLE.as_str())
-        .bind(time::text(now)?)
-        .bind(json_text(&params.kinds)?)
+    // The aged operations first, then each priority level, highest first, until the limit is
+    // reached (README, "Priorities"); each walk reads only eligible rows of its index.
+    let mut ids: Vec<String> = sqlx::query_scalar(sql::CLAIM_ELIGIBLE.as_str())
+        .bind(&now_text)
+        .bind(&kinds)
         .bind(i64::from(params.limit))
+        .bind(&aging_cut)
         .fetch_all(tx.conn())
         .await
         .map_err(backend_error)?;
+    for level in oprec_core::PRIORITY_LEVELS {
+        let room = i64::from(params.limit) - ids.len() as i64;
+        if room <= 0 {
+            break;
+        }
+        let more: Vec<String> = sqlx::query_scalar(sql::CLAIM_ELIGIBLE_LEVEL.as_str())
+            .bind(&now_text)
+            .bind(&kinds)
+            .bind(room)
+            .bind(&aging_cut)
+            .bind(level)
+            .fetch_all(tx.conn())
+            .await
+            .map_err(backend_error)?;
+        ids.extend(more);
+    }
     let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now, false).await?;
     tx.commit().await?;
     claimed.sort_by_key(|c| (c.next_eligible_at, c.id));

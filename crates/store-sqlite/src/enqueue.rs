@@ -31,6 +31,7 @@ struct InsertRow<'a> {
     created_at: String,
     last_woken_at: Option<String>,
     traceparent: Option<&'a str>,
+    priority: i16,
 }
 
 impl<'a> InsertRow<'a> {
@@ -49,6 +50,7 @@ impl<'a> InsertRow<'a> {
             created_at: time::text(op.created_at)?,
             last_woken_at: time::opt_text(op.last_woken_at)?,
             traceparent: op.traceparent.as_ref().map(|t| t.as_str()),
+            priority: op.priority,
         })
     }
 }
@@ -155,6 +157,7 @@ async fn insert_one(conn: &mut SqliteConnection, r: &InsertRow<'_>) -> Result<Ve
         .bind(&r.created_at)
         .bind(&r.last_woken_at)
         .bind(r.traceparent)
+        .bind(r.priority)
         .fetch_all(conn)
         .await
         .map_err(backend_error)

@@ -235,9 +235,13 @@ statements! {
     STATS_ACTIVITY_PER_MINUTE = "stats_activity_per_minute.sql";
 }
 
-/// Operations to claim, picked.
+/// Operations to claim that have waited past the aging period, picked.
 pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible.sql"), "o", "?1"));
+
+/// Operations of one priority level to claim, picked.
+pub(crate) static CLAIM_ELIGIBLE_LEVEL: LazyLock<String> =
+    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_eligible_level.sql"), "o", "?1"));
 
 /// Operations claimed by id.
 pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
@@ -301,6 +305,7 @@ mod tests {
     fn the_pause_rule_replaces_each_placeholder() {
         for s in [
             &CLAIM_ELIGIBLE,
+            &CLAIM_ELIGIBLE_LEVEL,
             &CLAIM_BY_IDS,
             &CLAIM_WORK_EXISTS,
             &CLAIM_SUSPECT,
@@ -328,6 +333,10 @@ mod tests {
             (
                 CLAIM_ELIGIBLE.as_str(),
                 "SEARCH o USING INDEX operations_pending_eligible",
+            ),
+            (
+                CLAIM_ELIGIBLE_LEVEL.as_str(),
+                "SEARCH o USING INDEX operations_pending_priority (priority=? AND next_eligible_at>? AND next_eligible_at<?)",
             ),
             (
                 WAKE_DUE.as_str(),

@@ -73,6 +73,7 @@ pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
             deadline: Some(deadline),
             max_attempts: Some(4),
             dependency: Some("smtp".into()),
+            priority: Some(-1),
             traceparent: Some(
                 "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
                     .parse()
@@ -110,6 +111,7 @@ pub async fn enqueue_then_get_round_trips<S: FullStore>(h: Harness<S>) {
     assert_eq!(o.created_at, now);
     assert_eq!(o.enqueue_params["idempotency_key"], "order-42");
     assert_eq!(o.enqueue_params["delay"], 90.0);
+    assert_eq!(o.enqueue_params["priority"], -1);
     assert!(o.claim_token.is_none() && o.lease_until.is_none() && o.terminal_at.is_none());
     assert!(d.attempts.is_empty());
     assert!(
@@ -278,6 +280,97 @@ pub async fn claim_eligible_honours_kinds_limit_and_order<S: FullStore>(h: Harne
     assert_eq!(rest.iter().map(|o| o.id).collect::<Vec<_>>(), vec![later]);
     let any = claim(vec![], 10).await.unwrap();
     assert_eq!(any.iter().map(|o| o.id).collect::<Vec<_>>(), vec![other]);
+}
+
+/// Among eligible operations the higher priority is claimed first, oldest eligible first within
+/// a level; a not-yet-eligible high priority waits; an operation eligible for longer than
+/// [`PRIORITY_AGING`](oprec_core::PRIORITY_AGING) is claimed before every priority (the
+/// starvation guard), oldest eligible first.
+pub async fn claim_takes_higher_priorities_first_and_aged_operations_before_all<S: FullStore>(
+    h: Harness<S>,
+) {
+    let with = |priority: i16| EnqueueOptions {
+        priority: Some(priority),
+        ..Default::default()
+    };
+    let low = enqueue(&h, "k", with(-2)).await;
+    h.advance_secs(1);
+    let normal = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.advance_secs(1);
+    let normal_later = enqueue(&h, "k", with(0)).await;
+    let high = enqueue(&h, "k", with(2)).await;
+    let high_delayed = enqueue(
+        &h,
+        "k",
+        EnqueueOptions {
+            delay: Some(Duration::seconds(100)),
+            ..with(2)
+        },
+    )
+    .await;
+    let one = || async {
+        let got = h
+            .store
+            .operation_claim_eligible(ClaimEligibleParams {
+                kinds: vec![],
+                limit: 1,
+                claimant: h.claimant("w"),
+            })
+            .await
+            .unwrap();
+        got.into_iter().map(|c| c.id).collect::<Vec<_>>()
+    };
+    h.advance_secs(10);
+    assert_eq!(one().await, vec![high]);
+    assert_eq!(one().await, vec![normal]);
+    assert_eq!(one().await, vec![normal_later]);
+    assert_eq!(one().await, vec![low]);
+    assert!(
+        one().await.is_empty(),
+        "the delayed one is not eligible yet"
+    );
+    h.advance_secs(100);
+    assert_eq!(one().await, vec![high_delayed]);
+
+    // Sustained high-priority load: the low-priority operation waits only until it has aged.
+    let starved = enqueue(&h, "k", with(-2)).await;
+    h.advance_secs(10);
+    let early_high = enqueue(&h, "k", with(2)).await;
+    h.advance_secs(1);
+    let next_high = enqueue(&h, "k", with(2)).await;
+    assert_eq!(one().await, vec![early_high]);
+    h.advance_secs(oprec_core::PRIORITY_AGING.num_seconds() + 1);
+    let fresh_high = enqueue(&h, "k", with(2)).await;
+    // Both starved and next_high have aged: oldest eligible first, whatever the priority.
+    assert_eq!(one().await, vec![starved]);
+    assert_eq!(one().await, vec![next_high]);
+    assert_eq!(one().await, vec![fresh_high]);
+
+    // A batch fills from the aged, then from each level in turn.
+    let a = enqueue(&h, "k", with(-1)).await;
+    h.advance_secs(oprec_core::PRIORITY_AGING.num_seconds() + 1);
+    let b = enqueue(&h, "k", with(-1)).await;
+    let c = enqueue(&h, "k", with(1)).await;
+    let d = enqueue(&h, "k", EnqueueOptions::default()).await;
+    h.advance_secs(1);
+    let batch = h
+        .store
+        .operation_claim_eligible(ClaimEligibleParams {
+            kinds: vec![],
+            limit: 3,
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    let mut got: Vec<OperationId> = batch.iter().map(|c| c.id).collect();
+    got.sort();
+    let mut want = vec![a, c, d];
+    want.sort();
+    assert_eq!(
+        got, want,
+        "the aged one, then priority 1, then 0; {b} waits"
+    );
+    assert_eq!(one().await, vec![b]);
 }
 
 /// No claim is made after `give_up_at`.

@@ -139,6 +139,7 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
                     .map_err(|e| bad(format!("--traceparent: {e}")))
             })
             .transpose()?,
+        priority: args.priority,
         ..EnqueueOptions::default()
     };
 

@@ -1,22 +1,52 @@
 -- Claims up to $3 operations of the worker's kinds ($2; empty: any) that are pending, eligible,
--- within their deadline and held back by no control, oldest eligible first, skipping rows another
--- claimer holds: attempt + 1, a new claim token, a lease of $4 ms, the claimant ($5 worker, $6
--- code version). $1 is "now" (NULL: the database's clock). Suspects are left out: they are
--- claimed only alone (claim_suspect.sql). Walks the partial index
--- operations_pending_eligible (next_eligible_at, id) in order and stops after $3 rows; it runs in
--- a transaction opened with WALK_PENDING_IN_ORDER (sql.rs), so that the planner never fetches and
--- sorts every pending row instead.
+-- within their deadline and held back by no control, skipping rows another claimer holds:
+-- attempt + 1, a new claim token, a lease of $4 ms, the claimant ($5 worker, $6 code version).
+-- $1 is "now" (NULL: the database's clock). Suspects are left out: they are claimed only alone
+-- (claim_suspect.sql).
+--
+-- The order (README, "Priorities"): first the operations eligible for longer than $7 ms (the
+-- aging period, core's PRIORITY_AGING), oldest eligible first, whatever their priority; then
+-- each priority level of $8 in turn (core's PRIORITY_LEVELS, highest first), oldest eligible
+-- first within it. The aged walk reads the partial index operations_pending_eligible
+-- (next_eligible_at, id) up to the aging cut; each level reads operations_pending_priority
+-- (priority, next_eligible_at, id) between the cut and now, so no level reads a row that is not
+-- yet eligible. Each walk locks rows only as they are pulled and the LIMIT stops pulling at $3
+-- rows, so a claim reads at most $3 rows past the empty ranges. It runs in a transaction opened
+-- with WALK_PENDING_IN_ORDER (sql.rs), so that the planner never fetches and sorts every pending
+-- row instead.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
-picked AS (
-    SELECT id AS pid FROM operations
+aged AS (
+    SELECT id FROM operations
     WHERE status = 'pending' AND NOT suspect
-      AND next_eligible_at <= coalesce($1::timestamptz, now())
+      AND next_eligible_at <= coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond'
       AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
-      AND /*not_held_back*/
+      AND /*not_held_back_aged*/
     ORDER BY next_eligible_at, id
     LIMIT $3
     FOR UPDATE OF operations SKIP LOCKED
+),
+leveled AS (
+    SELECT l.id
+    FROM unnest($8::int2[]) AS level(priority)
+    CROSS JOIN LATERAL (
+        SELECT id FROM operations
+        WHERE status = 'pending' AND NOT suspect AND priority = level.priority
+          AND next_eligible_at > coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond'
+          AND next_eligible_at <= coalesce($1::timestamptz, now())
+          AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
+          AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
+          AND /*not_held_back*/
+        ORDER BY next_eligible_at, id
+        LIMIT $3
+        FOR UPDATE OF operations SKIP LOCKED
+    ) AS l
+),
+picked AS (
+    SELECT id AS pid FROM aged
+    UNION ALL
+    SELECT id FROM leveled
+    LIMIT $3
 )
 UPDATE operations o
 SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),

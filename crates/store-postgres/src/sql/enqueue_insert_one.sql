@@ -4,7 +4,7 @@
 -- anew on every call. Checks operations_kind_idempotency_key.
 INSERT INTO operations (id, kind, idempotency_key, payload, payload_mode, max_attempts,
                         next_eligible_at, give_up_at, dependency, enqueue_params,
-                        created_at, updated_at, last_woken_at, traceparent)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13)
+                        created_at, updated_at, last_woken_at, traceparent, priority)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, $14)
 ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id

@@ -5,12 +5,12 @@
 -- operations_kind_idempotency_key.
 INSERT INTO operations (id, kind, idempotency_key, payload, payload_mode, max_attempts,
                         next_eligible_at, give_up_at, dependency, enqueue_params, created_at,
-                        updated_at, last_woken_at, traceparent)
+                        updated_at, last_woken_at, traceparent, priority)
 SELECT value ->> 'id', value ->> 'kind', value ->> 'idempotency_key', value ->> 'payload',
        value ->> 'payload_mode', value ->> 'max_attempts', value ->> 'next_eligible_at',
        value ->> 'give_up_at', value ->> 'dependency', value ->> 'enqueue_params',
        value ->> 'created_at', value ->> 'created_at', value ->> 'last_woken_at',
-       value ->> 'traceparent'
+       value ->> 'traceparent', value ->> 'priority'
 FROM json_each(?1)
 WHERE true
 ON CONFLICT (kind, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING

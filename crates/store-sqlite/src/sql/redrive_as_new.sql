@@ -8,10 +8,10 @@
 -- by primary key; returns the ids of the copies made.
 INSERT INTO operations (id, kind, payload, payload_mode, max_attempts, next_eligible_at,
                         give_up_at, dependency, enqueue_params, redrive_of, redrive_root,
-                        redrive_count, created_at, updated_at, traceparent)
+                        redrive_count, created_at, updated_at, traceparent, priority)
 SELECT i.value ->> 'to', o.kind, o.payload, o.payload_mode, o.max_attempts, i.value ->> 'at',
        ?2, o.dependency, o.enqueue_params, o.id, coalesce(o.redrive_root, o.id),
-       o.redrive_count + 1, ?1, ?1, o.traceparent
+       o.redrive_count + 1, ?1, ?1, o.traceparent, o.priority
 FROM json_each(?3) AS i
 JOIN operations AS o ON o.id = i.value ->> 'from'
 WHERE true

@@ -146,6 +146,7 @@ impl<S: FullStore> Driver<S> {
                         created_at: now,
                         last_woken_at: woken.then_some(now),
                         traceparent: None,
+                        priority: oprec_core::PRIORITY_DEFAULT,
                     })
                     .await
                     .map_err(|e| format!("enqueue: {e}"))?;
