@@ -123,6 +123,12 @@ fn bad_inputs() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
         ),
         ("audit", vec!["audit", "--limit", "0"], "--limit"),
         (
+            "alerts",
+            vec!["alerts", "--status", "lost"],
+            "--status: unknown alert status",
+        ),
+        ("schedules", bad_url(&["schedules"]), "the database URL"),
+        (
             "retention show",
             vec!["retention", "show", "--retain-succeeded", "a week"],
             "--retain-succeeded",

@@ -44,7 +44,12 @@ pub(crate) struct AlertsArgs {
 
 /// Prints the newest alerts that match.
 pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()> {
-    let limit = check_list_limit(args.limit).map_err(|e| bad(format!("--{e}")))?;
+    let limit = check_list_limit(args.limit).map_err(|_| {
+        bad(format!(
+            "--limit must be between 1 and 10,000 (got {})",
+            args.limit
+        ))
+    })?;
     let events = args
         .events
         .iter()
