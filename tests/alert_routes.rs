@@ -11,10 +11,10 @@ use axum::http::StatusCode;
 use axum::{Json, Router, routing::post};
 use oprec_core::alert::{AlertEvent, AlertListParams, AlertStatus};
 use oprec_core::operator::{ControlAction, ControlScope};
-use oprec_core::store::{ClaimByIdsParams, Claimant, CompleteParams};
 use oprec_core::{
     EnqueueOptions, Failure, FullStore, OperationError, OperationId, TerminalReason, Transition,
 };
+use oprec_e2e::end::end_with;
 use oprec_runtime::{
     AlertReport, AlertRoutes, AlertSink, AlerterConfig, CONFIGURATION_PAUSE_ACTOR, Client, Kind,
     Registry, WebhookSink, alert_once,
@@ -43,30 +43,6 @@ async fn receiver() -> (Arc<Mutex<Vec<Value>>>, String) {
 
 fn sink(url: &str) -> Vec<Arc<dyn AlertSink>> {
     vec![Arc::new(WebhookSink::new(url).unwrap())]
-}
-
-async fn end_with(store: &dyn FullStore, id: OperationId, t: Transition) {
-    let c = store
-        .operation_claim_by_ids(ClaimByIdsParams {
-            ids: vec![id],
-            kinds: vec![],
-            claimant: Claimant {
-                worker_id: "t".into(),
-                code_version: Some("v1".into()),
-                lease: chrono::Duration::seconds(30),
-            },
-        })
-        .await
-        .unwrap()
-        .remove(0);
-    store
-        .operation_complete(CompleteParams {
-            id,
-            claim_token: c.claim_token.unwrap(),
-            transition: t,
-        })
-        .await
-        .unwrap();
 }
 
 async fn routes_reach_their_owners(store: Arc<dyn FullStore>) {

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
 use axum::{Json, Router, routing::post};
-use oprec_core::store::{ClaimByIdsParams, Claimant, CompleteParams, OperationGetParams};
+use oprec_core::store::OperationGetParams;
 use oprec_core::{
-    Clock, EnqueueOptions, Failure, FullStore, Ladder, ManualClock, OperationError, OperationId,
-    RetryPolicy, Status, SystemClock, TerminalReason, Transition,
+    Clock, EnqueueOptions, Failure, FullStore, Ladder, ManualClock, OperationError, RetryPolicy,
+    Status, SystemClock, TerminalReason, Transition,
 };
+use oprec_e2e::end::end_with;
 use oprec_runtime::{
     AlertReport, AlerterConfig, Client, DeadLetterSink, Kind, Reconciled, ReconcilerConfig,
     Registry, WebhookSink, alert_once, reconcile_once,
@@ -47,30 +48,6 @@ fn registry() -> Arc<Registry> {
         }
     });
     Arc::new(Registry::new().register(pay))
-}
-
-async fn end_with(store: &dyn FullStore, id: OperationId, t: Transition) {
-    let c = store
-        .operation_claim_by_ids(ClaimByIdsParams {
-            ids: vec![id],
-            kinds: vec![],
-            claimant: Claimant {
-                worker_id: "t".into(),
-                code_version: Some("v9".into()),
-                lease: chrono::Duration::seconds(30),
-            },
-        })
-        .await
-        .unwrap()
-        .remove(0);
-    store
-        .operation_complete(CompleteParams {
-            id,
-            claim_token: c.claim_token.unwrap(),
-            transition: t,
-        })
-        .await
-        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

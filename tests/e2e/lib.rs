@@ -6,6 +6,7 @@
 #![allow(missing_docs)]
 
 pub mod cleanup;
+pub mod end;
 pub mod kinds;
 pub mod rigs;
 

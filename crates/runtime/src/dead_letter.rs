@@ -333,7 +333,9 @@ pub async fn alert_once(
     registry: &Registry,
     config: &AlerterConfig,
 ) -> oprec_core::Result<AlertReport> {
-    let mut report = announce_dead(store, registry, config).await?;
+    // One clock read per pass: retry times and the trim cutoff are judged from it.
+    let now = store.now().await?;
+    let mut report = announce_dead(store, registry, config, now).await?;
     let holds = store
         .alert_holds_record(AlertHoldsParams {
             limit: config.batch,
@@ -342,7 +344,7 @@ pub async fn alert_once(
         .await?;
     report.held = holds.len() as u64;
     if config.pause_on_configuration {
-        report.paused = pause_dependencies(store, &holds).await?;
+        report.paused = pause_dependencies(store, &holds, now).await?;
     }
     let due = store
         .alert_due(AlertDueParams {
@@ -368,7 +370,7 @@ pub async fn alert_once(
             }
             Some(e) => {
                 report.failed += 1;
-                let retry_at = alert_retry_at(entry.tries + 1, store.now().await?);
+                let retry_at = alert_retry_at(entry.tries + 1, now);
                 tracing::warn!(alert = entry.id, event = %entry.event, route = %route, error = %e,
                     retry_at = %retry_at, "sending an alert failed; it is tried again later");
                 Some((format!("{e:#}"), retry_at))
@@ -386,7 +388,7 @@ pub async fn alert_once(
     if !results.is_empty() {
         store.alert_settle(AlertSettleParams { results }).await?;
     }
-    let before = store.now().await? - config.keep_sent;
+    let before = now - config.keep_sent;
     store
         .alert_trim(AlertTrimParams {
             before,
@@ -402,6 +404,7 @@ async fn announce_dead(
     store: &dyn FullStore,
     registry: &Registry,
     config: &AlerterConfig,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> oprec_core::Result<AlertReport> {
     let due = store
         .operation_alert_claim(AlertClaimParams {
@@ -429,7 +432,7 @@ async fn announce_dead(
             }
             Some(e) => {
                 let failures = d.failures + 1;
-                let retry_at = alert_retry_at(failures, store.now().await?);
+                let retry_at = alert_retry_at(failures, now);
                 tracing::warn!(operation = %op.id, error = %e, failures, retry_at = %retry_at,
                     "announcing a dead operation failed; it is tried again later");
                 failed.push((op.id, retry_at));
@@ -483,12 +486,12 @@ pub const CONFIGURATION_PAUSE_ACTOR: &str = "oprec (configuration failure)";
 async fn pause_dependencies(
     store: &dyn FullStore,
     holds: &[AlertEntry],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> oprec_core::Result<u64> {
     let named: Vec<&AlertEntry> = holds.iter().filter(|h| h.dependency.is_some()).collect();
     if named.is_empty() {
         return Ok(0);
     }
-    let now = store.now().await?;
     let mut controlled: std::collections::HashSet<String> = store
         .control_list()
         .await?
