@@ -245,10 +245,10 @@ fn attempts_where(rig: &Rig, claims: &[(String, String)], outcome: &str) -> usiz
 
 /// Stops the worker `w` (named `name`) while one of its handlers is inside a fenced transaction,
 /// between its effect and its outcome, keeps it stopped until the rescuer has taken each of its
-/// fenced claims over (the lease is 1 s), then resumes it as a zombie, and waits for its late
-/// write (the commit of that fenced transaction) to be refused and noted on the rescued attempt.
-/// Whether it was; `None` when no handler of the worker entered a fenced transaction in 3 s (the
-/// worker was not stopped).
+/// fenced claims over (the lease is 1 s; up to 30 s allowed), then resumes it as a zombie, and
+/// waits for its late write (the commit of that fenced transaction) to be refused and noted on the
+/// rescued attempt. Whether it was; `None` when no handler of the worker entered a fenced
+/// transaction in 3 s (the worker was not stopped).
 ///
 /// On PostgreSQL the worker's sessions carry its name, so the stop waits for one of them to be
 /// idle in a transaction whose last statement wrote the effect (the handler then sleeps 400 ms
@@ -286,7 +286,9 @@ fn zombie(rig: &Rig, kind: RigKind, name: &str, w: &mut Proc) -> Option<bool> {
         w.signal("CONT");
         return None;
     }
-    let rescued = poll(Duration::from_secs(10), Duration::from_millis(10), || {
+    // 30 s: the stopped worker may be the maintenance leader (its 6 s lease must lapse before
+    // another worker rescues), and on a machine whose disk stalls a statement can take 10 s.
+    let rescued = poll(Duration::from_secs(30), Duration::from_millis(10), || {
         (attempts_where(rig, &claims, "outcome = 'vanished'") == claims.len()).then_some(())
     });
     w.signal("CONT");
