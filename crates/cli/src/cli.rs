@@ -16,6 +16,7 @@ use crate::commands::cancel::CancelArgs;
 use crate::commands::controls::{ControlsArgs, PauseArgs, PostponeArgs, ResumeArgs};
 use crate::commands::dashboard::DashboardArgs;
 use crate::commands::import::ImportArgs;
+use crate::commands::limits::{LimitArgs, LimitsArgs};
 use crate::commands::quarantine::{QuarantineArgs, ReleaseArgs};
 use crate::commands::reconcile::ReconcileCommand;
 use crate::commands::redrive::RedriveArgs;
@@ -133,6 +134,12 @@ pub(crate) enum Command {
     Postpone(PostponeArgs),
     /// The pauses and postponements in force.
     Controls(ControlsArgs),
+    /// Limit a kind or dependency across the fleet: at most N running, at most R started per
+    /// second (or remove the limit).
+    #[command(long_about = crate::commands::limits::LONG_ABOUT)]
+    Limit(LimitArgs),
+    /// The limits across the fleet, with their use now.
+    Limits(LimitsArgs),
     /// Move pending operations matching filters to held, with a reason.
     Quarantine(QuarantineArgs),
     /// Return held operations matching filters to pending.

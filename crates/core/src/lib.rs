@@ -27,6 +27,7 @@ pub mod frame;
 mod id;
 mod kind_policy;
 mod ladder;
+pub mod limit;
 pub mod maintenance;
 mod operation;
 pub mod operator;
@@ -60,6 +61,7 @@ pub use fenced::FencedStore;
 pub use id::OperationId;
 pub use kind_policy::{KindPolicy, KindPublishParams, KindRecord};
 pub use ladder::{Exponential, Jitter, Ladder};
+pub use limit::{ClaimAllowance, Limit, LimitScope, LimitStore, LimitUse, RateWindow};
 pub use maintenance::MaintenanceStore;
 pub use operation::{Attempt, Operation, OperationDetail, PayloadMode};
 pub use operator::OperatorStore;
@@ -102,12 +104,24 @@ pub mod prelude {
 /// Every store trait at once: what a process that enqueues, works and maintains (or an operator
 /// front end) holds. Implemented for every type that implements them all.
 pub trait FullStore:
-    EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore + ScheduleStore
+    EnqueueStore
+    + WorkerStore
+    + MaintenanceStore
+    + OperatorStore
+    + RetentionStore
+    + ScheduleStore
+    + LimitStore
 {
 }
 
 impl<
-    T: EnqueueStore + WorkerStore + MaintenanceStore + OperatorStore + RetentionStore + ScheduleStore,
+    T: EnqueueStore
+        + WorkerStore
+        + MaintenanceStore
+        + OperatorStore
+        + RetentionStore
+        + ScheduleStore
+        + LimitStore,
 > FullStore for T
 {
 }

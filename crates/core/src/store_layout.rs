@@ -1,5 +1,5 @@
 //! The layout every store crate shares, as code: [`impl_store_traits!`](crate::impl_store_traits)
-//! implements the five store traits on a store type by forwarding each method to the function of
+//! implements the store traits on a store type by forwarding each method to the function of
 //! the same name in the module of its concept (`crate::claim::operation_claim_by_ids`, ...). A
 //! store crate that lacks a module or a function does not compile, so "claim on PostgreSQL" and
 //! "claim on SQLite" are always found in the same place.
@@ -28,6 +28,7 @@
 //! | `retention` | `operation_retention_delete`, `operation_retention_figures`, `attempt_minutes_remove`, `backlog_slots_compact`, `store_vacuum` |
 //! | `archive` | `operation_export`, `operation_remove`, `operation_restore` |
 //! | `schedules` | `schedule_declare`, `schedule_advance`, `schedule_list` |
+//! | `limits` | `limit_set`, `limit_remove`, `limit_list` (and, for `claim`, the limits a claim locks and the starts it records) |
 //!
 //! Beside them, each store crate's `fenced` module implements [`FencedStore`](crate::FencedStore)
 //! itself (not through the macro: each store names its own transaction type, `PgFencedTx`,
@@ -44,7 +45,8 @@ pub use chrono as __chrono;
 
 /// Implements [`Store`](crate::Store), [`EnqueueStore`](crate::EnqueueStore),
 /// [`WorkerStore`](crate::WorkerStore), [`MaintenanceStore`](crate::MaintenanceStore),
-/// [`OperatorStore`](crate::OperatorStore), [`RetentionStore`](crate::RetentionStore) and [`ScheduleStore`](crate::ScheduleStore) on `$store` by forwarding to the calling crate's
+/// [`OperatorStore`](crate::OperatorStore), [`RetentionStore`](crate::RetentionStore), [`ScheduleStore`](crate::ScheduleStore) and
+/// [`LimitStore`](crate::LimitStore) on `$store` by forwarding to the calling crate's
 /// concept modules, as the module documentation lays out.
 #[macro_export]
 // `crate::` is meant: the paths name the calling store crate's modules.
@@ -496,6 +498,25 @@ macro_rules! impl_store_traits {
             }
             async fn schedule_list(&self) -> $crate::Result<Vec<$crate::schedule::ScheduleRecord>> {
                 crate::schedules::schedule_list(self).await
+            }
+        }
+
+        #[$crate::store_layout::__async_trait]
+        impl $crate::LimitStore for $store {
+            async fn limit_set(
+                &self,
+                params: $crate::limit::LimitSetParams,
+            ) -> $crate::Result<$crate::Limit> {
+                crate::limits::limit_set(self, params).await
+            }
+            async fn limit_remove(
+                &self,
+                params: $crate::limit::LimitRemoveParams,
+            ) -> $crate::Result<bool> {
+                crate::limits::limit_remove(self, params).await
+            }
+            async fn limit_list(&self) -> $crate::Result<Vec<$crate::LimitUse>> {
+                crate::limits::limit_list(self).await
             }
         }
     };

@@ -35,6 +35,7 @@ pub mod cancel;
 pub mod controls;
 mod error;
 pub mod filter;
+pub mod limits;
 pub mod moves;
 mod pace;
 pub mod payload;

@@ -33,6 +33,7 @@ mod fenced;
 mod filter;
 mod kinds;
 mod leader;
+mod limits;
 mod quarantine;
 mod read;
 mod reconcile;
@@ -72,6 +73,8 @@ pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "15s";
 pub struct PgStore {
     pool: PgPool,
     clock: Arc<dyn Clock>,
+    /// Whether any fleet limit exists, as last looked up: claims skip the limits when none does.
+    limits: Arc<limits::Presence>,
 }
 
 impl PgStore {
@@ -130,6 +133,7 @@ impl PgStore {
         PgStore {
             pool,
             clock: Arc::new(SystemClock),
+            limits: Arc::default(),
         }
     }
 

@@ -155,22 +155,81 @@ pub(crate) const AUDIT_LIST: &str = include_str!("sql/audit_list.sql");
 /// Cancels waiting operations.
 pub(crate) const CANCEL_WAITING: &str = include_str!("sql/cancel_waiting.sql");
 
-/// Claims the operations named by wake-ups.
-pub(crate) static CLAIM_BY_IDS: LazyLock<String> =
-    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_by_ids.sql"), "locked"));
+/// The placeholder of a claim's `chosen` step: every picked row, or at most what the limits let.
+const CHOSEN: &str = "/*chosen*/";
 
-/// Claims eligible operations: the aged ones, then by priority (claim_eligible.sql).
-/// Its two walks (the aged operations, then each priority level) each splice the pause rule.
-pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> = LazyLock::new(|| {
+/// `sql` with its `chosen` step taking every picked row: no limit has little room.
+fn choosing_all(sql: &str) -> String {
+    assert_eq!(
+        sql.matches(CHOSEN).count(),
+        1,
+        "a claim marks its chosen step once"
+    );
+    sql.replace(CHOSEN, "SELECT pid FROM picked")
+}
+
+/// `sql` with its `chosen` step taking at most what limits with little room let
+/// (claim_capped.sql), whose four arrays are bound from `$first` on; `aged_before` is the
+/// statement's expression for the aging cut.
+fn choosing_capped(sql: &str, first: usize, aged_before: &str) -> String {
+    assert_eq!(
+        sql.matches(CHOSEN).count(),
+        1,
+        "a claim marks its chosen step once"
+    );
+    let capped = include_str!("sql/claim_capped.sql")
+        .replace("{kinds}", &format!("${first}"))
+        .replace("{kind_caps}", &format!("${}", first + 1))
+        .replace("{dependencies}", &format!("${}", first + 2))
+        .replace("{dependency_caps}", &format!("${}", first + 3))
+        .replace("{aged_before}", aged_before);
+    let body: String = capped
+        .lines()
+        .filter(|l| !l.starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    sql.replace(CHOSEN, &body)
+}
+
+/// claim_by_ids.sql with the pause rule spliced in.
+fn claim_by_ids() -> String {
+    with_not_held_back(include_str!("sql/claim_by_ids.sql"), "locked")
+}
+
+/// Claims the operations named by wake-ups.
+pub(crate) static CLAIM_BY_IDS: LazyLock<String> = LazyLock::new(|| choosing_all(&claim_by_ids()));
+
+/// Claims the operations named by wake-ups, at most what limits with little room let ($9 to
+/// $12: core's ClaimAllowance::caps). Wake-ups carry no age order: priority decides.
+pub(crate) static CLAIM_BY_IDS_CAPPED: LazyLock<String> =
+    LazyLock::new(|| choosing_capped(&claim_by_ids(), 9, "'-infinity'::timestamptz"));
+
+/// claim_eligible.sql with the pause rule spliced into both walks.
+fn claim_eligible() -> String {
     let aged = include_str!("sql/claim_eligible.sql").replacen(
         "/*not_held_back_aged*/",
         &oprec_core::not_held_back_sql("operations", NOW),
         1,
     );
     with_not_held_back(&aged, "operations")
+}
+
+/// Claims eligible operations: the aged ones, then by priority (claim_eligible.sql).
+/// Its two walks (the aged operations, then each priority level) each splice the pause rule.
+pub(crate) static CLAIM_ELIGIBLE: LazyLock<String> =
+    LazyLock::new(|| choosing_all(&claim_eligible()));
+
+/// Claims eligible operations, at most what limits with little room let ($11 to $14: core's
+/// ClaimAllowance::caps), aged ones first.
+pub(crate) static CLAIM_ELIGIBLE_CAPPED: LazyLock<String> = LazyLock::new(|| {
+    choosing_capped(
+        &claim_eligible(),
+        11,
+        "coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond'",
+    )
 });
 
-/// Claims one suspect, to run isolated.
+/// Claims one suspect, to run isolated (a limited kind or dependency with no room left out).
 pub(crate) static CLAIM_SUSPECT: LazyLock<String> =
     LazyLock::new(|| with_not_held_back(include_str!("sql/claim_suspect.sql"), "operations"));
 
@@ -428,3 +487,24 @@ pub(crate) const RETENTION_AUTOVACUUM: &str = include_str!("sql/retention_autova
 
 /// Vacuums oprec's tables.
 pub(crate) const RETENTION_VACUUM: &str = include_str!("sql/retention_vacuum.sql");
+
+/// Locks the limits a claim may reach.
+pub(crate) const LIMITS_LOCK: &str = include_str!("sql/limits_lock.sql");
+
+/// Counts running operations of the limited kinds and dependencies, and reads the clock.
+pub(crate) const LIMITS_RUNNING: &str = include_str!("sql/limits_running.sql");
+
+/// Writes back the limits' windows of recent starts.
+pub(crate) const LIMITS_RECORD: &str = include_str!("sql/limits_record.sql");
+
+/// Sets or replaces a limit.
+pub(crate) const LIMITS_SET: &str = include_str!("sql/limits_set.sql");
+
+/// Removes a limit.
+pub(crate) const LIMITS_REMOVE: &str = include_str!("sql/limits_remove.sql");
+
+/// Every limit with its running count.
+pub(crate) const LIMITS_LIST: &str = include_str!("sql/limits_list.sql");
+
+/// Whether any limit exists.
+pub(crate) const LIMITS_ANY: &str = include_str!("sql/limits_any.sql");

@@ -13,6 +13,7 @@ use serde::Serialize;
 use sqlx::SqliteConnection;
 use uuid::Uuid;
 
+use crate::limits::{self, Limited};
 use crate::row::{self, distinct_texts, json_text, parse_id, uuid_text};
 use crate::{SqliteStore, backend_error, sql, time};
 
@@ -32,9 +33,21 @@ pub(crate) async fn operation_claim_by_ids(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let now = store.clock_now();
     let mut tx = store.begin_write().await?;
-    let mut claimed = claim(tx.conn(), &ids, &params.kinds, &params.claimant, now, false).await?;
+    let mut limited = limits::for_claim(tx.conn(), &params.kinds, store.clock_now()).await?;
+    let now = limited
+        .as_ref()
+        .map_or_else(|| store.clock_now(), Limited::now);
+    let mut claimed = claim(
+        tx.conn(),
+        &ids,
+        &params.kinds,
+        &params.claimant,
+        now,
+        false,
+        limited.as_mut(),
+    )
+    .await?;
     tx.commit().await?;
     claimed.sort_by_key(|c| c.id);
     Ok(claimed)
@@ -48,14 +61,18 @@ pub(crate) async fn operation_claim_eligible(
     if params.limit == 0 {
         return Ok(Vec::new());
     }
-    let now = store.clock_now();
     // Picking and claiming happen under one write lock, so no other claimer can take a picked
     // row in between: where PostgreSQL claimers skip each other's locked rows, SQLite claimers
     // take turns.
-    let now_text = time::text(now)?;
     let kinds = json_text(&params.kinds)?;
-    let aging_cut = time::text(now - oprec_core::PRIORITY_AGING)?;
     let mut tx = store.begin_write().await?;
+    let mut limited = limits::for_claim(tx.conn(), &params.kinds, store.clock_now()).await?;
+    let now = limited
+        .as_ref()
+        .map_or_else(|| store.clock_now(), Limited::now);
+    let (blocked_kinds, blocked_dependencies) = limits::blocked(limited.as_ref())?;
+    let now_text = time::text(now)?;
+    let aging_cut = time::text(now - oprec_core::PRIORITY_AGING)?;
     // The aged operations first, then each priority level, highest first, until the limit is
     // reached (README, "Priorities"); each walk reads only eligible rows of its index.
     let mut ids: Vec<String> = sqlx::query_scalar(sql::CLAIM_ELIGIBLE.as_str())
@@ -63,6 +80,8 @@ pub(crate) async fn operation_claim_eligible(
         .bind(&kinds)
         .bind(i64::from(params.limit))
         .bind(&aging_cut)
+        .bind(&blocked_kinds)
+        .bind(&blocked_dependencies)
         .fetch_all(tx.conn())
         .await
         .map_err(backend_error)?;
@@ -77,12 +96,23 @@ pub(crate) async fn operation_claim_eligible(
             .bind(room)
             .bind(&aging_cut)
             .bind(level)
+            .bind(&blocked_kinds)
+            .bind(&blocked_dependencies)
             .fetch_all(tx.conn())
             .await
             .map_err(backend_error)?;
         ids.extend(more);
     }
-    let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now, false).await?;
+    let mut claimed = claim(
+        tx.conn(),
+        &ids,
+        &[],
+        &params.claimant,
+        now,
+        false,
+        limited.as_mut(),
+    )
+    .await?;
     tx.commit().await?;
     claimed.sort_by_key(|c| (c.next_eligible_at, c.id));
     Ok(claimed)
@@ -93,15 +123,30 @@ pub(crate) async fn operation_claim_suspect(
     store: &SqliteStore,
     params: ClaimSuspectParams,
 ) -> Result<Option<Claimed>> {
-    let now = store.clock_now();
     let mut tx = store.begin_write().await?;
+    let mut limited = limits::for_claim(tx.conn(), &params.kinds, store.clock_now()).await?;
+    let now = limited
+        .as_ref()
+        .map_or_else(|| store.clock_now(), Limited::now);
+    let (blocked_kinds, blocked_dependencies) = limits::blocked(limited.as_ref())?;
     let ids: Vec<String> = sqlx::query_scalar(sql::CLAIM_SUSPECT.as_str())
         .bind(time::text(now)?)
         .bind(json_text(&params.kinds)?)
+        .bind(&blocked_kinds)
+        .bind(&blocked_dependencies)
         .fetch_all(tx.conn())
         .await
         .map_err(backend_error)?;
-    let mut claimed = claim(tx.conn(), &ids, &[], &params.claimant, now, true).await?;
+    let mut claimed = claim(
+        tx.conn(),
+        &ids,
+        &[],
+        &params.claimant,
+        now,
+        true,
+        limited.as_mut(),
+    )
+    .await?;
     tx.commit().await?;
     Ok(claimed.pop())
 }
@@ -121,8 +166,31 @@ pub(crate) async fn operation_suspect_exists(
 
 /// Claims those of `ids` (distinct, as stored text) that are still claimable at `now` (and of
 /// one of `kinds`, unless empty), on the caller's write transaction: with `isolated`, suspects
-/// only, marked isolated; otherwise operations that are not suspects.
+/// only, marked isolated; otherwise operations that are not suspects. Under `limited`, only
+/// those the limits across the fleet let it take, in the order given, and the claims are
+/// recorded in the limits' windows.
 async fn claim(
+    conn: &mut SqliteConnection,
+    ids: &[String],
+    kinds: &[String],
+    claimant: &Claimant,
+    now: DateTime<Utc>,
+    isolated: bool,
+    limited: Option<&mut Limited>,
+) -> Result<Vec<Claimed>> {
+    match limited {
+        None => claim_ids(conn, ids, kinds, claimant, now, isolated).await,
+        Some(l) => {
+            let allowed = limits::allowed(conn, l, ids).await?;
+            let claimed = claim_ids(conn, &allowed, kinds, claimant, now, isolated).await?;
+            limits::record_claims(conn, l, &claimed).await?;
+            Ok(claimed)
+        }
+    }
+}
+
+/// Runs claim_by_ids.sql on `ids`, as [`claim`] says.
+async fn claim_ids(
     conn: &mut SqliteConnection,
     ids: &[String],
     kinds: &[String],

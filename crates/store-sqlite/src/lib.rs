@@ -34,6 +34,7 @@ mod fenced;
 mod filter;
 mod kinds;
 mod leader;
+mod limits;
 mod quarantine;
 mod read;
 mod reconcile;

@@ -285,6 +285,27 @@ pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
 pub(crate) const RETENTION_BACKLOG_SLOTS_REMOVE: &str =
     include_str!("sql/retention_backlog_slots_remove.sql");
 
+/// The limits a claim may reach.
+pub(crate) const LIMITS_LOCK: &str = include_str!("sql/limits_lock.sql");
+
+/// Running operations of the limited kinds and dependencies.
+pub(crate) const LIMITS_RUNNING: &str = include_str!("sql/limits_running.sql");
+
+/// The kind and dependency of picked operations.
+pub(crate) const LIMITS_ROWS: &str = include_str!("sql/limits_rows.sql");
+
+/// Writes back a limit's window of recent starts.
+pub(crate) const LIMITS_RECORD: &str = include_str!("sql/limits_record.sql");
+
+/// Sets or replaces a limit.
+pub(crate) const LIMITS_SET: &str = include_str!("sql/limits_set.sql");
+
+/// Removes a limit.
+pub(crate) const LIMITS_REMOVE: &str = include_str!("sql/limits_remove.sql");
+
+/// Every limit with its running count.
+pub(crate) const LIMITS_LIST: &str = include_str!("sql/limits_list.sql");
+
 #[cfg(test)]
 mod tests {
     use super::*;

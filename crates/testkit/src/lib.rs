@@ -9,6 +9,7 @@
 pub mod archive_cases;
 pub mod fenced_cases;
 pub mod fixture;
+pub mod limit_cases;
 pub mod model;
 pub mod operator_cases;
 pub mod redrive_cases;
@@ -222,6 +223,9 @@ macro_rules! store_conformance_tests {
             store_cases::remote_id_and_steps_are_fenced,
             store_cases::wake_due_picks_each_due_operation_once_per_interval,
             store_cases::enqueued_as_woken_waits_for_the_rewake_interval,
+            limit_cases::running_limits_hold_for_every_claim,
+            limit_cases::a_claim_takes_only_the_room_left,
+            limit_cases::a_rate_admits_at_most_its_starts_per_second,
             fixture::malformed_input_is_dead_after_one_attempt,
             fixture::transient_outage_retries_at_0_60_360_then_succeeds,
             fixture::long_outage_ends_after_six_attempts_at_the_ladder_times,

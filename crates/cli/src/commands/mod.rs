@@ -10,6 +10,7 @@ pub(crate) mod dashboard;
 mod demo;
 mod enqueue;
 pub(crate) mod import;
+pub(crate) mod limits;
 mod migrate;
 mod ops;
 pub(crate) mod quarantine;
@@ -44,6 +45,8 @@ pub(crate) async fn run(cli: Cli, explicit_database: bool) -> anyhow::Result<()>
         Command::Resume(a) => controls::resume(g, a).await,
         Command::Postpone(a) => controls::postpone(g, a).await,
         Command::Controls(a) => controls::list(g, a).await,
+        Command::Limit(a) => limits::set(g, a).await,
+        Command::Limits(a) => limits::list(g, a).await,
         Command::Quarantine(a) => quarantine::quarantine(g, a).await,
         Command::Release(a) => quarantine::release(g, a).await,
         Command::Cancel(a) => cancel::run(g, a).await,

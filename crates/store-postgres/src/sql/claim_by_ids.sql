@@ -5,6 +5,8 @@
 -- (claim_suspect.sql). Walks the primary key: the rows are found by id alone, locked
 -- (skipping rows another claimer holds) and only then checked, because a condition on status
 -- beside the ids would let a planner with a stale estimate scan every pending row instead.
+-- Limits across the fleet as in claim_eligible.sql: the kinds $7 and dependencies $8 are left
+-- out, and `chosen` takes at most what a limit with little room allows (claim_capped.sql).
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 locked AS MATERIALIZED (
     SELECT id, status, next_eligible_at, give_up_at, kind, last_failure_class, dependency,
@@ -19,11 +21,15 @@ picked AS (
       AND (give_up_at IS NULL OR give_up_at >= now.t)
       AND (cardinality($3::text[]) = 0 OR kind = ANY($3))
       AND /*not_held_back*/
+      AND NOT (kind = ANY($7::text[])) AND (dependency IS NULL OR NOT (dependency = ANY($8::text[])))
+),
+chosen AS (
+    /*chosen*/
 )
 UPDATE operations o
 SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
     lease_until = now.t + $4::int8 * interval '1 millisecond', claimed_at = now.t,
     worker_id = $5, code_version = $6, isolated = false, updated_at = now.t
-FROM picked, now
-WHERE o.id = picked.pid
+FROM chosen, now
+WHERE o.id = chosen.pid
 RETURNING o.*

@@ -14,6 +14,11 @@
 -- rows, so a claim reads at most $3 rows past the empty ranges. It runs in a transaction opened
 -- with WALK_PENDING_IN_ORDER (sql.rs), so that the planner never fetches and sorts every pending
 -- row instead.
+--
+-- Limits across the fleet (core's ClaimAllowance; README, "Limits across the fleet"): the walks
+-- leave out the kinds $9 and dependencies $10 that may take nothing now, so they do not use up
+-- the batch; `chosen` is every picked row, or, when some limit has room for only a few
+-- (claim_capped.sql, spliced in by sql.rs), at most that many of each.
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 aged AS (
     SELECT id FROM operations
@@ -22,6 +27,7 @@ aged AS (
       AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back_aged*/
+      AND NOT (kind = ANY($9::text[])) AND (dependency IS NULL OR NOT (dependency = ANY($10::text[])))
     ORDER BY next_eligible_at, id
     LIMIT $3
     FOR UPDATE OF operations SKIP LOCKED
@@ -37,6 +43,8 @@ leveled AS (
           AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
           AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
           AND /*not_held_back*/
+          AND NOT (kind = ANY($9::text[]))
+          AND (dependency IS NULL OR NOT (dependency = ANY($10::text[])))
         ORDER BY next_eligible_at, id
         LIMIT $3
         FOR UPDATE OF operations SKIP LOCKED
@@ -47,11 +55,14 @@ picked AS (
     UNION ALL
     SELECT id FROM leveled
     LIMIT $3
+),
+chosen AS (
+    /*chosen*/
 )
 UPDATE operations o
 SET status = 'running', attempt = o.attempt + 1, claim_token = gen_random_uuid(),
     lease_until = now.t + $4::int8 * interval '1 millisecond', claimed_at = now.t,
     worker_id = $5, code_version = $6, isolated = false, updated_at = now.t
-FROM picked, now
-WHERE o.id = picked.pid
+FROM chosen, now
+WHERE o.id = chosen.pid
 RETURNING o.*

@@ -3,7 +3,8 @@
 -- eligible first, skipping rows another claimer holds, to run isolated: alone in its worker.
 -- attempt + 1, a new claim token, a lease of $3 ms, the claimant ($4 worker, $5 code version),
 -- isolated. $1 is "now" (NULL: the database's clock). Walks the partial index
--- operations_pending_suspect, which holds only waiting suspects.
+-- operations_pending_suspect, which holds only waiting suspects. The kinds $6 and dependencies
+-- $7 are left out: a limit across the fleet lets them take nothing now (claim_eligible.sql).
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 picked AS (
     SELECT id AS pid FROM operations
@@ -12,6 +13,7 @@ picked AS (
       AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back*/
+      AND NOT (kind = ANY($6::text[])) AND (dependency IS NULL OR NOT (dependency = ANY($7::text[])))
     ORDER BY next_eligible_at, id
     LIMIT 1
     FOR UPDATE OF operations SKIP LOCKED

@@ -7,6 +7,8 @@
 -- INDEXED BY: without statistics SQLite prefers operations_status_kind and sorts every pending
 -- row; the partial index operations_pending_eligible reads eligible rows in claim order and
 -- stops at the limit, so the cost does not grow with finished rows.
+-- Limits across the fleet: the kinds ?5 and dependencies ?6 (JSON arrays) may take nothing
+-- now (core's ClaimAllowance), so they are left out and do not use up the pick.
 SELECT o.id
 FROM operations AS o INDEXED BY operations_pending_eligible
 WHERE o.status = 'pending'
@@ -15,5 +17,7 @@ WHERE o.status = 'pending'
   AND (o.give_up_at IS NULL OR o.give_up_at >= ?1)
   AND (json_array_length(?2) = 0 OR o.kind IN (SELECT value FROM json_each(?2)))
   AND /*not_held_back*/
+  AND o.kind NOT IN (SELECT value FROM json_each(?5))
+  AND (o.dependency IS NULL OR o.dependency NOT IN (SELECT value FROM json_each(?6)))
 ORDER BY o.next_eligible_at, o.id
 LIMIT ?3
