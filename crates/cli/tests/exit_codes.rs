@@ -129,6 +129,12 @@ fn bad_inputs() -> Vec<(&'static str, Vec<&'static str>, &'static str)> {
         ),
         ("schedules", bad_url(&["schedules"]), "the database URL"),
         (
+            "limit",
+            vec!["limit", "--kind", "k", "--running", "0"],
+            "oprec pause --kind k",
+        ),
+        ("limits", bad_url(&["limits"]), "the database URL"),
+        (
             "retention show",
             vec!["retention", "show", "--retain-succeeded", "a week"],
             "--retain-succeeded",

@@ -4,12 +4,14 @@
 //! rate and by code version, unknown outcomes awaiting reconciliation, attempts by dependency,
 //! backlog age, pending work of kinds no live worker handles (unhandled), and the pauses and
 //! postponements in force with the eligible work each holds back (the oldest eligible figure
-//! leaves that work out). `--json` prints the store's `StatsReport` as it is.
+//! leaves that work out), and the limits across the fleet with their use. `--json` prints the
+//! store's `StatsReport` with the limits added as `limits`.
 
 use std::collections::BTreeMap;
 
 use clap::Args;
 use oprec::operator::StatsReport;
+use oprec::{LimitScope, LimitUse};
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
@@ -28,10 +30,47 @@ pub(crate) struct StatsArgs {
 pub(crate) async fn run(global: &Global, args: StatsArgs) -> anyhow::Result<()> {
     let backend = Backend::connect(&global.database_url).await?;
     let report = backend.store.stats().await.map_err(store_error)?;
+    let limits = oprec::ops::limits::list(backend.store.as_ref()).await?;
     if args.json {
-        return output::json(&report);
+        let mut v = serde_json::to_value(&report)?;
+        v["limits"] = serde_json::to_value(&limits)?;
+        return output::json(&v);
     }
-    output::human(&render(&report, &backend.url))
+    let mut text = render(&report, &backend.url);
+    text.push_str(&limits_text(&limits, &report));
+    output::human(&text)
+}
+
+/// The limits across the fleet with their use now, and, for a dependency, the attempts against
+/// it in the last hour per second (the seeds' "rate by dependency") beside its rate limit.
+fn limits_text(limits: &[LimitUse], r: &StatsReport) -> String {
+    let mut out = "\nlimits across the fleet (work beyond them waits, unspent)\n".to_owned();
+    if limits.is_empty() {
+        out.push_str("  no limits (`oprec limit` sets one)\n");
+        return out;
+    }
+    let mut t = Table::new(&["LIMITED", "LIMIT", "USE NOW", "LAST HOUR"]);
+    for u in limits {
+        let last_hour = match u.limit.scope {
+            LimitScope::Dependency => {
+                let n = r
+                    .attempts_last_hour_by_dependency
+                    .get(&u.limit.value)
+                    .copied()
+                    .unwrap_or(0);
+                format!("{} attempts ({:.1}/s)", count(n), n as f64 / 3600.0)
+            }
+            LimitScope::Kind => "-".to_owned(),
+        };
+        t.row(vec![
+            format!("{} {}", u.limit.scope, u.limit.value),
+            oprec::ops::limits::bounds(&u.limit),
+            oprec::ops::limits::usage(u),
+            last_hour,
+        ]);
+    }
+    out.push_str(&t.render("  "));
+    out
 }
 
 /// A two-column table of a count map in its keys' order (a typed key's declaration order: the
