@@ -27,10 +27,10 @@ pub(crate) struct Presence(std::sync::Mutex<Option<(std::time::Instant, bool)>>)
 impl Presence {
     /// Whether a limit exists, looked up again when the last look is older than the TTL.
     pub async fn any(&self, store: &PgStore) -> Result<bool> {
-        if let Some((at, any)) = *self.0.lock().expect("a plain value") {
-            if at.elapsed() < PRESENCE_TTL {
-                return Ok(any);
-            }
+        if let Some((at, any)) = *self.0.lock().expect("a plain value")
+            && at.elapsed() < PRESENCE_TTL
+        {
+            return Ok(any);
         }
         let any: bool = sqlx::query_scalar(sql::LIMITS_ANY)
             .fetch_one(&store.pool)
