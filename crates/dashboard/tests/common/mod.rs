@@ -56,6 +56,9 @@ pub fn dashboard(store: &PgStore, token: Option<&str>) -> Dashboard {
         transport_name: None,
         store_name: "postgres://postgres@127.0.0.1:5432/test".into(),
         token: token.map(|t| Token::new(t).expect("test token")),
+        allowed_hosts: Vec::new(),
+        read_requires_token: false,
+        sign_in_limits: Default::default(),
     }
 }
 
