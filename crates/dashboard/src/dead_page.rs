@@ -166,25 +166,29 @@ pub(crate) async fn groups(
             }
         }
         (filter_form("/dead", &f, "Filter"))
-        @if p.matched == 0 {
-            p.empty { "No dead operation matches. Nothing to re-drive." }
-        } @else {
-            section.panel {
-                div.panel-h {
-                    h2 {
-                        (count(p.matched)) " dead operation" @if p.matched != 1 { "s" }
-                        " in " (p.groups.len()) " group" @if p.groups.len() != 1 { "s" }
+        div #dead-live data-live-region {
+            @if p.matched == 0 {
+                p.empty { "No dead operation matches. Nothing to re-drive." }
+            } @else {
+                section.panel {
+                    div.panel-h {
+                        h2 {
+                            (count(p.matched)) " dead operation" @if p.matched != 1 { "s" }
+                            " in " (p.groups.len()) " group" @if p.groups.len() != 1 { "s" }
+                        }
+                        a.button.primary #review-all href={ "/redrive" (f.query()) } {
+                            "Review re-drive of all " (count(p.matched)) "…"
+                        }
                     }
-                    a.button.primary #review-all href={ "/redrive" (f.query()) } {
-                        "Review re-drive of all " (count(p.matched)) "…"
-                    }
+                    (groups_table(p, &f))
+                    (samples(p))
                 }
-                (groups_table(p, &f))
-                (samples(p))
             }
         }
     };
-    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(body))
+    Ok(Page::new("Dead letters", Nav::Dead, &viewer)
+        .body(body)
+        .live(crate::operations_page::LIST_LIVE_SECONDS))
 }
 
 /// The filter as a sentence.

@@ -1,6 +1,7 @@
 //! The layout around every page: the document head (stylesheet and script, both served by the
 //! dashboard itself), the top navigation with the page in view marked, who is signed in, and the
-//! footer. Pages hand it their body as [`Markup`]; it is rendered by maud, which escapes every
+//! footer. A live page names how often its script refreshes the parts marked
+//! `data-live-region` in place (see `assets/app.js`); without the script it is an ordinary page. Pages hand it their body as [`Markup`]; it is rendered by maud, which escapes every
 //! value spliced into it.
 
 use axum::http::{HeaderValue, header};
@@ -42,6 +43,7 @@ pub(crate) struct Page {
     viewer: Viewer,
     body: Markup,
     refresh: Option<u32>,
+    live: Option<u32>,
 }
 
 impl Page {
@@ -52,6 +54,7 @@ impl Page {
             viewer: viewer.clone(),
             body: Markup::default(),
             refresh: None,
+            live: None,
         }
     }
 
@@ -60,9 +63,17 @@ impl Page {
         self
     }
 
-    /// Reload the page every `seconds` (progress pages).
+    /// Follow the page every `seconds` (progress pages): live with the script, by reloading
+    /// the whole page without it.
     pub fn refresh(mut self, seconds: u32) -> Self {
         self.refresh = Some(seconds);
+        self.live(seconds)
+    }
+
+    /// With the script, refresh the page's `data-live-region` parts every `seconds` in place
+    /// (pausable); without it, nothing changes until a reload.
+    pub fn live(mut self, seconds: u32) -> Self {
+        self.live = Some(seconds);
         self
     }
 
@@ -87,13 +98,14 @@ impl Page {
                     meta charset="utf-8";
                     meta name="viewport" content="width=device-width, initial-scale=1";
                     @if let Some(seconds) = self.refresh {
-                        meta http-equiv="refresh" content=(seconds);
+                        // The script follows the page in place; without it, reload.
+                        noscript { meta http-equiv="refresh" content=(seconds); }
                     }
                     title { (self.title) " · oprec" }
                     link rel="stylesheet" href="/assets/style.css";
                     script src="/assets/app.js" defer {}
                 }
-                body {
+                body data-live=[self.live] {
                     header.top {
                         a.brand href="/" { span.logo { "◆" } " oprec" }
                         nav {

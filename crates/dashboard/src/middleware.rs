@@ -109,7 +109,7 @@ pub(crate) async fn refuse_cross_site(req: Request, next: Next) -> Response {
 }
 
 /// Security headers on every response: no framing, no sniffing, no inline scripts, no caching
-/// of pages.
+/// of pages; the script may fetch this dashboard's own pages (live updates), nothing else.
 pub(crate) async fn headers(req: Request, next: Next) -> Response {
     let mut res = next.run(req).await;
     let h = res.headers_mut();
@@ -117,7 +117,7 @@ pub(crate) async fn headers(req: Request, next: Next) -> Response {
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
             "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self' data:; \
-             form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
         ),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));

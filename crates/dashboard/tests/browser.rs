@@ -2,7 +2,8 @@
 //! operator loads the overview, filters operations, opens one, signs in, re-drives dead
 //! operations through the dry run and the confirmation, and the database shows them re-driven;
 //! then pauses and resumes a dependency;
-//! a form posted from another site is refused in the browser too.
+//! a form posted from another site is refused in the browser too; the overview and a list follow
+//! new operations without a reload, and stop while paused.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/test installs them). A missing
 //! browser fails these tests with a message; it never skips them. With
@@ -17,7 +18,7 @@ use std::process::Stdio;
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
-use common::{TOKEN, count_in, dashboard, fresh_store, seed};
+use common::{TOKEN, count_in, dashboard, enqueue, fresh_store, seed};
 use fantoccini::error::CmdError;
 use fantoccini::{Client, ClientBuilder, Locator};
 use oprec_core::operator::{AuditListParams, OperationFilter};
@@ -524,4 +525,97 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Waits until the page's live script is running, then marks the document: a reload would
+/// lose the mark.
+async fn live_and_marked(c: &Client) {
+    c.wait()
+        .at_most(StdDuration::from_secs(10))
+        .for_element(Locator::Css("body[data-live-ready='true']"))
+        .await
+        .expect("the live script starts");
+    c.execute("window.__oprecStay = true; return null;", vec![])
+        .await
+        .expect("mark the document");
+}
+
+async fn not_reloaded(c: &Client) -> bool {
+    c.execute("return window.__oprecStay === true;", vec![])
+        .await
+        .expect("read the mark")
+        == json!(true)
+}
+
+/// Waits up to `seconds` for `check` to hold of the text at `css`.
+async fn until_text(c: &Client, css: &str, seconds: u64, check: impl Fn(&str) -> bool) -> String {
+    let until = std::time::Instant::now() + StdDuration::from_secs(seconds);
+    loop {
+        let t = match c.find(Locator::Css(css)).await {
+            Ok(e) => e.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if check(&t) {
+            return t;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{css} still reads {t:?} after {seconds} s"
+        );
+        tokio::time::sleep(StdDuration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_and_a_list_follow_new_operations_without_a_reload() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    seed(&store, 10).await;
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+
+    // The overview's Pending card moves by itself when work arrives.
+    c.goto(&format!("{base}/")).await.unwrap();
+    live_and_marked(&c).await;
+    let figure = |t: &str| t.replace(',', "").trim().parse::<u64>().ok();
+    let before = figure(&text(&c, ".card .card-v").await).expect("the pending figure");
+    enqueue(&store, "report.build", 25).await;
+    let after = until_text(&c, ".card .card-v", 30, |t| figure(t) == Some(before + 25)).await;
+    assert_eq!(figure(&after), Some(before + 25));
+    assert!(not_reloaded(&c).await, "updated in place, not reloaded");
+    assert!(text(&c, "#live-state").await.contains("updated"));
+
+    // A list follows too, except while paused.
+    c.goto(&format!("{base}/operations?kind=export.csv"))
+        .await
+        .unwrap();
+    live_and_marked(&c).await;
+    assert!(text(&c, "#ops-live").await.contains("No operation matches"));
+    let toggle = c.find(Locator::Id("live-toggle")).await.unwrap();
+    assert_eq!(toggle.text().await.unwrap(), "Pause live updates");
+    toggle.click().await.unwrap();
+    let toggle = c.find(Locator::Id("live-toggle")).await.unwrap();
+    assert_eq!(
+        toggle.attr("aria-pressed").await.unwrap().as_deref(),
+        Some("true")
+    );
+    enqueue(&store, "export.csv", 3).await;
+    // Longer than a list's interval (5 s): nothing moves while paused.
+    tokio::time::sleep(StdDuration::from_secs(7)).await;
+    assert!(text(&c, "#ops-live").await.contains("No operation matches"));
+    toggle.click().await.unwrap();
+    until_text(&c, "#ops-live", 15, |t| {
+        t.matches("export.csv").count() == 3
+    })
+    .await;
+    assert_eq!(
+        c.find_all(Locator::Css("#ops tbody tr"))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(not_reloaded(&c).await, "updated in place, not reloaded");
+    c.close().await.expect("close the browser");
 }

@@ -276,6 +276,24 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
     }
 }
 
+/// Enqueues `n` new `kind` operations, eligible now, as a service would.
+pub async fn enqueue(store: &PgStore, kind: &str, n: usize) {
+    let now = store.now().await.expect("the store's clock");
+    let batch = (0..n)
+        .map(|i| {
+            NewOperation::new(
+                kind,
+                json!({ "n": i }),
+                &policy(),
+                EnqueueOptions::default(),
+                now,
+            )
+            .expect("new operation")
+        })
+        .collect();
+    store.operation_insert_many(batch).await.expect("enqueue");
+}
+
 /// How many operations matching `filter` are in `status`.
 pub async fn count_in(store: &PgStore, filter: &OperationFilter, status: Status) -> u64 {
     store
