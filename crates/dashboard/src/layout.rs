@@ -82,7 +82,8 @@ impl Page {
         html! {
             @match (&self.viewer.session, self.viewer.can_act) {
                 (Some(s), _) => form.inline method="post" action="/logout" {
-                    span.who { (s.name) } " " button.link type="submit" { "Sign out" }
+                    span.who { (s.name) } " "
+                    button.link type="submit" aria-label={ "Sign out " (s.name) } { "Sign out" }
                 },
                 (None, true) => a.signin href="/login" { "Sign in" },
                 (None, false) => span.ro title="Started without an operator token" { "read-only" },
@@ -106,9 +107,10 @@ impl Page {
                     script src="/assets/app.js" defer {}
                 }
                 body data-live=[self.live] {
+                    a.skip href="#main" { "Skip to content" }
                     header.top {
                         a.brand href="/" { span.logo { "◆" } " oprec" }
-                        nav {
+                        nav aria-label="Pages" {
                             @for (nav, href, label) in LINKS {
                                 @let here = nav == self.nav;
                                 a href=(href)
@@ -118,7 +120,7 @@ impl Page {
                         }
                         div.session { (self.session()) }
                     }
-                    main { (self.body) }
+                    main #main tabindex="-1" { (self.body) }
                     footer {
                         "oprec operator dashboard · the database row is the record; the broker is \
                          only a doorbell"

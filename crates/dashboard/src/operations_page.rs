@@ -196,15 +196,17 @@ pub(crate) async fn page(
                     }
                 }
             } @else {
-                table.grid.ops #ops {
-                    thead {
-                        tr {
-                            th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
-                            th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
+                div.scroll data-scroll {
+                    table.grid.ops #ops {
+                        thead {
+                            tr {
+                                th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
+                                th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
+                            }
                         }
-                    }
-                    tbody {
-                        @for o in &ops { (row(o, now)) }
+                        tbody {
+                            @for o in &ops { (row(o, now)) }
+                        }
                     }
                 }
             }
