@@ -110,9 +110,9 @@ pub(crate) async fn refuse_unknown_host(
         }
         _ => refusal(
             StatusCode::BAD_REQUEST,
-            "This request has no Host header naming a host; the dashboard answers only requests that \
-             name it (its listen address, localhost, a loopback address or an --allowed-host \
-             name).\n"
+            "This request has no Host header naming a host; the dashboard answers only requests \
+             that name it (its listen address, localhost, a loopback address or an \
+             --allowed-host name).\n"
                 .into(),
         ),
     }

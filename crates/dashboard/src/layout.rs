@@ -1,8 +1,9 @@
 //! The layout around every page: the document head (stylesheet and script, both served by the
 //! dashboard itself), the top navigation with the page in view marked, who is signed in, and the
-//! footer. A live page names how often its script refreshes the parts marked
-//! `data-live-region` in place (see `assets/app.js`); without the script it is an ordinary page. Pages hand it their body as [`Markup`]; it is rendered by maud, which escapes every
-//! value spliced into it.
+//! footer, after a skip link to the content. Pages hand it their body as [`Markup`]; it is
+//! rendered by maud, which escapes every value spliced into it. A live page names how often its
+//! script refreshes the parts marked `data-live-region` in place (see `assets/app.js`); without
+//! the script it is an ordinary page.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};

@@ -914,7 +914,7 @@ async fn only_requests_naming_the_dashboard_are_answered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_served_dashboard_answers_to_its_listen_address_over_tcp() {
+async fn served_on_ipv6_loopback_it_answers_its_address_and_refuses_other_names() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let store = fresh_store().await;
     let listener = tokio::net::TcpListener::bind("[::1]:0")

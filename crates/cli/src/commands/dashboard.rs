@@ -15,23 +15,24 @@ use crate::backend::{self, Backend};
 use crate::cli::Global;
 use crate::exit::bad;
 
+/// `oprec dashboard --help`: what it serves and the security rules it enforces.
+pub(crate) const LONG_ABOUT: &str = "\
+Serve the operator dashboard: the stats, the operations list, one operation with its attempt \
+history, dead letters with the re-drive flow (dry run, confirm with a rate, progress), pauses, \
+quarantine and the transport purge.\n\n\
+Reading needs nothing unless --read-requires-token is given. Every action needs the operator \
+token: sign in with it on the page (an HttpOnly, SameSite=Strict session cookie; every form \
+carries a CSRF token), or send `Authorization: Bearer TOKEN`. Without a token the dashboard is \
+read-only. Signing out ends the session on the server: a copied cookie stops working (sessions \
+live in the process; a restart ends them all). Wrong tokens are throttled per client address and \
+in all: past 5 from one address (or 30 in all) the next tries get 429 with Retry-After. Prefer \
+OPREC_DASHBOARD_TOKEN to --token: command lines are visible to other users of the machine.\n\n\
+Against DNS rebinding, a request is answered only when its Host is the listen address, localhost \
+or a loopback address (any address when listening on all of them), or a name given with \
+--allowed-host; others get 421 naming the flag.";
+
 /// `oprec dashboard`.
 #[derive(Debug, Args)]
-#[command(
-    long_about = "Serve the operator dashboard: the stats, the operations list, one operation \
-with its attempt history, dead letters with the re-drive flow (dry run, confirm with a rate, \
-progress), pauses, quarantine and the transport purge.\n\nReading needs nothing unless \
---read-requires-token is given. Every action needs the operator token: sign in with it on the \
-page (an HttpOnly, SameSite=Strict session cookie; every form carries a CSRF token), or send \
-`Authorization: Bearer TOKEN`. Without a token the dashboard is read-only. Signing out ends the \
-session on the server: a copied cookie stops working (sessions live in the process; a restart \
-ends them all). Wrong tokens are throttled per client address and in all: past 5 from one \
-address (or 30 in all) the next tries get 429 with Retry-After. Prefer OPREC_DASHBOARD_TOKEN to \
---token: command lines are visible to other users of the machine.\n\nAgainst DNS rebinding, a \
-request is answered only when its Host is the listen address, localhost or a loopback address \
-(any address when listening on all of them), or a name given with --allowed-host; others get \
-421 naming the flag."
-)]
 pub(crate) struct DashboardArgs {
     /// The address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
