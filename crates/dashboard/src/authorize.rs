@@ -131,7 +131,7 @@ fn authorize(state: &AppState, caller: &Caller, csrf: Option<&str>) -> Result<St
     }
 }
 
-pub(crate) fn unauthorized() -> AppError {
+fn unauthorized() -> AppError {
     AppError::new(
         StatusCode::UNAUTHORIZED,
         "Sign-in needed",
