@@ -168,6 +168,7 @@ pub(crate) enum Command {
     /// The recurring kinds: next tick, last tick and its operation's status, whether served.
     Schedules(SchedulesArgs),
     /// Serve the operator web dashboard (loopback; actions need the operator token).
+    #[command(long_about = crate::commands::dashboard::LONG_ABOUT)]
     Dashboard(DashboardArgs),
     /// Import a legacy queue (a Redis list or an AMQP queue of JSON jobs) as operations.
     Import(ImportArgs),

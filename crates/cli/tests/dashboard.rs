@@ -1,6 +1,8 @@
 //! `oprec dashboard` as a process: bad flags are one-line messages (exit 2) that never repeat the
-//! token, a non-loopback address must be asked for, and a started dashboard serves its pages
-//! without printing the token. The pages themselves are tested in crates/dashboard.
+//! token, a non-loopback address must be asked for and draws a warning about plain HTTP, only
+//! requests naming the dashboard (or an `--allowed-host`) are answered, and a started dashboard
+//! serves its pages without printing the token. The pages themselves are tested in
+//! crates/dashboard.
 
 mod common;
 
@@ -22,6 +24,94 @@ fn bad_flags_are_one_line_and_never_echo_the_token() {
     let r = o.run(&["dashboard", "--token", "short-s3cret"]);
     r.bad_input("at least 16 characters");
     assert!(!r.stderr.contains("short-s3cret"), "{}", r.stderr);
+    for host in [
+        "ops.example.com:8080",
+        "https://ops.example.com",
+        "two words",
+        "",
+    ] {
+        o.run(&["dashboard", "--allowed-host", host])
+            .bad_input("--allowed-host");
+    }
+    o.run(&["dashboard", "--read-requires-token"])
+        .bad_input("--read-requires-token needs the operator token");
+}
+
+/// Sends `GET /` naming `host` to `addr`; the whole answer.
+fn get_naming(addr: &str, host: &str) -> String {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    write!(
+        s,
+        "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut page = String::new();
+    s.read_to_string(&mut page).unwrap();
+    page
+}
+
+#[test]
+fn a_non_loopback_listener_warns_of_plain_http_and_answers_only_its_names() {
+    let o = Oprec::migrated();
+    let mut child = o
+        .command(&[
+            "dashboard",
+            "--listen",
+            "0.0.0.0:0",
+            "--allow-non-loopback",
+            "--allowed-host",
+            "ops.example.com",
+        ])
+        .env("OPREC_DASHBOARD_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start oprec dashboard");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut warning = String::new();
+    stderr.read_line(&mut warning).expect("the warning");
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the address line");
+    assert!(
+        warning.starts_with("oprec dashboard: warning: listening on 0.0.0.0:"),
+        "{warning}"
+    );
+    for said in [
+        "not loopback",
+        "without TLS",
+        "TLS proxy",
+        "--read-requires-token",
+    ] {
+        assert!(warning.contains(said), "{said}: {warning}");
+    }
+    assert!(!warning.contains(TOKEN));
+    assert!(
+        line.starts_with("oprec dashboard: http://0.0.0.0:"),
+        "{line}"
+    );
+    let port = line
+        .trim_start_matches("oprec dashboard: http://0.0.0.0:")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let addr = format!("127.0.0.1:{port}");
+    // Listening on every address, it answers to any address, and to the allowed name.
+    for host in [
+        addr.clone(),
+        format!("10.9.8.7:{port}"),
+        "localhost".into(),
+        "ops.example.com".into(),
+    ] {
+        let page = get_naming(&addr, &host);
+        assert!(page.starts_with("HTTP/1.1 200"), "{host}: {page}");
+    }
+    let refused = get_naming(&addr, "attacker.example");
+    assert!(refused.starts_with("HTTP/1.1 421"), "{refused}");
+    assert!(refused.contains("--allowed-host"), "{refused}");
+    child.kill().expect("stop the dashboard");
+    child.wait().ok();
 }
 
 #[test]

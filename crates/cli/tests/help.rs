@@ -65,6 +65,30 @@ fn help_documents_the_interface() {
 }
 
 #[test]
+fn dashboard_help_states_the_security_rules() {
+    let out = common::bin()
+        .args(["dashboard", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in [
+        "--allowed-host <NAME>",
+        "--read-requires-token",
+        "--allow-non-loopback",
+        "DNS rebinding",
+        "421",
+        "Signing out ends the session",
+        "429 with Retry-After",
+        "A warning says so at start",
+    ] {
+        assert!(
+            text.contains(needle),
+            "dashboard --help lacks {needle}: {text}"
+        );
+    }
+}
+
+#[test]
 fn archive_help_teaches_the_workflow() {
     let out = common::bin().args(["archive", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

@@ -66,53 +66,55 @@ pub(crate) async fn page(
             p.empty { "No alert matches: nothing has been told to an owner." }
         } @else {
             div {
-                table.grid #alerts {
-                    thead {
-                        tr {
-                            th { "When" } th { "Event" } th { "About" } th { "Route" }
-                            th { "Status" } th.num { "Tries" } th { "Summary" }
-                            th { "Next action" } th { "Last error" }
-                        }
-                    }
-                    tbody {
-                        @for a in &rows {
+                div.scroll data-scroll {
+                    table.grid #alerts {
+                        thead {
                             tr {
-                                td { (when(a.source_at, now)) }
-                                td { strong { (a.event) } }
-                                td {
-                                    @match (&a.operation_id, &a.dependency) {
-                                        (_, Some(d)) if a.event == AlertEvent::Paused => {
-                                            "dependency " code { (d) }
+                                th { "When" } th { "Event" } th { "About" } th { "Route" }
+                                th { "Status" } th.num { "Tries" } th { "Summary" }
+                                th { "Next action" } th { "Last error" }
+                            }
+                        }
+                        tbody {
+                            @for a in &rows {
+                                tr {
+                                    td { (when(a.source_at, now)) }
+                                    td { strong { (a.event) } }
+                                    td {
+                                        @match (&a.operation_id, &a.dependency) {
+                                            (_, Some(d)) if a.event == AlertEvent::Paused => {
+                                                "dependency " code { (d) }
+                                            }
+                                            (Some(id), _) => {
+                                                a href={ "/operations/" (id) } { code { (id) } }
+                                            }
+                                            (None, Some(d)) => { "dependency " code { (d) } }
+                                            (None, None) => { "—" }
                                         }
-                                        (Some(id), _) => {
-                                            a href={ "/operations/" (id) } { code { (id) } }
-                                        }
-                                        (None, Some(d)) => { "dependency " code { (d) } }
-                                        (None, None) => { "—" }
                                     }
-                                }
-                                td {
-                                    (or_dash(a.route.as_deref()))
-                                    @if let Some(t) = a.target.as_deref().filter(|t| !t.is_empty()) {
-                                        br; span.muted { (t) }
-                                    }
-                                }
-                                td {
-                                    @match a.status {
-                                        AlertStatus::Sent => {
-                                            "sent "
-                                            @if let Some(at) = a.sent_at { (when(at, now)) }
+                                    td {
+                                        (or_dash(a.route.as_deref()))
+                                        @if let Some(t) = a.target.as_deref().filter(|t| !t.is_empty()) {
+                                            br; span.muted { (t) }
                                         }
-                                        AlertStatus::Failed => {
-                                            strong { "failed" } ", next try " (when(a.due_at, now))
-                                        }
-                                        AlertStatus::Pending => { "pending" }
                                     }
+                                    td {
+                                        @match a.status {
+                                            AlertStatus::Sent => {
+                                                "sent "
+                                                @if let Some(at) = a.sent_at { (when(at, now)) }
+                                            }
+                                            AlertStatus::Failed => {
+                                                strong { "failed" } ", next try " (when(a.due_at, now))
+                                            }
+                                            AlertStatus::Pending => { "pending" }
+                                        }
+                                    }
+                                    td.num { (a.tries) }
+                                    td { (a.summary) }
+                                    td { (or_dash(a.next_action.as_deref())) }
+                                    td { (or_dash(a.last_error.as_deref())) }
                                 }
-                                td.num { (a.tries) }
-                                td { (a.summary) }
-                                td { (or_dash(a.next_action.as_deref())) }
-                                td { (or_dash(a.last_error.as_deref())) }
                             }
                         }
                     }

@@ -30,24 +30,35 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         @if rows.is_empty() {
             p.empty { "No operator action yet." }
         } @else {
-            table.grid #audit {
-                thead {
-                    tr {
-                        th { "When" } th { "Actor" } th { "Action" } th.num { "Affected" }
-                        th { "Filter" } th { "Reason" } th { "Details" }
-                    }
-                }
-                tbody {
-                    @for r in &rows {
-                        @let details: String = r.entry.details.to_string().chars().take(240).collect();
+            div.scroll data-scroll {
+                table.grid #audit {
+                    thead {
                         tr {
-                            td { (when(r.at, now)) }
-                            td { (r.entry.actor) }
-                            td { strong { (r.entry.action) } }
-                            td.num { (count(r.entry.affected)) }
-                            td { code { (r.entry.filter.to_string()) } }
-                            td { (or_dash(r.entry.reason.as_deref())) }
-                            td.details { code { (details) } }
+                            th { "When" } th { "Actor" } th { "Action" } th.num { "Affected" }
+                            th { "Filter" } th { "Reason" } th { "Details" }
+                        }
+                    }
+                    tbody {
+                        @for r in &rows {
+                            @let details: String = r.entry.details.to_string().chars().take(240).collect();
+                            tr {
+                                td { (when(r.at, now)) }
+                                td { (r.entry.actor) }
+                                td { strong { (r.entry.action) } }
+                                td.num { (count(r.entry.affected)) }
+                                td { code { (r.entry.filter.to_string()) } }
+                                td { (or_dash(r.entry.reason.as_deref())) }
+                                // Compact JSON has no spaces: it may wrap after a comma, never
+                                // inside a value.
+                                td.details {
+                                    code {
+                                        @for (i, part) in details.split(',').enumerate() {
+                                            @if i > 0 { "," wbr; }
+                                            (part)
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }

@@ -1,14 +1,16 @@
 //! Authorizing a mutating request: the operator token as a bearer token, or a session cookie
-//! with the form's CSRF token; and the actor each audit entry names.
+//! with the form's CSRF token; and the actor each audit entry names. Every token tried here or at
+//! sign-in goes through [`check_token`], which throttles wrong ones.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 
 use axum::Form;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use oprec_ops::MAX_ACTOR;
 
 use crate::AppState;
@@ -33,6 +35,45 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 .map(|c| c.0),
         })
     }
+}
+
+impl Caller {
+    /// The peer's address, when the server recorded it.
+    pub(crate) fn peer_ip(&self) -> Option<IpAddr> {
+        self.peer.map(|p| p.ip())
+    }
+}
+
+/// The token an `Authorization: Bearer` header carries (empty when it carries none).
+pub(crate) fn bearer(auth: &HeaderValue) -> &str {
+    auth.to_str()
+        .ok()
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .unwrap_or("")
+        .trim()
+}
+
+/// Checks a token someone offers (at sign-in, or as a bearer token): refused while
+/// [`crate::sign_in_throttle`] says the caller has tried too many wrong ones, and counted
+/// against them when wrong.
+pub(crate) fn check_token(
+    state: &AppState,
+    peer: Option<IpAddr>,
+    given: &str,
+) -> Result<(), AppError> {
+    let Some(keys) = &state.keys else {
+        return Err(unauthorized());
+    };
+    let now = Instant::now();
+    state
+        .throttle
+        .check(peer, now)
+        .map_err(AppError::throttled)?;
+    if !keys.is_token(given) {
+        state.throttle.failed(peer, now);
+        return Err(unauthorized());
+    }
+    Ok(())
 }
 
 /// Reads a mutating request's form (an unreadable one as empty) and authorizes it by its `csrf`
@@ -61,14 +102,7 @@ fn authorize(state: &AppState, caller: &Caller, csrf: Option<&str>) -> Result<St
         ));
     };
     if let Some(auth) = caller.headers.get(header::AUTHORIZATION) {
-        let given = auth
-            .to_str()
-            .ok()
-            .and_then(|a| a.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !keys.is_token(given.trim()) {
-            return Err(unauthorized());
-        }
+        check_token(state, caller.peer_ip(), bearer(auth))?;
         let name = match caller.headers.get("x-oprec-actor") {
             Some(v) => actor_name(v.to_str().unwrap_or("\u{0}"))?,
             None => format!(

@@ -94,35 +94,40 @@ fn controls_table(
     }
     let can_act = viewer.why_not("/controls").is_none();
     html! {
-        table.grid #controls {
-            thead {
-                tr {
-                    th { "Scope" } th { "Value" } th { "Action" } th { "Until" } th { "By" }
-                    th { "Since" } th { "Reason" } th {}
-                }
-            }
-            tbody {
-                @for c in controls {
+        div.scroll data-scroll {
+            table.grid #controls {
+                thead {
                     tr {
-                        td { (c.scope.as_str()) }
-                        td { (c.value) }
-                        td { (badge(c.action.as_str())) }
-                        td {
-                            @match c.until {
-                                Some(u) => (when(u, now)),
-                                None => "until resumed",
+                        th { "Scope" } th { "Value" } th { "Action" } th { "Until" } th { "By" }
+                        th { "Since" } th { "Reason" } th {}
+                    }
+                }
+                tbody {
+                    @for c in controls {
+                        tr {
+                            td { (c.scope.as_str()) }
+                            td { (c.value) }
+                            td { (badge(c.action.as_str())) }
+                            td {
+                                @match c.until {
+                                    Some(u) => (when(u, now)),
+                                    None => "until resumed",
+                                }
                             }
-                        }
-                        td { (c.actor) }
-                        td { (when(c.created_at, now)) }
-                        td { (or_dash(c.reason.as_deref())) }
-                        td.right {
-                            @if can_act {
-                                form.inline method="post" action="/controls/resume" {
-                                    (viewer.csrf_field())
-                                    input type="hidden" name="scope" value=(c.scope.as_str());
-                                    input type="hidden" name="value" value=(c.value);
-                                    button.small type="submit" { "Resume" }
+                            td { (c.actor) }
+                            td { (when(c.created_at, now)) }
+                            td { (or_dash(c.reason.as_deref())) }
+                            td.right {
+                                @if can_act {
+                                    form.inline method="post" action="/controls/resume" {
+                                        (viewer.csrf_field())
+                                        input type="hidden" name="scope" value=(c.scope.as_str());
+                                        input type="hidden" name="value" value=(c.value);
+                                        button.small type="submit"
+                                            aria-label={
+                                                "Resume " (c.scope.as_str()) " " (c.value)
+                                            } { "Resume" }
+                                    }
                                 }
                             }
                         }

@@ -73,34 +73,53 @@ fn group_filter(base: &FilterForm, g: &PreviewGroup) -> FilterForm {
     f
 }
 
+/// A group as a screen reader names its links: `webhook.deliver, permanent, permanent`.
+fn group_name(g: &PreviewGroup) -> String {
+    format!(
+        "{}, {}, {}",
+        g.kind,
+        g.class.map_or("no class", |c| c.as_str()),
+        g.reason.map_or("no reason", |r| r.as_str())
+    )
+}
+
 pub(crate) fn groups_table(p: &RedrivePreview, base: &FilterForm) -> Markup {
     html! {
-        table.grid #groups {
-            thead {
-                tr { th { "Kind" } th { "Class" } th { "Reason" } th.num { "Dead" } th {} }
-            }
-            tbody {
-                @for g in &p.groups {
-                    @let f = group_filter(base, g);
-                    @let list = query(&[
-                        ("status", "dead"),
-                        ("kind", &g.kind),
-                        ("class", &f.class),
-                        ("reason", &f.reason),
-                    ]);
-                    tr {
-                        td { (g.kind) }
-                        td {
-                            @match g.class {
-                                Some(c) => (badge(c.as_str())),
-                                None => (or_dash(None)),
+        div.scroll data-scroll {
+            table.grid #groups {
+                thead {
+                    tr { th { "Kind" } th { "Class" } th { "Reason" } th.num { "Dead" } th {} }
+                }
+                tbody {
+                    @for g in &p.groups {
+                        @let f = group_filter(base, g);
+                        @let list = query(&[
+                            ("status", "dead"),
+                            ("kind", &g.kind),
+                            ("class", &f.class),
+                            ("reason", &f.reason),
+                        ]);
+                        tr {
+                            td { (g.kind) }
+                            td {
+                                @match g.class {
+                                    Some(c) => (badge(c.as_str())),
+                                    None => (or_dash(None)),
+                                }
                             }
-                        }
-                        td { (or_dash(g.reason.map(|r| r.as_str()))) }
-                        td.num { (count(g.count)) }
-                        td.right {
-                            a href={ "/operations" (list) } { "list" } " · "
-                            a.button.small href={ "/redrive" (f.query()) } { "Review re-drive…" }
+                            td { (or_dash(g.reason.map(|r| r.as_str()))) }
+                            td.num { (count(g.count)) }
+                            td.right {
+                                @let group = group_name(g);
+                                a href={ "/operations" (list) } aria-label={ "List " (group) } {
+                                    "list"
+                                }
+                                " · "
+                                a.button.small href={ "/redrive" (f.query()) }
+                                    aria-label={ "Review re-drive of " (group) } {
+                                    "Review re-drive…"
+                                }
+                            }
                         }
                     }
                 }
@@ -115,14 +134,16 @@ pub(crate) fn samples(p: &RedrivePreview) -> Markup {
     }
     html! {
         h2 { "Sample errors" }
-        table.grid #samples {
-            thead { tr { th { "ID" } th { "Kind" } th { "Last error" } } }
-            tbody {
-                @for s in &p.samples {
-                    tr {
-                        td.mono { a href={ "/operations/" (s.id) } { (short_id(&s.id)) } }
-                        td { (s.kind) }
-                        td.err { (or_dash(s.error.as_deref())) }
+        div.scroll data-scroll {
+            table.grid #samples {
+                thead { tr { th { "ID" } th { "Kind" } th { "Last error" } } }
+                tbody {
+                    @for s in &p.samples {
+                        tr {
+                            td.mono { a href={ "/operations/" (s.id) } { (short_id(&s.id)) } }
+                            td { (s.kind) }
+                            td.err { (or_dash(s.error.as_deref())) }
+                        }
                     }
                 }
             }
@@ -166,25 +187,29 @@ pub(crate) async fn groups(
             }
         }
         (filter_form("/dead", &f, "Filter"))
-        @if p.matched == 0 {
-            p.empty { "No dead operation matches. Nothing to re-drive." }
-        } @else {
-            section.panel {
-                div.panel-h {
-                    h2 {
-                        (count(p.matched)) " dead operation" @if p.matched != 1 { "s" }
-                        " in " (p.groups.len()) " group" @if p.groups.len() != 1 { "s" }
+        div #dead-live data-live-region {
+            @if p.matched == 0 {
+                p.empty { "No dead operation matches. Nothing to re-drive." }
+            } @else {
+                section.panel {
+                    div.panel-h {
+                        h2 {
+                            (count(p.matched)) " dead operation" @if p.matched != 1 { "s" }
+                            " in " (p.groups.len()) " group" @if p.groups.len() != 1 { "s" }
+                        }
+                        a.button.primary #review-all href={ "/redrive" (f.query()) } {
+                            "Review re-drive of all " (count(p.matched)) "…"
+                        }
                     }
-                    a.button.primary #review-all href={ "/redrive" (f.query()) } {
-                        "Review re-drive of all " (count(p.matched)) "…"
-                    }
+                    (groups_table(p, &f))
+                    (samples(p))
                 }
-                (groups_table(p, &f))
-                (samples(p))
             }
         }
     };
-    Ok(Page::new("Dead letters", Nav::Dead, &viewer).body(body))
+    Ok(Page::new("Dead letters", Nav::Dead, &viewer)
+        .body(body)
+        .live(crate::operations_page::LIST_LIVE_SECONDS))
 }
 
 /// The filter as a sentence.

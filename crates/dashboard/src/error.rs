@@ -14,6 +14,8 @@ pub(crate) struct AppError {
     pub status: StatusCode,
     pub title: String,
     pub message: String,
+    /// Seconds for `Retry-After` (a throttled request).
+    pub retry_after: Option<u64>,
 }
 
 impl AppError {
@@ -22,6 +24,23 @@ impl AppError {
             status,
             title: title.to_owned(),
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Too many wrong tokens: a 429 that says how long to wait, in `Retry-After` too.
+    pub fn throttled(wait: std::time::Duration) -> Self {
+        let seconds = crate::sign_in_throttle::retry_after_seconds(wait);
+        AppError {
+            retry_after: Some(seconds),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many wrong tokens",
+                format!(
+                    "Too many wrong operator tokens were tried, so trying is paused: try again in \
+                     {seconds} s. Nothing was changed."
+                ),
+            )
         }
     }
 
@@ -113,11 +132,16 @@ impl IntoResponse for AppError {
                 p { a href="/" { "Back to the overview" } }
             }
         };
-        (
+        let mut res = (
             self.status,
             Page::new(&self.title, Nav::None, &viewer).body(body),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        res
     }
 }
 

@@ -159,17 +159,19 @@ pub(crate) fn dead_table(r: &StatsReport) -> Markup {
     }
     let of = |m: &BTreeMap<String, u64>, kind: &str| count(m.get(kind).copied().unwrap_or(0));
     html! {
-        table.grid {
-            thead {
-                tr { th { "Kind" } th.num { "Dead" } th.num { "Last hour" } th.num { "Last day" } }
-            }
-            tbody {
-                @for (kind, n) in &r.dead_by_kind {
-                    tr {
-                        td { a href={ "/dead" (query(&[("kind", kind)])) } { (kind) } }
-                        td.num { (count(*n)) }
-                        td.num { (of(&r.dead_last_hour_by_kind, kind)) }
-                        td.num { (of(&r.dead_last_day_by_kind, kind)) }
+        div.scroll data-scroll {
+            table.grid {
+                thead {
+                    tr { th { "Kind" } th.num { "Dead" } th.num { "Last hour" } th.num { "Last day" } }
+                }
+                tbody {
+                    @for (kind, n) in &r.dead_by_kind {
+                        tr {
+                            td { a href={ "/dead" (query(&[("kind", kind)])) } { (kind) } }
+                            td.num { (count(*n)) }
+                            td.num { (of(&r.dead_last_hour_by_kind, kind)) }
+                            td.num { (of(&r.dead_last_day_by_kind, kind)) }
+                        }
                     }
                 }
             }

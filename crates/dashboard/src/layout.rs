@@ -1,7 +1,9 @@
 //! The layout around every page: the document head (stylesheet and script, both served by the
 //! dashboard itself), the top navigation with the page in view marked, who is signed in, and the
-//! footer. Pages hand it their body as [`Markup`]; it is rendered by maud, which escapes every
-//! value spliced into it.
+//! footer, after a skip link to the content. Pages hand it their body as [`Markup`]; it is
+//! rendered by maud, which escapes every value spliced into it. A live page names how often its
+//! script refreshes the parts marked `data-live-region` in place (see `assets/app.js`); without
+//! the script it is an ordinary page.
 
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -42,6 +44,7 @@ pub(crate) struct Page {
     viewer: Viewer,
     body: Markup,
     refresh: Option<u32>,
+    live: Option<u32>,
 }
 
 impl Page {
@@ -52,6 +55,7 @@ impl Page {
             viewer: viewer.clone(),
             body: Markup::default(),
             refresh: None,
+            live: None,
         }
     }
 
@@ -60,9 +64,17 @@ impl Page {
         self
     }
 
-    /// Reload the page every `seconds` (progress pages).
+    /// Follow the page every `seconds` (progress pages): live with the script, by reloading
+    /// the whole page without it.
     pub fn refresh(mut self, seconds: u32) -> Self {
         self.refresh = Some(seconds);
+        self.live(seconds)
+    }
+
+    /// With the script, refresh the page's `data-live-region` parts every `seconds` in place
+    /// (pausable); without it, nothing changes until a reload.
+    pub fn live(mut self, seconds: u32) -> Self {
+        self.live = Some(seconds);
         self
     }
 
@@ -71,7 +83,8 @@ impl Page {
         html! {
             @match (&self.viewer.session, self.viewer.can_act) {
                 (Some(s), _) => form.inline method="post" action="/logout" {
-                    span.who { (s.name) } " " button.link type="submit" { "Sign out" }
+                    span.who { (s.name) } " "
+                    button.link type="submit" aria-label={ "Sign out " (s.name) } { "Sign out" }
                 },
                 (None, true) => a.signin href="/login" { "Sign in" },
                 (None, false) => span.ro title="Started without an operator token" { "read-only" },
@@ -87,16 +100,18 @@ impl Page {
                     meta charset="utf-8";
                     meta name="viewport" content="width=device-width, initial-scale=1";
                     @if let Some(seconds) = self.refresh {
-                        meta http-equiv="refresh" content=(seconds);
+                        // The script follows the page in place; without it, reload.
+                        noscript { meta http-equiv="refresh" content=(seconds); }
                     }
                     title { (self.title) " · oprec" }
                     link rel="stylesheet" href="/assets/style.css";
                     script src="/assets/app.js" defer {}
                 }
-                body {
+                body data-live=[self.live] {
+                    a.skip href="#main" { "Skip to content" }
                     header.top {
                         a.brand href="/" { span.logo { "◆" } " oprec" }
-                        nav {
+                        nav aria-label="Pages" {
                             @for (nav, href, label) in LINKS {
                                 @let here = nav == self.nav;
                                 a href=(href)
@@ -106,7 +121,7 @@ impl Page {
                         }
                         div.session { (self.session()) }
                     }
-                    main { (self.body) }
+                    main #main tabindex="-1" { (self.body) }
                     footer {
                         "oprec operator dashboard · the database row is the record; the broker is \
                          only a doorbell"

@@ -126,15 +126,17 @@ fn steps_table(steps: &[Step], now: chrono::DateTime<chrono::Utc>) -> Markup {
         return html! { p.muted { "No durable step completed." } };
     }
     html! {
-        table.grid {
-            thead { tr { th { "Step" } th { "Attempt" } th { "Completed" } th { "Output" } } }
-            tbody {
-                @for s in steps {
-                    tr {
-                        td { (s.name) }
-                        td.num { (s.attempt) }
-                        td { (when(s.completed_at, now)) }
-                        td { code { (s.output.to_string().chars().take(120).collect::<String>()) } }
+        div.scroll data-scroll {
+            table.grid {
+                thead { tr { th { "Step" } th { "Attempt" } th { "Completed" } th { "Output" } } }
+                tbody {
+                    @for s in steps {
+                        tr {
+                            td { (s.name) }
+                            td.num { (s.attempt) }
+                            td { (when(s.completed_at, now)) }
+                            td { code { (s.output.to_string().chars().take(120).collect::<String>()) } }
+                        }
                     }
                 }
             }

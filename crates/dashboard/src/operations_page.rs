@@ -125,6 +125,9 @@ fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
     }
 }
 
+/// How often a list refreshes itself.
+pub(crate) const LIST_LIVE_SECONDS: u32 = 5;
+
 /// The links to the first page and to the next, and how many are shown.
 fn pager(f: &FilterForm, ops: &[Operation], first_page: bool, more: bool, limit: u32) -> Markup {
     let keep = f.query();
@@ -183,28 +186,34 @@ pub(crate) async fn page(
             }
         }
         (filter_form(&f))
-        @if ops.is_empty() {
-            p.empty {
-                @if first_page {
-                    "No operation matches these filters."
-                } @else {
-                    "No more operations: this was the last page."
-                }
-            }
-        } @else {
-            table.grid.ops #ops {
-                thead {
-                    tr {
-                        th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
-                        th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
+        div #ops-live data-live-region {
+            @if ops.is_empty() {
+                p.empty {
+                    @if first_page {
+                        "No operation matches these filters."
+                    } @else {
+                        "No more operations: this was the last page."
                     }
                 }
-                tbody {
-                    @for o in &ops { (row(o, now)) }
+            } @else {
+                div.scroll data-scroll {
+                    table.grid.ops #ops {
+                        thead {
+                            tr {
+                                th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
+                                th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
+                            }
+                        }
+                        tbody {
+                            @for o in &ops { (row(o, now)) }
+                        }
+                    }
                 }
             }
+            (pager(&f, &ops, first_page, more, limit))
         }
-        (pager(&f, &ops, first_page, more, limit))
     };
-    Ok(Page::new("Operations", Nav::Operations, &viewer).body(body))
+    Ok(Page::new("Operations", Nav::Operations, &viewer)
+        .body(body)
+        .live(LIST_LIVE_SECONDS))
 }

@@ -1,6 +1,7 @@
 //! A re-drive's progress: how many of the confirmed operations are re-driven so far, at what pace,
 //! how many of them have become eligible under the confirmed rate, and what became of them. The
-//! page reloads itself until the job is done and the last one is eligible.
+//! page follows itself (in place with the script, by reloading without it) until the job is done
+//! and the last one is eligible; then its outcome keeps following the workers, slower.
 
 use axum::extract::Path;
 use chrono::{DateTime, Utc};
@@ -56,54 +57,56 @@ pub(crate) async fn progress(
         None
     };
     let body = html! {
-        div.head {
-            p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
-            h1 { "Re-drive " (status) }
-            p.muted {
-                "Filter: " (describe(&request.filter)) " · by " (job.actor)
-                " · confirmed " (time(job.started()))
-            }
-        }
-        section.panel {
-            progress #progress max=(planned.max(1)) value=(job.done) {}
-            p.big #job-status data-finished=(job.finished) {
-                (count(job.done)) " of " (count(planned)) " re-driven"
-            }
-            @if let Some(e) = &job.error {
-                p.notice.bad { (e) }
-            }
-            dl.record {
-                dt { "Mode" } dd { (mode) }
-                dt { "Pace" } dd { (pace) }
-                dt { "Eligible" }
-                dd {
-                    @match (job.first, job.last) {
-                        (Some(f), Some(l)) => { "from " (time(f)) " to " (time(l)) },
-                        _ => (or_dash(None)),
-                    }
-                }
-                dt { "Batches" } dd { (job.batches) }
-            }
-            @if let Some(r) = &release {
-                p #released {
-                    progress max=(job.done.max(1)) value=(r.eligible) {}
-                    (count(r.eligible)) " of " (count(job.done)) " eligible now"
-                    @if r.releasing {
-                        "; the last at " (time(r.last)) " (in " (span(r.last - now)) ")"
-                    }
+        div #job data-live-region {
+            div.head {
+                p.crumbs { a href="/dead" { "Dead letters" } " / re-drive" }
+                h1 { "Re-drive " (status) }
+                p.muted {
+                    "Filter: " (describe(&request.filter)) " · by " (job.actor)
+                    " · confirmed " (time(job.started()))
                 }
             }
-            @if let Some(counts) = &outcome {
-                h2 { "What became of them" }
-                table.kv #outcome {
-                    @for s in Status::ALL {
-                        @if let Some(n) = counts.get(s) {
-                            tr { td { (badge(s.as_str())) } td.num { (count(*n)) } }
+            section.panel {
+                progress #progress max=(planned.max(1)) value=(job.done) {}
+                p.big #job-status data-finished=(job.finished) {
+                    (count(job.done)) " of " (count(planned)) " re-driven"
+                }
+                @if let Some(e) = &job.error {
+                    p.notice.bad { (e) }
+                }
+                dl.record {
+                    dt { "Mode" } dd { (mode) }
+                    dt { "Pace" } dd { (pace) }
+                    dt { "Eligible" }
+                    dd {
+                        @match (job.first, job.last) {
+                            (Some(f), Some(l)) => { "from " (time(f)) " to " (time(l)) },
+                            _ => (or_dash(None)),
+                        }
+                    }
+                    dt { "Batches" } dd { (job.batches) }
+                }
+                @if let Some(r) = &release {
+                    p #released {
+                        progress max=(job.done.max(1)) value=(r.eligible) {}
+                        (count(r.eligible)) " of " (count(job.done)) " eligible now"
+                        @if r.releasing {
+                            "; the last at " (time(r.last)) " (in " (span(r.last - now)) ")"
                         }
                     }
                 }
-                @if job.ids.len() as u64 == job.done {
-                    p.muted.small { "Reload to follow them as workers pick them up." }
+                @if let Some(counts) = &outcome {
+                    h2 { "What became of them" }
+                    table.kv #outcome {
+                        @for s in Status::ALL {
+                            @if let Some(n) = counts.get(s) {
+                                tr { td { (badge(s.as_str())) } td.num { (count(*n)) } }
+                            }
+                        }
+                    }
+                    @if job.ids.len() as u64 == job.done {
+                        p.muted.small { "This follows them as workers pick them up (reload it when scripts are off)." }
+                    }
                 }
             }
         }
@@ -112,6 +115,8 @@ pub(crate) async fn progress(
     let mut page = Page::new("Re-drive", Nav::Dead, &viewer).body(body);
     if !job.finished || releasing {
         page = page.refresh(if job.finished { 2 } else { 1 });
+    } else {
+        page = page.live(crate::operations_page::LIST_LIVE_SECONDS);
     }
     Ok(page)
 }

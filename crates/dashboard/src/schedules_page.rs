@@ -26,42 +26,44 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
         @if views.is_empty() {
             p.empty { "No schedule: no worker has declared a recurring kind." }
         } @else {
-            table.grid #schedules {
-                thead {
-                    tr {
-                        th { "Kind" } th { "Schedule" } th { "Zone" } th { "Missed" }
-                        th { "Next tick" } th { "Last tick" } th { "Last operation" }
-                        th { "Status" } th { "State" }
-                    }
-                }
-                tbody {
-                    @for v in &views {
-                        @let r = &v.record;
+            div.scroll data-scroll {
+                table.grid #schedules {
+                    thead {
                         tr {
-                            td { strong { (r.kind) } }
-                            td { code { (r.expression) } }
-                            td { (r.timezone) }
-                            td { (r.missed.as_str()) }
-                            td { @match r.next_tick { Some(t) => (when(t, now)), None => (or_dash(None)) } }
-                            td { @match r.last_enqueued_tick { Some(t) => (when(t, now)), None => (or_dash(None)) } }
-                            td {
-                                @match r.last_operation_id {
-                                    Some(id) => a href={ "/operations/" (id) } { code { (short_id(&id)) } },
-                                    None => (or_dash(None)),
+                            th { "Kind" } th { "Schedule" } th { "Zone" } th { "Missed" }
+                            th { "Next tick" } th { "Last tick" } th { "Last operation" }
+                            th { "Status" } th { "State" }
+                        }
+                    }
+                    tbody {
+                        @for v in &views {
+                            @let r = &v.record;
+                            tr {
+                                td { strong { (r.kind) } }
+                                td { code { (r.expression) } }
+                                td { (r.timezone) }
+                                td { (r.missed.as_str()) }
+                                td { @match r.next_tick { Some(t) => (when(t, now)), None => (or_dash(None)) } }
+                                td { @match r.last_enqueued_tick { Some(t) => (when(t, now)), None => (or_dash(None)) } }
+                                td {
+                                    @match r.last_operation_id {
+                                        Some(id) => a href={ "/operations/" (id) } { code { (short_id(&id)) } },
+                                        None => (or_dash(None)),
+                                    }
                                 }
-                            }
-                            td {
-                                @match (r.last_operation_id, r.last_operation_status) {
-                                    (Some(_), Some(s)) => (badge(s.as_str())),
-                                    (Some(_), None) => span.muted { "removed" },
-                                    (None, _) => (or_dash(None)),
+                                td {
+                                    @match (r.last_operation_id, r.last_operation_status) {
+                                        (Some(_), Some(s)) => (badge(s.as_str())),
+                                        (Some(_), None) => span.muted { "removed" },
+                                        (None, _) => (or_dash(None)),
+                                    }
                                 }
-                            }
-                            td {
-                                @if v.state == ScheduleState::OnTime {
-                                    (v.state.as_str())
-                                } @else {
-                                    strong.state-warn { (v.state.as_str()) }
+                                td {
+                                    @if v.state == ScheduleState::OnTime {
+                                        (v.state.as_str())
+                                    } @else {
+                                        strong.state-warn { (v.state.as_str()) }
+                                    }
                                 }
                             }
                         }

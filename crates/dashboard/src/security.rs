@@ -1,5 +1,6 @@
 //! Who may change things, and how a session proves it: the operator token, the key that signs
-//! session cookies and CSRF tokens, and the signed-in operator a valid cookie names. Checking a
+//! session cookies and CSRF tokens, the sessions open in this process, and the signed-in operator
+//! a valid cookie names. Checking a
 //! request against them is [`crate::authorize`]'s job; signing in is [`crate::sign_in`]'s.
 
 use std::fmt;
@@ -10,6 +11,8 @@ use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+
+use crate::sessions::Sessions;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "oprec_session";
@@ -45,11 +48,13 @@ impl fmt::Debug for Token {
     }
 }
 
-/// The token and the key that signs sessions and CSRF tokens. The key mixes a secret drawn at
-/// start with the token, so a restart (or a new token) ends every session.
+/// The token, the key that signs sessions and CSRF tokens, and the sessions opened with it. The
+/// key mixes a secret drawn at start with the token, so a restart (or a new token) ends every
+/// session; signing out ends one (see [`Sessions`]).
 pub(crate) struct Keys {
     token_digest: [u8; 32],
     key: [u8; 32],
+    sessions: Sessions,
 }
 
 impl Keys {
@@ -59,6 +64,7 @@ impl Keys {
         Keys {
             token_digest: Sha256::digest(token.0.as_bytes()).into(),
             key: hmac_sha256(&secret, token.0.as_bytes()),
+            sessions: Sessions::default(),
         }
     }
 
@@ -72,22 +78,40 @@ impl Keys {
         hex::encode(hmac_sha256(&self.key, what.as_bytes()))
     }
 
-    /// A new session cookie value for `name`.
+    /// A new session cookie value for `name`; the session is open until it expires or
+    /// [`Keys::end_session`] ends it.
     pub(crate) fn session_cookie(&self, name: &str) -> String {
         let mut nonce = [0u8; 16];
         rand::rng().fill_bytes(&mut nonce);
-        let body = format!(
-            "{}.{}.{}",
-            Utc::now().timestamp(),
-            hex::encode(name.as_bytes()),
-            hex::encode(nonce)
-        );
+        let nonce = hex::encode(nonce);
+        let now = Utc::now().timestamp();
+        let body = format!("{now}.{}.{nonce}", hex::encode(name.as_bytes()));
         let mac = self.sign(&format!("session|{body}"));
+        self.sessions.open(&nonce, now + SESSION_SECONDS, now);
         format!("{body}.{mac}")
     }
 
-    /// The session a cookie value carries, if it is ours and not expired.
+    /// The session a cookie value carries, if it is ours, open and not expired.
     pub(crate) fn session(&self, value: &str) -> Option<Session> {
+        let (name, nonce) = self.verified(value)?;
+        if !self.sessions.is_open(&nonce, Utc::now().timestamp()) {
+            return None;
+        }
+        Some(Session {
+            csrf: self.sign(&format!("csrf|{nonce}")),
+            name,
+        })
+    }
+
+    /// Ends the session a cookie value carries (signing out): the same cookie, replayed later,
+    /// no longer names a session. Whether there was one to end.
+    pub(crate) fn end_session(&self, value: &str) -> bool {
+        self.verified(value)
+            .is_some_and(|(_, nonce)| self.sessions.end(&nonce))
+    }
+
+    /// The name and nonce of a cookie value signed by us and not past its age.
+    fn verified(&self, value: &str) -> Option<(String, String)> {
         let (body, mac) = value.rsplit_once('.')?;
         if !same(
             self.sign(&format!("session|{body}")).as_bytes(),
@@ -98,15 +122,12 @@ impl Keys {
         let mut parts = body.split('.');
         let issued: i64 = parts.next()?.parse().ok()?;
         let name = String::from_utf8(hex::decode(parts.next()?).ok()?).ok()?;
-        let nonce = parts.next()?;
+        let nonce = parts.next()?.to_owned();
         let age = Utc::now().timestamp() - issued;
         if !(0..=SESSION_SECONDS).contains(&age) {
             return None;
         }
-        Some(Session {
-            csrf: self.sign(&format!("csrf|{nonce}")),
-            name,
-        })
+        Some((name, nonce))
     }
 }
 
@@ -169,6 +190,12 @@ mod tests {
         );
         let other = Keys::new(Token::new("0123456789abcdef-token").unwrap());
         assert!(other.session(&cookie).is_none(), "a restart ends sessions");
+        assert!(keys.end_session(&cookie), "signing out ends it");
+        assert!(
+            keys.session(&cookie).is_none(),
+            "a replayed cookie is refused"
+        );
+        assert!(!keys.end_session(&tampered), "a forged cookie ends nothing");
     }
 
     #[test]

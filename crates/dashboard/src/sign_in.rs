@@ -1,5 +1,7 @@
-//! Signing in and out: the sign-in form, the check of the operator token, the signed session
-//! cookie it sets (HttpOnly, SameSite=Strict), and the redirect back, only ever to a local path.
+//! Signing in and out: the sign-in form, the check of the operator token (throttled, see
+//! [`crate::sign_in_throttle`]), the signed session cookie it sets (HttpOnly, SameSite=Strict),
+//! the redirect back, only ever to a local path, and signing out, which ends the session in this
+//! process so that a captured copy of the cookie stops working.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -8,10 +10,10 @@ use oprec_ops::MAX_ACTOR;
 use serde::Deserialize;
 
 use crate::State;
-use crate::authorize::actor_name;
+use crate::authorize::{Caller, actor_name, check_token};
 use crate::error::AppError;
 use crate::layout::{Nav, Page};
-use crate::security::{COOKIE, SESSION_SECONDS};
+use crate::security::{COOKIE, SESSION_SECONDS, cookie_value};
 use crate::viewer::Viewer;
 
 /// The sign-in form's query.
@@ -20,7 +22,7 @@ pub(crate) struct LoginQuery {
     next: Option<String>,
 }
 
-fn login_form(next: &str, message: Option<&str>) -> Markup {
+fn login_form(next: &str, message: Option<&str>, read_requires_token: bool) -> Markup {
     html! {
         section.narrow {
             h1 { "Sign in" }
@@ -28,9 +30,13 @@ fn login_form(next: &str, message: Option<&str>) -> Markup {
                 p.notice.bad { (m) }
             }
             p.muted {
-                "Reading needs no sign-in. Actions (re-drive, pause, quarantine, purge) need the \
-                 operator token the dashboard was started with; your name goes into the audit log \
-                 with each action."
+                @if read_requires_token {
+                    "This dashboard shows nothing without sign-in. "
+                } @else {
+                    "Reading needs no sign-in. "
+                }
+                "Actions (re-drive, pause, quarantine, purge) need the operator token the \
+                 dashboard was started with; your name goes into the audit log with each action."
             }
             form.stack method="post" action="/login" {
                 input type="hidden" name="next" value=(next);
@@ -59,6 +65,7 @@ fn safe_next(next: Option<&str>) -> String {
 
 /// `GET /login`.
 pub(crate) async fn login_page(
+    state: State,
     viewer: Viewer,
     q: axum::extract::Query<LoginQuery>,
 ) -> Result<Response, AppError> {
@@ -67,7 +74,7 @@ pub(crate) async fn login_page(
     }
     let next = safe_next(q.next.as_deref());
     Ok(Page::new("Sign in", Nav::None, &viewer)
-        .body(login_form(&next, None))
+        .body(login_form(&next, None, state.read_requires_token))
         .into_response())
 }
 
@@ -93,32 +100,46 @@ pub(crate) struct LoginForm {
 pub(crate) async fn login(
     state: State,
     viewer: Viewer,
+    caller: Caller,
     axum::Form(form): axum::Form<LoginForm>,
 ) -> Result<Response, AppError> {
     let Some(keys) = &state.keys else {
         return Err(authorize_read_only());
     };
+    let gated = state.read_requires_token;
     let next = safe_next(form.next.as_deref());
     let name = match actor_name(&form.name) {
         Ok(n) => n,
         Err(e) => {
             return Ok((
                 StatusCode::BAD_REQUEST,
-                Page::new("Sign in", Nav::None, &viewer).body(login_form(&next, Some(&e.message))),
+                Page::new("Sign in", Nav::None, &viewer).body(login_form(
+                    &next,
+                    Some(&e.message),
+                    gated,
+                )),
             )
                 .into_response());
         }
     };
-    if !keys.is_token(form.token.trim()) {
-        tracing::warn!(name = %name, "dashboard sign-in with a wrong token");
-        return Ok((
-            StatusCode::UNAUTHORIZED,
-            Page::new("Sign in", Nav::None, &viewer).body(login_form(
-                &next,
-                Some("That is not the operator token. Nothing was changed."),
-            )),
-        )
-            .into_response());
+    match check_token(&state, caller.peer_ip(), form.token.trim()) {
+        Ok(()) => {}
+        Err(e) if e.status == StatusCode::UNAUTHORIZED => {
+            tracing::warn!(name = %name, "dashboard sign-in with a wrong token");
+            return Ok((
+                StatusCode::UNAUTHORIZED,
+                Page::new("Sign in", Nav::None, &viewer).body(login_form(
+                    &next,
+                    Some("That is not the operator token. Nothing was changed."),
+                    gated,
+                )),
+            )
+                .into_response());
+        }
+        Err(e) => {
+            tracing::warn!(name = %name, "dashboard sign-in refused: too many wrong tokens");
+            return Err(e);
+        }
     }
     let cookie = format!(
         "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}",
@@ -132,8 +153,14 @@ pub(crate) async fn login(
     Ok(res)
 }
 
-/// `POST /logout`: forgets the session cookie.
-pub(crate) async fn logout() -> Response {
+/// `POST /logout`: ends the session (a copy of its cookie, replayed, is refused from now on) and
+/// clears the cookie.
+pub(crate) async fn logout(state: State, headers: axum::http::HeaderMap) -> Response {
+    if let (Some(keys), Some(cookie)) = (&state.keys, cookie_value(&headers))
+        && keys.end_session(&cookie)
+    {
+        tracing::info!("dashboard session ended by signing out");
+    }
     let mut res = Redirect::to("/").into_response();
     res.headers_mut().insert(
         header::SET_COOKIE,

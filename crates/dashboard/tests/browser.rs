@@ -2,7 +2,10 @@
 //! operator loads the overview, filters operations, opens one, signs in, re-drives dead
 //! operations through the dry run and the confirmation, and the database shows them re-driven;
 //! then pauses and resumes a dependency;
-//! a form posted from another site is refused in the browser too.
+//! a form posted from another site is refused in the browser too; the overview and a list follow
+//! new operations without a reload, and stop while paused; at a phone's width (700 px) no page
+//! overflows sideways; a skip link leads to the content, the non-text colours (input borders, the
+//! focus ring, the chart) have 3:1 contrast or more, and row buttons name what they act on.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (scripts/test installs them). A missing
 //! browser fails these tests with a message; it never skips them. With
@@ -17,8 +20,10 @@ use std::process::Stdio;
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
-use common::{TOKEN, count_in, dashboard, fresh_store, seed};
+use common::{TOKEN, count_in, dashboard, enqueue, fresh_store, seed};
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::error::CmdError;
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use oprec_core::operator::{AuditListParams, OperationFilter};
 use oprec_core::prelude::*;
@@ -524,4 +529,359 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Waits until the page's live script is running, then marks the document: a reload would
+/// lose the mark.
+async fn live_and_marked(c: &Client) {
+    c.wait()
+        .at_most(StdDuration::from_secs(10))
+        .for_element(Locator::Css("body[data-live-ready='true']"))
+        .await
+        .expect("the live script starts");
+    c.execute("window.__oprecStay = true; return null;", vec![])
+        .await
+        .expect("mark the document");
+}
+
+async fn not_reloaded(c: &Client) -> bool {
+    c.execute("return window.__oprecStay === true;", vec![])
+        .await
+        .expect("read the mark")
+        == json!(true)
+}
+
+/// Waits up to `seconds` for `check` to hold of the text at `css`.
+async fn until_text(c: &Client, css: &str, seconds: u64, check: impl Fn(&str) -> bool) -> String {
+    let until = std::time::Instant::now() + StdDuration::from_secs(seconds);
+    loop {
+        let t = match c.find(Locator::Css(css)).await {
+            Ok(e) => e.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if check(&t) {
+            return t;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{css} still reads {t:?} after {seconds} s"
+        );
+        tokio::time::sleep(StdDuration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_and_a_list_follow_new_operations_without_a_reload() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    seed(&store, 10).await;
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+
+    // The overview's Pending card moves by itself when work arrives.
+    c.goto(&format!("{base}/")).await.unwrap();
+    live_and_marked(&c).await;
+    let figure = |t: &str| t.replace(',', "").trim().parse::<u64>().ok();
+    let before = figure(&text(&c, ".card .card-v").await).expect("the pending figure");
+    enqueue(&store, "report.build", 25).await;
+    let after = until_text(&c, ".card .card-v", 30, |t| figure(t) == Some(before + 25)).await;
+    assert_eq!(figure(&after), Some(before + 25));
+    assert!(not_reloaded(&c).await, "updated in place, not reloaded");
+    assert!(text(&c, "#live-state").await.contains("updated"));
+
+    // A list follows too, except while paused.
+    c.goto(&format!("{base}/operations?kind=export.csv"))
+        .await
+        .unwrap();
+    live_and_marked(&c).await;
+    assert!(text(&c, "#ops-live").await.contains("No operation matches"));
+    let toggle = c.find(Locator::Id("live-toggle")).await.unwrap();
+    assert_eq!(toggle.text().await.unwrap(), "Pause live updates");
+    toggle.click().await.unwrap();
+    let toggle = c.find(Locator::Id("live-toggle")).await.unwrap();
+    assert_eq!(
+        toggle.attr("aria-pressed").await.unwrap().as_deref(),
+        Some("true")
+    );
+    enqueue(&store, "export.csv", 3).await;
+    // Longer than a list's interval (5 s): nothing moves while paused.
+    tokio::time::sleep(StdDuration::from_secs(7)).await;
+    assert!(text(&c, "#ops-live").await.contains("No operation matches"));
+    toggle.click().await.unwrap();
+    until_text(&c, "#ops-live", 15, |t| {
+        t.matches("export.csv").count() == 3
+    })
+    .await;
+    assert_eq!(
+        c.find_all(Locator::Css("#ops tbody tr"))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    assert!(not_reloaded(&c).await, "updated in place, not reloaded");
+    c.close().await.expect("close the browser");
+}
+
+/// The elements sticking out past the viewport's right edge, for the failure message.
+const OVERFLOWING: &str = r##"
+const w = document.documentElement.clientWidth;
+const out = [];
+for (const el of document.querySelectorAll("body *")) {
+  const r = el.getBoundingClientRect();
+  if (r.right > w + 0.5 && !el.closest("[data-scroll]")) {
+    out.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+      (el.className && typeof el.className === "string" ? "." + el.className.trim().replace(/\s+/g, ".") : "") +
+      " right=" + Math.round(r.right));
+  }
+}
+return [document.documentElement.scrollWidth, window.innerWidth, out.slice(0, 12).join("; ")];
+"##;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_a_phone_s_width_no_page_overflows_sideways() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    let seeded = seed(&store, 60).await;
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+    c.set_window_size(700, 1000).await.expect("resize");
+    // Signed in, so that the action forms show too.
+    c.goto(&format!("{base}/login")).await.unwrap();
+    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
+    login.set_by_name("name", "phone-operator").await.unwrap();
+    login.set_by_name("token", TOKEN).await.unwrap();
+    navigate(&c, login.submit(), "sign in").await;
+    let op = seeded.dead_webhooks[0];
+    for path in [
+        "/".to_owned(),
+        "/operations".into(),
+        "/operations?kind=webhook.deliver&status=dead".into(),
+        format!("/operations/{op}"),
+        "/dead".into(),
+        "/redrive?kind=webhook.deliver".into(),
+        "/controls".into(),
+        "/quarantine?kind=email.send".into(),
+        "/transport".into(),
+        "/schedules".into(),
+        "/audit".into(),
+        "/alerts".into(),
+        "/no-such-page".into(),
+    ] {
+        c.goto(&format!("{base}{path}")).await.unwrap();
+        let m = c.execute(OVERFLOWING, vec![]).await.expect("measure");
+        let (scroll, inner) = (m[0].as_u64().unwrap(), m[1].as_u64().unwrap());
+        assert!(
+            inner <= 700 && inner > 600,
+            "the viewport is {inner} px wide"
+        );
+        assert!(
+            scroll <= 700,
+            "{path}: the page is {scroll} px wide in a {inner} px viewport; sticking out: {}",
+            m[2]
+        );
+    }
+    // A table wider than a phone scrolls inside its panel instead.
+    c.goto(&format!("{base}/operations")).await.unwrap();
+    let inside = c
+        .execute(
+            "const s = document.querySelector('#ops').closest('[data-scroll]'); \
+             return [getComputedStyle(s).overflowX, s.scrollWidth > s.clientWidth];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        inside,
+        json!(["auto", true]),
+        "the operations table scrolls in its panel"
+    );
+    c.close().await.expect("close the browser");
+}
+
+/// Presses and releases `key` in the page.
+async fn press(c: &Client, key: Key) {
+    let k: char = key.into();
+    let keys = KeyActions::new("keyboard".into())
+        .then(KeyAction::Down { value: k })
+        .then(KeyAction::Up { value: k });
+    c.perform_actions(keys).await.expect("press a key");
+}
+
+/// Contrast (WCAG 2) of two computed colours, `rgb(...)`, the second opaque.
+const CONTRAST: &str = r##"
+function rgb(c) { return c.match(/[\d.]+/g).slice(0, 3).map(Number); }
+function lum(c) {
+  const [r, g, b] = rgb(c).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+function contrast(a, b) { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); }
+function background(el) {
+  for (; el; el = el.parentElement) {
+    const c = getComputedStyle(el).backgroundColor;
+    if (c && !c.startsWith("rgba(0, 0, 0, 0)") && c !== "transparent") { return c; }
+  }
+  return "rgb(255, 255, 255)";
+}
+"##;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skip_link_contrast_and_button_names() {
+    let (chromedriver, chromium) = binaries();
+    let store = fresh_store().await;
+    seed(&store, 60).await;
+    for dep in ["stripe", "smtp"] {
+        store
+            .control_set(oprec_core::operator::ControlSetParams {
+                scope: oprec_core::operator::ControlScope::Dependency,
+                value: dep.into(),
+                action: oprec_core::operator::ControlAction::Pause,
+                until: None,
+                reason: Some("incident".into()),
+                actor: "test".into(),
+            })
+            .await
+            .unwrap();
+    }
+    let base = serve(dashboard(&store, Some(TOKEN))).await;
+    let driver = start_driver(&chromedriver).await;
+    let c = browser(&driver, &chromium).await;
+    c.goto(&format!("{base}/login")).await.unwrap();
+    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
+    login.set_by_name("name", "a11y").await.unwrap();
+    login.set_by_name("token", TOKEN).await.unwrap();
+    navigate(&c, login.submit(), "sign in").await;
+
+    // The first thing a keyboard reaches is the skip link, and it leads to the content.
+    c.goto(&format!("{base}/operations")).await.unwrap();
+    let skip = c
+        .execute(
+            "const a = document.body.firstElementChild; \
+             return [a.tagName, a.getAttribute('href'), a.textContent, \
+                     !!document.querySelector(a.getAttribute('href'))];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(skip, json!(["A", "#main", "Skip to content", true]));
+    press(&c, Key::Tab).await;
+    let first = c
+        .execute("return document.activeElement.className;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(first, json!("skip"), "the first Tab reaches the skip link");
+    let visible = c
+        .execute(
+            "const r = document.activeElement.getBoundingClientRect(); \
+             return r.left >= 0 && r.top >= 0 && r.width > 0;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(visible, json!(true), "the focused skip link shows");
+    press(&c, Key::Enter).await;
+    let focused = c
+        .execute("return document.activeElement.id;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        focused,
+        json!("main"),
+        "the skip link moves the focus to the content"
+    );
+
+    // Inputs' borders and the focus ring stand out 3:1 from what is around them.
+    let ratios = c
+        .execute(
+            &format!(
+                "{CONTRAST} const i = document.querySelector('#filters input[name=kind]'); \
+                 i.focus(); const s = getComputedStyle(i); \
+                 return [contrast(s.borderTopColor, background(i.parentElement)), \
+                         contrast(s.outlineColor, background(i.parentElement)), \
+                         s.outlineStyle];"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let r = |i: usize| ratios[i].as_f64().unwrap();
+    assert!(r(0) >= 3.0, "input border {ratios}");
+    assert!(r(1) >= 3.0, "focus ring {ratios}");
+    assert_eq!(ratios[2], json!("solid"), "a visible focus ring");
+    // The chart's colours against its panel.
+    c.goto(&format!("{base}/")).await.unwrap();
+    let chart = c
+        .execute(
+            &format!(
+                "{CONTRAST} const svg = document.querySelector('svg.chart'); \
+                 const bg = background(svg); \
+                 const fills = [...new Set([...svg.querySelectorAll('rect[fill]')] \
+                     .map(r => getComputedStyle(r).fill))]; \
+                 return fills.map(f => [f, contrast(f, bg)]);"
+            ),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let fills = chart.as_array().unwrap();
+    assert!(fills.len() >= 3, "{chart}");
+    for f in fills {
+        assert!(f[1].as_f64().unwrap() >= 3.0, "chart colour {f}");
+    }
+
+    // A button in a table row says which row it acts on.
+    for (path, css, must) in [
+        (
+            "/controls",
+            "#controls button",
+            ["Resume dependency stripe", "Resume dependency smtp"],
+        ),
+        (
+            "/dead",
+            "#groups a.button",
+            ["Review re-drive of webhook.deliver", "Review re-drive of"],
+        ),
+    ] {
+        c.goto(&format!("{base}{path}")).await.unwrap();
+        let labels = c
+            .execute(
+                &format!(
+                    "return [...document.querySelectorAll('{css}')] \
+                     .map(b => b.getAttribute('aria-label'));"
+                ),
+                vec![],
+            )
+            .await
+            .unwrap();
+        let labels: Vec<String> = labels
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                l.as_str()
+                    .unwrap_or_else(|| panic!("{path}: a button without a name"))
+                    .to_owned()
+            })
+            .collect();
+        assert!(labels.len() >= 2, "{path}: {labels:?}");
+        let distinct: std::collections::BTreeSet<_> = labels.iter().collect();
+        assert_eq!(distinct.len(), labels.len(), "{path}: {labels:?}");
+        for m in must {
+            assert!(
+                labels.iter().any(|l| l.starts_with(m)),
+                "{path}: {m} in {labels:?}"
+            );
+        }
+    }
+    let sign_out = c
+        .find(Locator::Css(".session button"))
+        .await
+        .unwrap()
+        .attr("aria-label")
+        .await
+        .unwrap();
+    assert_eq!(sign_out.as_deref(), Some("Sign out a11y"));
+    c.close().await.expect("close the browser");
 }

@@ -61,12 +61,15 @@ async fn send(app: &Router, req: Request<Body>) -> Reply {
 }
 
 async fn get(app: &Router, path: &str, cookie: &str) -> Reply {
-    let req = Request::get(path).header(header::COOKIE, cookie);
+    let req = Request::get(path)
+        .header(header::HOST, "127.0.0.1:8080")
+        .header(header::COOKIE, cookie);
     send(app, req.body(Body::empty()).unwrap()).await
 }
 
 async fn post(app: &Router, path: &str, cookie: Option<&str>, body: String) -> Reply {
     let mut req = Request::post(path)
+        .header(header::HOST, "127.0.0.1:8080")
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
         .header("sec-fetch-site", "same-origin");
     if let Some(c) = cookie {

@@ -1,6 +1,8 @@
 //! The dashboard over HTTP against a real PostgreSQL (a fresh schema per test): who may change
-//! things (token, session, CSRF, cross-site refusal, read-only mode), that a refused request
-//! changes nothing in the database, hostile filters, keyset pagination and readable errors.
+//! things (token, session, CSRF, cross-site refusal, read-only mode), who may read (the Host a
+//! request names, read-requires-token), sessions ended by signing out, throttled wrong tokens,
+//! that a refused request changes nothing in the database, hostile filters, keyset pagination
+//! and readable errors.
 
 mod common;
 
@@ -36,7 +38,7 @@ async fn send(app: &Router, req: Request<Body>) -> Reply {
 }
 
 async fn get(app: &Router, path: &str, cookie: Option<&str>) -> Reply {
-    let mut r = Request::get(path);
+    let mut r = Request::get(path).header(header::HOST, "127.0.0.1:8080");
     if let Some(c) = cookie {
         r = r.header(header::COOKIE, c);
     }
@@ -824,4 +826,339 @@ async fn the_alerts_page_says_what_was_told_to_whom() {
         "{}",
         bad.body
     );
+}
+
+/// A GET naming `host` (or no Host at all), from `peer` when given.
+async fn get_as(app: &Router, path: &str, host: Option<&str>, auth: Option<&str>) -> Reply {
+    let mut r = Request::get(path);
+    if let Some(h) = host {
+        r = r.header(header::HOST, h);
+    }
+    if let Some(a) = auth {
+        r = r.header(header::AUTHORIZATION, a);
+    }
+    send(app, r.body(Body::empty()).unwrap()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_requests_naming_the_dashboard_are_answered() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 10).await;
+    let op = format!("/operations/{}", seeded.dead_webhooks[0]);
+    let app = dashboard(&store, Some(TOKEN)).router();
+    for host in [
+        "127.0.0.1:8080",
+        "127.0.0.1",
+        "127.9.9.9:8080",
+        "localhost:8080",
+        "LocalHost",
+        "[::1]:8080",
+        "[::1]",
+    ] {
+        let r = get_as(&app, &op, Some(host), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{host}: {}", r.body);
+        assert!(r.body.contains("hooks.partner.example"), "{host}");
+    }
+    // A page on attacker.example whose name now points at 127.0.0.1 (DNS rebinding).
+    for host in [
+        "attacker.example",
+        "attacker.example:8080",
+        "localhost.attacker.example:8080",
+        "10.1.2.3:8080",
+    ] {
+        for path in [op.as_str(), "/", "/login", "/assets/style.css"] {
+            let r = get_as(&app, path, Some(host), None).await;
+            assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host}{path}");
+            assert_eq!(r.headers[header::CONTENT_TYPE], "text/plain; charset=utf-8");
+            assert_eq!(r.body.lines().count(), 1, "one line: {}", r.body);
+            assert!(r.body.contains("--allowed-host"), "{}", r.body);
+            assert!(!r.body.contains("hooks.partner.example") && !r.body.contains("<"));
+            assert_eq!(r.headers[header::X_CONTENT_TYPE_OPTIONS], "nosniff");
+        }
+    }
+    // Nor may such a page sign in or act, even with the token.
+    let r = post(
+        &app,
+        Request::post("/controls/pause")
+            .header(header::HOST, "attacker.example")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}")),
+        "scope=kind&value=email.send",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST);
+    assert!(store.control_list().await.unwrap().is_empty());
+    // No Host, or one that is not a host.
+    for host in [None, Some("localhost:8080:80"), Some("[::1")] {
+        let r = get_as(&app, "/", host, None).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{host:?}");
+        assert!(r.body.contains("--allowed-host"), "{}", r.body);
+    }
+    // A configured name (a proxy's, or the machine's) is answered, and only that one.
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.allowed_hosts = vec!["ops.example.com".into(), "[2001:db8::5]".into()];
+    let app = d.router();
+    for host in [
+        "ops.example.com",
+        "OPS.example.com:8443",
+        "[2001:db8::5]:8080",
+        "[::1]:8080",
+    ] {
+        let r = get_as(&app, &op, Some(host), None).await;
+        assert_eq!(r.status, StatusCode::OK, "{host}: {}", r.body);
+    }
+    for host in ["attacker.example", "www.ops.example.com", "[2001:db8::6]"] {
+        let r = get_as(&app, &op, Some(host), None).await;
+        assert_eq!(r.status, StatusCode::MISDIRECTED_REQUEST, "{host}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_on_ipv6_loopback_it_answers_its_address_and_refuses_other_names() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let store = fresh_store().await;
+    let listener = tokio::net::TcpListener::bind("[::1]:0")
+        .await
+        .expect("bind ::1");
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(dashboard(&store, None).serve(listener, std::future::pending()));
+    let ask = |host: String| async move {
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        s.write_all(
+            format!("GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).await.unwrap();
+        answer
+    };
+    let ok = ask(addr.to_string()).await;
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    let refused = ask(format!("attacker.example:{}", addr.port())).await;
+    assert!(refused.starts_with("HTTP/1.1 421"), "{refused}");
+    assert!(refused.contains("--allowed-host"), "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_captured_cookie_stops_working_after_sign_out() {
+    let store = fresh_store().await;
+    seed(&store, 10).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let (cookie, csrf) = sign_in(&app, "alice").await;
+    let (other, _) = sign_in(&app, "bob").await;
+    let r = post(
+        &app,
+        form_post("/logout")
+            .header("sec-fetch-site", "same-origin")
+            .header(header::COOKIE, &cookie),
+        "",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    assert!(
+        r.headers[header::SET_COOKIE]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    // Someone who copied the cookie before sign-out replays it, with the form's CSRF token.
+    let r = post(
+        &app,
+        form_post("/controls/pause").header(header::COOKIE, &cookie),
+        &format!("scope=kind&value=email.send&reason=x&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.body);
+    assert!(r.body.contains("Nothing was changed"));
+    let page = get(&app, "/controls", Some(&cookie)).await;
+    assert!(!page.body.contains("alice") && page.body.contains("Sign in"));
+    assert!(
+        !page.body.contains(r#"name="csrf""#),
+        "no form for a dead session"
+    );
+    assert!(
+        store.control_list().await.unwrap().is_empty(),
+        "nothing paused"
+    );
+    // Signing out again, or with a forged cookie, is harmless; bob's session is untouched.
+    for c in [cookie.as_str(), "oprec_session=1.61.00.ff"] {
+        let r = post(&app, form_post("/logout").header(header::COOKIE, c), "").await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER);
+    }
+    let page = get(&app, "/controls", Some(&other)).await;
+    assert!(page.body.contains("bob"), "another session stays open");
+}
+
+fn from(addr: &str, req: axum::http::request::Builder) -> axum::http::request::Builder {
+    let peer: std::net::SocketAddr = addr.parse().unwrap();
+    req.extension(axum::extract::ConnectInfo(peer))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_throttled_then_trying_recovers() {
+    let store = fresh_store().await;
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.sign_in_limits = oprec_dashboard::SignInLimits {
+        per_address_burst: 3,
+        per_address_every: StdDuration::from_secs(1),
+        global_burst: 100,
+        global_every: StdDuration::from_secs(1),
+    };
+    let app = d.router();
+    let attacker = "192.0.2.66:50000";
+    let wrong = "name=mallory&token=guess-guess-guess-guess";
+    for i in 0..3 {
+        let r = post(&app, from(attacker, form_post("/login")), wrong).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "guess {i}");
+    }
+    // The fourth try is refused before the token is looked at: even the right one.
+    for body in [wrong.to_owned(), format!("name=mallory&token={TOKEN}")] {
+        let r = post(&app, from(attacker, form_post("/login")), &body).await;
+        assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS, "{}", r.body);
+        assert_eq!(r.headers[header::RETRY_AFTER], "1");
+        assert!(r.headers.get(header::SET_COOKIE).is_none());
+        assert!(r.body.contains("try again in 1 s"), "{}", r.body);
+    }
+    // A bearer token from the same address is the same guess by other means.
+    let r = post(
+        &app,
+        from(attacker, form_post("/controls/pause"))
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}")),
+        "scope=kind&value=email.send",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(store.control_list().await.unwrap().is_empty());
+    // The operator at another address signs in meanwhile.
+    let r = post(
+        &app,
+        from("192.0.2.10:40000", form_post("/login")),
+        &format!("name=alice&token={TOKEN}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    // After Retry-After, trying works again.
+    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    let r = post(
+        &app,
+        from(attacker, form_post("/login")),
+        &format!("name=alice&token={TOKEN}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+
+    // Guesses spread over many addresses run out the global budget.
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.sign_in_limits = oprec_dashboard::SignInLimits {
+        per_address_burst: 100,
+        per_address_every: StdDuration::from_secs(1),
+        global_burst: 4,
+        global_every: StdDuration::from_secs(30),
+    };
+    let app = d.router();
+    for i in 0..4 {
+        let addr = format!("198.51.100.{i}:1000");
+        let r = post(&app, from(&addr, form_post("/login")), wrong).await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    }
+    let r = post(
+        &app,
+        from("203.0.113.9:1000", form_post("/login")),
+        &format!("name=alice&token={TOKEN}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers[header::RETRY_AFTER], "30");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_can_require_the_token() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 10).await;
+    let op = format!("/operations/{}", seeded.dead_webhooks[0]);
+    let mut d = dashboard(&store, Some(TOKEN));
+    d.read_requires_token = true;
+    let app = d.router();
+    // Every page, the payload's included, sends a browser to sign in and back.
+    for path in [
+        "/",
+        "/operations",
+        op.as_str(),
+        "/dead",
+        "/redrive?kind=webhook.deliver",
+        "/controls",
+        "/transport",
+        "/schedules",
+        "/audit",
+        "/alerts",
+        "/no-such-page",
+    ] {
+        let r = get(&app, path, None).await;
+        assert_eq!(r.status, StatusCode::SEE_OTHER, "{path}: {}", r.body);
+        let to = r.headers[header::LOCATION].to_str().unwrap();
+        assert!(to.starts_with("/login?next=%2F"), "{to}");
+        assert!(!r.body.contains("hooks.partner.example") && !r.body.contains("webhook"));
+    }
+    // Sign-in and the assets stay readable.
+    let login = get(&app, "/login?next=%2Fdead", None).await;
+    assert_eq!(login.status, StatusCode::OK);
+    assert!(login.body.contains("shows nothing without sign-in"));
+    assert_eq!(
+        get(&app, "/assets/style.css", None).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        get(&app, "/assets/app.js", None).await.status,
+        StatusCode::OK
+    );
+    // A script reads with the bearer token; a wrong one is a 401.
+    let r = get_as(
+        &app,
+        &op,
+        Some("localhost"),
+        Some(&format!("Bearer {TOKEN}")),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("hooks.partner.example"));
+    let r = get_as(
+        &app,
+        &op,
+        Some("localhost"),
+        Some("Bearer not-the-token-at-all"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(!r.body.contains("hooks.partner.example"));
+    // A forged cookie reads nothing; a session reads everything, until it signs out.
+    let r = get(&app, &op, Some("oprec_session=1.61.00.ff")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    let (cookie, _) = sign_in(&app, "alice").await;
+    let r = get(&app, &op, Some(&cookie)).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("hooks.partner.example"));
+    post(
+        &app,
+        form_post("/logout").header(header::COOKIE, &cookie),
+        "",
+    )
+    .await;
+    let r = get(&app, &op, Some(&cookie)).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER);
+    // A post without a session is refused before any handler looks at it.
+    let r = post(
+        &app,
+        form_post("/controls/pause"),
+        "scope=kind&value=email.send",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED);
+    assert!(store.control_list().await.unwrap().is_empty());
+    // Without a token there is nothing to sign in with: nothing is readable.
+    let mut d = dashboard(&store, None);
+    d.read_requires_token = true;
+    let r = get(&d.router(), &op, None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert!(!r.body.contains("hooks.partner.example"));
 }

@@ -56,6 +56,9 @@ pub fn dashboard(store: &PgStore, token: Option<&str>) -> Dashboard {
         transport_name: None,
         store_name: "postgres://postgres@127.0.0.1:5432/test".into(),
         token: token.map(|t| Token::new(t).expect("test token")),
+        allowed_hosts: Vec::new(),
+        read_requires_token: false,
+        sign_in_limits: Default::default(),
     }
 }
 
@@ -271,6 +274,24 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
         dead_webhooks,
         total,
     }
+}
+
+/// Enqueues `n` new `kind` operations, eligible now, as a service would.
+pub async fn enqueue(store: &PgStore, kind: &str, n: usize) {
+    let now = store.now().await.expect("the store's clock");
+    let batch = (0..n)
+        .map(|i| {
+            NewOperation::new(
+                kind,
+                json!({ "n": i }),
+                &policy(),
+                EnqueueOptions::default(),
+                now,
+            )
+            .expect("new operation")
+        })
+        .collect();
+    store.operation_insert_many(batch).await.expect("enqueue");
 }
 
 /// How many operations matching `filter` are in `status`.
