@@ -263,7 +263,7 @@ impl LimitSetParams {
         }
         if self.max_running == Some(0) || self.per_second == Some(0) {
             return Err(Error::InvalidInput(format!(
-                "a limit of 0 would stop every {} {}: pause it instead (oprec pause --{} {})",
+                "a limit of 0 would stop every {} {}: pause it instead: `oprec pause --{} {}`",
                 self.scope, self.value, self.scope, self.value
             )));
         }
