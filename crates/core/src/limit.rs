@@ -211,6 +211,27 @@ impl ClaimAllowance {
     }
 }
 
+/// The names in `scope` that carry a running limit: those whose running operations a claim must
+/// count.
+pub fn counted(limits: &[Limit], scope: LimitScope) -> Vec<&str> {
+    limits
+        .iter()
+        .filter(|l| l.scope == scope && l.max_running.is_some())
+        .map(|l| l.value.as_str())
+        .collect()
+}
+
+impl LimitUse {
+    /// `limit` with `running` operations now, and its starts of the second up to `now`.
+    pub fn new(limit: Limit, running: u64, now: DateTime<Utc>) -> LimitUse {
+        LimitUse {
+            started_last_second: limit.window.starts_within_second(now),
+            running,
+            limit,
+        }
+    }
+}
+
 /// Records in each rate-limited window the claims just made at `now` (each `(kind,
 /// dependency)` one start); returns the limits whose window changed, to be written back.
 pub fn record_starts<'a>(

@@ -6,7 +6,7 @@
 //! an empty table.
 
 use chrono::{DateTime, Utc};
-use oprec_core::limit::{LimitRemoveParams, LimitSetParams, RunningCount, record_starts};
+use oprec_core::limit::{LimitRemoveParams, LimitSetParams, RunningCount, counted, record_starts};
 use oprec_core::{ClaimAllowance, Claimed, Limit, LimitScope, LimitUse, RateWindow, Result};
 use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
@@ -92,16 +92,9 @@ pub(crate) async fn lock_for_claim(
         return Ok(None);
     }
     let limits: Vec<Limit> = rows.iter().map(limit).collect::<Result<_>>()?;
-    let names = |scope: LimitScope| -> Vec<&str> {
-        limits
-            .iter()
-            .filter(|l| l.scope == scope && l.max_running.is_some())
-            .map(|l| l.value.as_str())
-            .collect()
-    };
     let row = sqlx::query(sql::LIMITS_RUNNING)
-        .bind(names(LimitScope::Kind))
-        .bind(names(LimitScope::Dependency))
+        .bind(counted(&limits, LimitScope::Kind))
+        .bind(counted(&limits, LimitScope::Dependency))
         .fetch_one(&mut *tx)
         .await
         .map_err(backend_error)?;
@@ -217,13 +210,11 @@ pub(crate) async fn limit_list(store: &PgStore) -> Result<Vec<LimitUse>> {
     };
     rows.iter()
         .map(|r| {
-            let limit = limit(r)?;
-            let started_last_second = limit.window.starts_within_second(now);
-            Ok(LimitUse {
-                running: Columns(r).big_count("running")?,
-                started_last_second,
-                limit,
-            })
+            Ok(LimitUse::new(
+                limit(r)?,
+                Columns(r).big_count("running")?,
+                now,
+            ))
         })
         .collect()
 }

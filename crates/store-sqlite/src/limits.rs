@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use oprec_core::limit::{LimitRemoveParams, LimitSetParams, RunningCount, record_starts};
+use oprec_core::limit::{LimitRemoveParams, LimitSetParams, RunningCount, counted, record_starts};
 use oprec_core::{ClaimAllowance, Claimed, Limit, LimitScope, LimitUse, RateWindow, Result};
 use sqlx::SqliteConnection;
 use sqlx::sqlite::SqliteRow;
@@ -61,16 +61,9 @@ pub(crate) async fn for_claim(
         return Ok(None);
     }
     let limits: Vec<Limit> = rows.iter().map(limit).collect::<Result<_>>()?;
-    let names = |scope: LimitScope| -> Vec<&str> {
-        limits
-            .iter()
-            .filter(|l| l.scope == scope && l.max_running.is_some())
-            .map(|l| l.value.as_str())
-            .collect()
-    };
     let running = sqlx::query(sql::LIMITS_RUNNING)
-        .bind(json_text(&names(LimitScope::Kind))?)
-        .bind(json_text(&names(LimitScope::Dependency))?)
+        .bind(json_text(&counted(&limits, LimitScope::Kind))?)
+        .bind(json_text(&counted(&limits, LimitScope::Dependency))?)
         .fetch_all(&mut *conn)
         .await
         .map_err(backend_error)?
@@ -199,14 +192,6 @@ pub(crate) async fn limit_list(store: &SqliteStore) -> Result<Vec<LimitUse>> {
         .map_err(backend_error)?;
     let now = store.clock_now();
     rows.iter()
-        .map(|r| {
-            let limit = limit(r)?;
-            let started_last_second = limit.window.starts_within_second(now);
-            Ok(LimitUse {
-                running: Columns(r).u64("running")?,
-                started_last_second,
-                limit,
-            })
-        })
+        .map(|r| Ok(LimitUse::new(limit(r)?, Columns(r).u64("running")?, now)))
         .collect()
 }
