@@ -59,7 +59,13 @@ proptest! {
     }
 
     #[test]
-    fn fixed_and_ladder_specs_round_trip(rungs in proptest::collection::vec(0i64..100_000, 1..8)) {
+    fn fixed_and_ladder_specs_round_trip(
+        first in 0i64..100_000,
+        rest in proptest::collection::vec(1i64..100_000, 0..7),
+    ) {
+        // The first rung (the wait before the first attempt) may be zero; a zero delay before a
+        // retry is refused (`zero_delays_after_the_first_rung_are_refused` below).
+        let rungs: Vec<i64> = std::iter::once(first).chain(rest).collect();
         let text: Vec<String> = rungs.iter().map(|r| format!("{r}s")).collect();
         let p: PolicySpec = format!("ladder:{}", text.join(",")).parse().unwrap();
         for (i, r) in rungs.iter().enumerate() {
@@ -75,4 +81,13 @@ proptest! {
             Some(Duration::minutes(every))
         );
     }
+}
+
+#[test]
+fn zero_delays_after_the_first_rung_are_refused() {
+    for spec in ["ladder:0s,0s", "ladder:5s,0s", "ladder:0s,60s,0s"] {
+        let e = spec.parse::<PolicySpec>().unwrap_err().to_string();
+        assert!(e.starts_with("bad policy") && e.contains("retries at once"), "{spec}: {e}");
+    }
+    assert!("ladder:0s,60s".parse::<PolicySpec>().is_ok());
 }
