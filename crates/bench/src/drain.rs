@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::enqueue::{BATCH_PRODUCERS, fill};
+use crate::limit_cost;
 use crate::schema::{Database, Schema, with_schema};
 use crate::transport::TransportSpec;
 use crate::worker_process::WorkerProcess;
@@ -23,6 +24,9 @@ pub struct Drain {
     pub ops: u64,
     /// The worker's concurrency.
     pub concurrency: usize,
+    /// Whether the drain ran under limits with room for everything (a running limit on the
+    /// kind and a rate on its dependency, both of a million): what enforcing limits costs.
+    pub limited: bool,
     /// Seconds taken to enqueue them (and, with a broker, publish their wake-ups).
     pub enqueue_seconds: f64,
     /// Seconds from the first claim to the last success.
@@ -73,16 +77,25 @@ pub(crate) async fn measure(
     config: &BenchConfig,
     concurrency: usize,
     spec: &TransportSpec,
+    limited: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Drain> {
     let ops = config.ops;
-    let label = spec.label();
+    let label = if limited {
+        format!("{}, limited", spec.label())
+    } else {
+        spec.label().to_owned()
+    };
+    let label = label.as_str();
     let drain = with_schema(db, 4, true, async |s| {
         let phase = spec.fresh(concurrency);
         let result = async {
             let client = noop::client(Arc::new(s.store.clone()), phase.connect()?)?;
             let enqueue_seconds = fill(&client, ops, BATCH_PRODUCERS).await?;
             drop(client);
+            if limited {
+                limit_cost::roomy_limits(s).await?;
+            }
             progress(&format!(
                 "drain {label}: {ops} operations enqueued in {enqueue_seconds:.1} s; starting the worker process"
             ));
@@ -111,9 +124,10 @@ pub(crate) async fn measure(
                 )));
             }
             Ok(Drain {
-                transport: label.to_owned(),
+                transport: spec.label().to_owned(),
                 ops,
                 concurrency,
+                limited,
                 enqueue_seconds,
                 seconds: o.seconds,
                 ops_per_sec: ops as f64 / o.seconds,

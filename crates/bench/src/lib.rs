@@ -26,6 +26,7 @@ mod drain;
 mod enqueue;
 mod error;
 mod latency;
+mod limit_cost;
 mod machine;
 mod noop;
 mod report;
@@ -43,6 +44,7 @@ pub use drain::Drain;
 pub use enqueue::EnqueueRate;
 pub use error::{Error, Result};
 pub use latency::Latency;
+pub use limit_cost::LimitCost;
 pub use machine::Machine;
 pub use report::{BenchReport, Settings, Verdict};
 pub use stats_scale::{DEAD as STATS_DEAD, PENDING as STATS_PENDING, StatsScale};
@@ -86,6 +88,8 @@ pub struct BenchConfig {
     pub finished_rows: u64,
     /// How long each ceiling run lasts, in seconds.
     pub ceiling_secs: u64,
+    /// Timed rounds of the limit-cost phase (0 skips it and the limited drain).
+    pub limit_samples: usize,
     /// The worker process.
     pub worker: WorkerCommand,
 }
@@ -108,6 +112,7 @@ impl std::fmt::Debug for BenchConfig {
             .field("latency_secs", &self.latency_secs)
             .field("finished_rows", &self.finished_rows)
             .field("ceiling_secs", &self.ceiling_secs)
+            .field("limit_samples", &self.limit_samples)
             .field("worker", &self.worker)
             .finish()
     }
@@ -127,6 +132,7 @@ impl BenchConfig {
             latency_secs: 5,
             finished_rows: 1_000_000,
             ceiling_secs: 3,
+            limit_samples: 200,
             worker,
         }
     }
@@ -211,9 +217,27 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
     let mut drains = Vec::new();
     for &concurrency in &config.concurrencies {
         for t in &transports {
-            drains.push(drain::measure(&db, config, concurrency, t, progress).await?);
+            drains.push(drain::measure(&db, config, concurrency, t, false, progress).await?);
         }
     }
+    let limit_cost = if config.limit_samples > 0 {
+        // The first drain again, under limits with room for everything: what the limits' lock,
+        // count and window writes cost a worker's whole drain.
+        drains.push(
+            drain::measure(
+                &db,
+                config,
+                config.concurrencies[0],
+                &transports[0],
+                true,
+                progress,
+            )
+            .await?,
+        );
+        Some(limit_cost::measure(&db, config.limit_samples, progress).await?)
+    } else {
+        None
+    };
     let mut latencies = Vec::new();
     for t in &transports {
         latencies.push(latency::measure(&db, config, t, progress).await?);
@@ -235,6 +259,7 @@ pub async fn run(config: &BenchConfig, progress: &(dyn Fn(&str) + Sync)) -> Resu
         drains,
         latencies,
         claim_cost,
+        limit_cost,
     ))
 }
 

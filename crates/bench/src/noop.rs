@@ -8,6 +8,8 @@ use oprec::{Client, Kind, Ladder, Registry, RetryPolicy, Transport};
 
 /// The kind's name.
 pub(crate) const KIND: &str = "demo.noop";
+/// The dependency it names.
+pub(crate) const DEPENDENCY: &str = "demo-provider";
 
 /// The kind's policy.
 pub(crate) fn policy() -> oprec::Result<RetryPolicy> {
@@ -26,7 +28,7 @@ pub(crate) fn registry() -> oprec::Result<Registry> {
         Kind::new(KIND, policy, |_ctx, _payload: serde_json::Value| async {
             Ok(())
         })
-        .dependency("demo-provider"),
+        .dependency(DEPENDENCY),
     ))
 }
 

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use crate::{BenchConfig, Ceiling, ClaimCost, Drain, EnqueueRate, Latency, Machine};
+use crate::{BenchConfig, Ceiling, ClaimCost, Drain, EnqueueRate, Latency, LimitCost, Machine};
 
 /// Drain target at a service's concurrency (at most [`FEW_HANDLERS`]) with poll-only and Redis,
 /// operations per second.
@@ -44,6 +44,8 @@ pub struct Settings {
     pub latency_secs: u64,
     /// Finished rows for the claim-cost phase (0: skipped).
     pub finished_rows: u64,
+    /// Timed rounds of the limit-cost phase (0: skipped, with the limited drain).
+    pub limit_samples: usize,
 }
 
 /// One target and whether the run met it.
@@ -76,12 +78,15 @@ pub struct BenchReport {
     pub enqueue_batched: EnqueueRate,
     /// One operation per transaction from several producers.
     pub enqueue_single: EnqueueRate,
-    /// One drain per transport.
+    /// One drain per concurrency and transport, then (unless the limit-cost phase was skipped)
+    /// the first of them again under limits with room for everything.
     pub drains: Vec<Drain>,
     /// One latency run per transport.
     pub latencies: Vec<Latency>,
     /// The claim's cost with many finished rows, unless skipped.
     pub claim_cost: Option<ClaimCost>,
+    /// What limits across the fleet add to a claim, unless skipped.
+    pub limit_cost: Option<LimitCost>,
     /// Each target against what was measured.
     pub verdicts: Vec<Verdict>,
 }
@@ -126,6 +131,7 @@ impl BenchReport {
         drains: Vec<Drain>,
         latencies: Vec<Latency>,
         claim_cost: Option<ClaimCost>,
+        limit_cost: Option<LimitCost>,
     ) -> Self {
         let mut r = BenchReport {
             machine,
@@ -136,6 +142,7 @@ impl BenchReport {
                 latency_rate: config.latency_rate,
                 latency_secs: config.latency_secs,
                 finished_rows: config.finished_rows,
+                limit_samples: config.limit_samples,
             },
             ceiling,
             claim_ceiling,
@@ -145,6 +152,7 @@ impl BenchReport {
             drains,
             latencies,
             claim_cost,
+            limit_cost,
             verdicts: Vec::new(),
         };
         r.verdicts = r.judge();
@@ -166,9 +174,18 @@ impl BenchReport {
         fraction(ops_per_sec, &self.single_ceiling)
     }
 
+    /// The drain run under limits with room, and the same drain without them.
+    pub fn limited_drain(&self) -> Option<(&Drain, &Drain)> {
+        let limited = self.drains.iter().find(|d| d.limited)?;
+        let free = self.drains.iter().find(|d| {
+            !d.limited && d.transport == limited.transport && d.concurrency == limited.concurrency
+        })?;
+        Some((free, limited))
+    }
+
     fn judge(&self) -> Vec<Verdict> {
         let mut v = Vec::new();
-        for d in &self.drains {
+        for d in self.drains.iter().filter(|d| !d.limited) {
             if d.concurrency <= FEW_HANDLERS {
                 let target = if d.transport == "amqp" {
                     DRAIN_TARGET_AMQP
@@ -242,7 +259,7 @@ impl BenchReport {
                 met: c.ratio <= CLAIM_RATIO_TARGET,
             });
         }
-        for d in &self.drains {
+        for d in self.drains.iter().filter(|d| !d.limited) {
             v.push(Verdict {
                 target: format!(
                     "worker memory while draining ({}, {} handlers) < {:.0} MiB",
@@ -360,7 +377,12 @@ impl BenchReport {
         );
         for d in &self.drains {
             row(
-                format!("drain {}, {} handlers", d.transport, d.concurrency),
+                format!(
+                    "drain {}, {} handlers{}",
+                    d.transport,
+                    d.concurrency,
+                    if d.limited { ", under limits with room" } else { "" }
+                ),
                 d.ops_per_sec,
                 true,
             );
@@ -374,7 +396,11 @@ impl BenchReport {
             let _ = writeln!(
                 t,
                 "{:<10} {:>9} {:>14.4} {:>14} {:>11.1} MiB",
-                d.transport,
+                if d.limited {
+                    format!("{}+limit", d.transport)
+                } else {
+                    d.transport.clone()
+                },
                 d.concurrency,
                 d.commits_per_op,
                 thousands(d.attempts as f64),
@@ -405,6 +431,29 @@ impl BenchReport {
                 thousands(c.finished_rows as f64),
                 c.ratio
             );
+        }
+        if let Some(c) = &self.limit_cost {
+            let _ = writeln!(
+                t,
+                "\nclaim of {}, median, with limits across the fleet: {:.3} ms with none, {:.3} ms under limits with room (×{:.2}), {:.3} ms capped to half (×{:.2})",
+                c.claim,
+                c.none_median_ms,
+                c.room_median_ms,
+                c.room_ratio,
+                c.capped_median_ms,
+                c.capped_ratio
+            );
+            if let Some((free, limited)) = self.limited_drain() {
+                let _ = writeln!(
+                    t,
+                    "drain {}, {} handlers: {} ops/s under limits with room, {} without (×{:.2})",
+                    limited.transport,
+                    limited.concurrency,
+                    thousands(limited.ops_per_sec),
+                    thousands(free.ops_per_sec),
+                    limited.ops_per_sec / free.ops_per_sec
+                );
+            }
         }
         let _ = writeln!(t, "\n{:<58} {:<28} met", "target", "measured");
         for v in &self.verdicts {

@@ -37,6 +37,7 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         .args(["--ops", "300", "--concurrency", "8,50", "--producers", "2"])
         .args(["--latency-rate", "100", "--latency-secs", "1"])
         .args(["--finished-rows", "20000", "--ceiling-secs", "1"])
+        .args(["--limit-samples", "5"])
         .args(["--transports", &transports])
         .arg("--out")
         .arg(&out_file)
@@ -68,12 +69,21 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         .iter()
         .map(|d| d["transport"].as_str().unwrap())
         .collect();
-    assert_eq!(labels, ["poll", "redis", "amqp", "poll", "redis", "amqp"]);
+    // The last drain repeats the first under limits with room for everything.
+    assert_eq!(
+        labels,
+        ["poll", "redis", "amqp", "poll", "redis", "amqp", "poll"]
+    );
+    let limited: Vec<bool> = drains
+        .iter()
+        .map(|d| d["limited"].as_bool().unwrap())
+        .collect();
+    assert_eq!(limited, [false, false, false, false, false, false, true]);
     let handlers: Vec<u64> = drains
         .iter()
         .map(|d| d["concurrency"].as_u64().unwrap())
         .collect();
-    assert_eq!(handlers, [8, 8, 8, 50, 50, 50]);
+    assert_eq!(handlers, [8, 8, 8, 50, 50, 50, 8]);
     assert_eq!(r["claim_ceiling"]["work"], "claim_complete");
     assert!(r["claim_ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     // The bound of single enqueues: one-row commits from as many connections as producers.
@@ -96,6 +106,14 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     }
     assert_eq!(r["claim_cost"]["finished_rows"], 20000);
     assert!(r["claim_cost"]["ratio"].as_f64().unwrap() > 0.0);
+    // The limit-cost phase claimed 100 with no limit and under limits with room, and 50 when
+    // capped to half (it checks each claim's count itself and fails the run otherwise).
+    let l = &r["limit_cost"];
+    assert_eq!(l["samples"], 5, "{l}");
+    assert_eq!(l["claim"], 100, "{l}");
+    for key in ["none_median_ms", "room_median_ms", "capped_median_ms", "room_ratio"] {
+        assert!(l[key].as_f64().unwrap() > 0.0, "{key}: {l}");
+    }
     assert!(!r["verdicts"].as_array().unwrap().is_empty());
     assert_eq!(
         psql(
@@ -233,7 +251,8 @@ fn a_database_that_holds_operations_is_refused_without_yes() {
         "3",
     ])
     .ok();
-    // 10 batched, 100 single, 10 drained, 20 at the latency rate, no claim-cost table.
+    // 10 batched, 100 single, 10 drained, 20 at the latency rate, no claim-cost table, no
+    // limit-cost rounds.
     let refused = o.run(&[
         "bench",
         "--ops",
@@ -245,6 +264,8 @@ fn a_database_that_holds_operations_is_refused_without_yes() {
         "--latency-secs",
         "2",
         "--finished-rows",
+        "0",
+        "--limit-samples",
         "0",
     ]);
     refused.bad_input("holds 3 operations");
@@ -293,6 +314,7 @@ fn help_names_the_flags() {
         "--latency-rate",
         "--latency-secs",
         "--finished-rows",
+        "--limit-samples",
         "--ceiling-secs",
         "--json",
         "--out",

@@ -19,7 +19,8 @@ use crate::output::{self, Table, count};
 batched and single enqueues, the drain of N operations by a worker process per concurrency and \
 transport, \
 enqueue → claim latency at a light steady rate, transactions committed per operation, the \
-worker's peak memory, and the claim's cost with many finished rows. Every phase runs in a fresh \
+worker's peak memory, the claim's cost with many finished rows, and what limits across the fleet add to a claim and \
+to a drain. Every phase runs in a fresh \
 schema `oprec_bench_<uuid>` of --database-url (which must be PostgreSQL), dropped afterwards; \
 brokers get a fresh stream or queue. Every throughput is also given as a fraction of the \
 ceiling: the same database doing the bare insert → claim → complete work with no oprec; each \
@@ -64,6 +65,11 @@ pub(crate) struct BenchArgs {
     /// Finished rows in the table for the claim-cost phase; 0 skips it.
     #[arg(long, value_name = "M", default_value_t = 1_000_000)]
     pub finished_rows: u64,
+    /// Rounds of the limit-cost phase: each times a claim of 100 with no limit, under limits with
+    /// room, and capped to half by a running limit. 0 skips it, with the drain that repeats the
+    /// first under limits with room.
+    #[arg(long, value_name = "N", default_value_t = 200)]
+    pub limit_samples: usize,
     /// Seconds of each ceiling run (one per connection count: 2, 4 and 8).
     #[arg(long, value_name = "SECONDS", default_value_t = 3)]
     pub ceiling_secs: u64,
@@ -245,10 +251,13 @@ fn rows_written(args: &BenchArgs) -> u64 {
     if args.steady.is_some() {
         return 0;
     }
-    let drains = (args.concurrency.len() * args.transports.len()) as u64;
+    let limited = u64::from(args.limit_samples > 0);
+    let drains = (args.concurrency.len() * args.transports.len()) as u64 + limited;
     let latency = args.transports.len() as u64 * u64::from(args.latency_rate) * args.latency_secs;
     let single = (args.ops / 10).max(100);
-    args.ops * (1 + drains) + single + latency + args.finished_rows
+    // Three claims of 100 per round (ten warm-up rounds), behind a backlog of 10,000.
+    let limit_rounds = limited * ((args.limit_samples as u64 + 10) * 3 * 100 + 10_000);
+    args.ops * (1 + drains) + single + latency + args.finished_rows + limit_rounds
 }
 
 /// Refuses (exit 2) to load a database that already holds operations unless `--yes` says so,
@@ -341,6 +350,7 @@ pub(crate) async fn run(global: &Global, args: BenchArgs) -> anyhow::Result<()> 
         latency_secs: args.latency_secs,
         finished_rows: args.finished_rows,
         ceiling_secs: args.ceiling_secs,
+        limit_samples: args.limit_samples,
         ..BenchConfig::new(url.clone(), worker)
     };
     let progress = |line: &str| eprintln!("oprec bench: {line}");
