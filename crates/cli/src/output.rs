@@ -46,18 +46,7 @@ pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// `50000` as `50,000`.
-pub(crate) fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use oprec::ops::number::count;
 
 /// A time to the second, in UTC.
 pub(crate) fn time(t: DateTime<Utc>) -> String {

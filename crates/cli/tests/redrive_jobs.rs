@@ -343,7 +343,7 @@ fn a_redrive_stopped_from_another_process_resumes_and_redrives_nothing_twice() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("stopped by ops-oncall (oprec redrive stop)")
+        err.contains("stopped by ops-oncall after releasing")
             && err.contains(&format!("oprec redrive resume {id}")),
         "{err}"
     );

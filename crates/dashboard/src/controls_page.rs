@@ -14,6 +14,7 @@ use crate::State;
 use crate::error::{AppError, store};
 use crate::html::{badge, count, or_dash, when};
 use crate::layout::{Nav, Page};
+use crate::figures::limits_table;
 use crate::quarantine_page::quarantine_filter_form;
 use crate::viewer::Viewer;
 
@@ -36,6 +37,7 @@ pub(crate) async fn page(
     let done = q.map(|q| q.0).unwrap_or_default();
     let now = state.store.now().await.map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
+    let limits = state.store.limit_list().await.map_err(store)?;
     let n = done.n.map(count).unwrap_or_default();
     let notice = match done.done.as_str() {
         "pause" => {
@@ -61,6 +63,15 @@ pub(crate) async fn page(
         section.panel {
             h2 { "In force" }
             (controls_table(&controls, &viewer, now))
+        }
+        section.panel {
+            h2 { "Limits across the fleet" }
+            p.muted.small {
+                "At most so many running at once, or started per second, over every worker; \
+                 work beyond a limit waits, its attempt unspent. "
+                code { "oprec limit" } " sets and removes them."
+            }
+            (limits_table(&limits, None))
         }
         div.cols {
             section.panel {

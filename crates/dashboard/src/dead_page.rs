@@ -14,7 +14,7 @@ use oprec_ops::redrive::{RedriveInput, RedriveRequest, RedriveReview};
 use crate::State;
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::{badge, count, or_dash, select_options, short_id, time};
+use crate::html::{badge, count, or_dash, select_options, short_id, time, when};
 use crate::layout::{Nav, Page};
 use crate::operations_page::form;
 use crate::query_string::query;
@@ -83,12 +83,21 @@ fn group_name(g: &PreviewGroup) -> String {
     )
 }
 
-pub(crate) fn groups_table(p: &RedrivePreview, base: &FilterForm) -> Markup {
+/// The dry run's groups: each with how many, when the first and the last of them died, and
+/// whether their dependency (or kind) has succeeded since, with links to list and to review.
+pub(crate) fn groups_table(
+    p: &RedrivePreview,
+    base: &FilterForm,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Markup {
     html! {
         div.scroll data-scroll {
             table.grid #groups {
                 thead {
-                    tr { th { "Kind" } th { "Class" } th { "Reason" } th.num { "Dead" } th {} }
+                    tr {
+                        th { "Kind" } th { "Class" } th { "Reason" } th.num { "Dead" }
+                        th { "First death" } th { "Last death" } th { "Succeeded since" } th {}
+                    }
                 }
                 tbody {
                     @for g in &p.groups {
@@ -109,6 +118,14 @@ pub(crate) fn groups_table(p: &RedrivePreview, base: &FilterForm) -> Markup {
                             }
                             td { (or_dash(g.reason.map(|r| r.as_str()))) }
                             td.num { (count(g.count)) }
+                            td { @if let Some(t) = g.first_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
+                            td { @if let Some(t) = g.last_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
+                            td.recovered {
+                                @match g.recovered_at {
+                                    Some(t) => { span.badge.b-succeeded { "yes" } " " (when(t, now)) },
+                                    None => span.badge.b-held { "not since" },
+                                }
+                            }
                             td.right {
                                 @let group = group_name(g);
                                 a href={ "/operations" (list) } aria-label={ "List " (group) } {
@@ -201,7 +218,7 @@ pub(crate) async fn groups(
                             "Review re-drive of all " (count(p.matched)) "…"
                         }
                     }
-                    (groups_table(p, &f))
+                    (groups_table(p, &f, review.began))
                     (samples(p))
                 }
             }

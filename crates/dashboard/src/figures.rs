@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use chrono::Duration;
 use maud::{Markup, Render, html};
-use oprec_core::Status;
 use oprec_core::operator::StatsReport;
+use oprec_core::{LimitUse, Status};
 
 use crate::html::{badge, count, span};
 use crate::query_string::query;
@@ -171,6 +171,48 @@ pub(crate) fn dead_table(r: &StatsReport) -> Markup {
                             td.num { (count(*n)) }
                             td.num { (of(&r.dead_last_hour_by_kind, kind)) }
                             td.num { (of(&r.dead_last_day_by_kind, kind)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The limits across the fleet with their use now (`oprec limits`), and with `stats`, each
+/// dependency's attempts in the last hour beside its limit (`oprec stats`).
+pub(crate) fn limits_table(limits: &[LimitUse], stats: Option<&StatsReport>) -> Markup {
+    if limits.is_empty() {
+        return html! {
+            p.muted #no-limits {
+                "No limits: claims take what workers have room for. "
+                code { "oprec limit" } " sets one."
+            }
+        };
+    }
+    html! {
+        div.scroll data-scroll {
+            table.grid #limits {
+                thead {
+                    tr {
+                        th { "Limited" } th { "Limit" } th { "Use now" }
+                        @if stats.is_some() { th { "Last hour" } }
+                        th { "Reason" }
+                    }
+                }
+                tbody {
+                    @for u in limits {
+                        tr {
+                            td { (u.limit.scope) " " (u.limit.value) }
+                            td { (oprec_ops::limits::bounds(&u.limit)) }
+                            td { (oprec_ops::limits::usage(u)) }
+                            @if let Some(r) = stats {
+                                td {
+                                    (oprec_ops::limits::last_hour(u, r)
+                                        .unwrap_or_else(|| "-".into()))
+                                }
+                            }
+                            td { (u.limit.reason.as_deref().unwrap_or("-")) }
                         }
                     }
                 }

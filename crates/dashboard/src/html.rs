@@ -5,18 +5,7 @@
 use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 
-/// `1,234,567`.
-pub(crate) fn count(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub(crate) use oprec_ops::number::count;
 
 /// `2026-01-05 09:00:00 UTC`.
 pub(crate) fn time(t: DateTime<Utc>) -> String {

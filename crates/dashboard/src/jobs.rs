@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use oprec_core::operator::RedriveJobState;
 use oprec_core::{FullStore, OperationId};
 use oprec_ops::redrive::{AGAIN, RedriveReview};
 use oprec_ops::redrive_job::JobEvent;
@@ -41,6 +42,14 @@ pub(crate) struct JobState {
     pub ids: Vec<OperationId>,
     /// Stops the job between two batches.
     pub stop: CancellationToken,
+    /// The job's row in the store (`oprec redrive status` lists it), once it has started.
+    pub job_id: Option<String>,
+    /// Who asked from this dashboard to stop it, while it is stopping.
+    pub stop_asked_by: Option<String>,
+    /// How it ended, as the job's row says (done, stopped, braked, interrupted, failed).
+    pub end: Option<RedriveJobState>,
+    /// Operations left that controls in force hold back now (the job waits for them).
+    pub waiting: Option<u64>,
 }
 
 impl JobState {
@@ -64,6 +73,15 @@ impl Jobs {
             .map(|j| j.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
+    /// Notes that `actor` asked to stop job `id`; the job's store row, when it has one.
+    pub fn stop_asked(&self, id: &str, actor: &str) -> Option<Option<String>> {
+        let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let job = jobs.get(id)?;
+        let mut s = job.lock().unwrap_or_else(|e| e.into_inner());
+        s.stop_asked_by = Some(actor.to_owned());
+        Some(s.job_id.clone())
+    }
+
     /// Starts the reviewed re-drive in the background; returns its id.
     pub fn start(
         &self,
@@ -84,6 +102,10 @@ impl Jobs {
             last: None,
             ids: Vec::new(),
             stop: CancellationToken::new(),
+            job_id: None,
+            stop_asked_by: None,
+            end: None,
+            waiting: None,
         }));
         {
             let mut jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
@@ -112,10 +134,19 @@ async fn run(
     let stop = lock().stop.clone();
     let done = review
         .apply(store.as_ref(), &who, note.as_deref(), &stop, |event| {
-            let JobEvent::Released(batch) = event else {
-                return;
+            let batch = match event {
+                JobEvent::Started(job) => {
+                    lock().job_id = Some(job.id.clone());
+                    return;
+                }
+                JobEvent::Waiting { left, .. } => {
+                    lock().waiting = Some(left);
+                    return;
+                }
+                JobEvent::Released(batch) => batch,
             };
             let mut s = lock();
+            s.waiting = None;
             s.done += batch.len() as u64;
             s.batches += 1;
             if let Some(f) = batch.first() {
@@ -164,4 +195,6 @@ async fn run(
     let mut s = lock();
     s.finished = true;
     s.error = error;
+    s.end = done.state();
+    s.waiting = None;
 }

@@ -135,6 +135,7 @@ impl Dashboard {
                 get(redrive_page::preview).post(redrive_page::start),
             )
             .route("/jobs/{id}", get(redrive_progress::progress))
+            .route("/jobs/{id}/stop", post(redrive_progress::stop))
             .route("/controls", get(controls_page::page))
             .route("/controls/pause", post(pause::pause))
             .route("/controls/resume", post(pause::resume))

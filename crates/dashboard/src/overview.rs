@@ -12,7 +12,7 @@ use oprec_core::{AgeBucket, NO_CLASS, Status};
 use serde::Deserialize;
 
 use crate::error::{AppError, store};
-use crate::figures::{counts, dead_table, figures, named};
+use crate::figures::{counts, dead_table, figures, limits_table, named};
 use crate::html::{count, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
@@ -142,6 +142,7 @@ pub(crate) async fn page(
         .await
         .map_err(store)?;
     let controls = state.store.control_list().await.map_err(store)?;
+    let limits = state.store.limit_list().await.map_err(store)?;
     let workers = state
         .store
         .worker_list(WorkerListParams {
@@ -211,6 +212,11 @@ pub(crate) async fn page(
                     h2 { "Workers" }
                     (workers_list(&workers, now))
                 }
+            }
+            section.panel {
+                h2 { "Limits across the fleet" }
+                p.muted.small { "Work beyond a limit waits, its attempt unspent." }
+                (limits_table(&limits, Some(&r)))
             }
             div.cols {
                 section.panel.wide {

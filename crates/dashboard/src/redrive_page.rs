@@ -21,7 +21,7 @@ use crate::authorize::{Caller, authorize_form};
 use crate::dead_page::{describe, dry_run, groups_table, samples};
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::count;
+use crate::html::{count, or_dash, short_id};
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
 
@@ -58,9 +58,11 @@ pub(crate) async fn preview(
                 a href="/dead" { "Back to dead letters" }
             }
         } @else {
+            (safety(&review))
             section.panel {
                 h2 { "Groups" }
-                (groups_table(p, &f))
+                (groups_table(p, &f, review.began))
+                (errors(&review))
                 (samples(p))
                 (payloads(&review))
             }
@@ -74,6 +76,75 @@ pub(crate) async fn preview(
         }
     };
     Ok(Page::new("Re-drive", Nav::Dead, &viewer).body(body))
+}
+
+/// Is it safe? What the operator library warns of (permanent and crash-loop groups, a dependency
+/// that has not succeeded since the last death) and the controls in force that would hold some of
+/// the re-driven operations back; or that nothing stands in the way.
+fn safety(review: &RedriveReview) -> Markup {
+    let warnings = review.warnings();
+    html! {
+        section.panel #safety {
+            h2 { "Is it safe?" }
+            @if warnings.is_empty() && review.controls.is_empty() {
+                p.notice.good #safe {
+                    "No warning: no group died of a permanent failure or a crash loop, and every \
+                     group's dependency has succeeded since its last death."
+                }
+            }
+            @if !warnings.is_empty() {
+                ul.warnings #warnings {
+                    @for w in &warnings {
+                        li.notice.warn data-what=(w.what) { (w.text) }
+                    }
+                }
+            }
+            @if !review.controls.is_empty() {
+                h3 { "Controls in force" }
+                p.muted.small {
+                    "Re-driven operations these hold back wait until the control lifts; the pace \
+                     starts from then."
+                }
+                table.kv #redrive-controls {
+                    @for (c, n) in &review.controls {
+                        tr {
+                            td { (c.action.as_str()) " " (c.scope.as_str()) " " (c.value) }
+                            td.num { "holds back " (count(*n)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The distinct last errors of the matches, per kind, the most frequent first.
+fn errors(review: &RedriveReview) -> Markup {
+    let errors = &review.preview.errors;
+    html! {
+        @if !errors.is_empty() {
+            h2 { "Distinct errors" }
+            div.scroll data-scroll {
+                table.grid #errors {
+                    thead {
+                        tr { th { "Kind" } th { "Last error" } th.num { "Operations" } th { "Example" } }
+                    }
+                    tbody {
+                        @for e in errors {
+                            tr {
+                                td { (e.kind) }
+                                td.err { (or_dash(e.error.as_deref())) }
+                                td.num { (count(e.count)) }
+                                td.mono {
+                                    a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The confirmation: how to re-drive, at what rate, and why.

@@ -3,19 +3,26 @@
 //! page follows itself (in place with the script, by reloading without it) until the job is done
 //! and the last one is eligible; then its outcome keeps following the workers, slower.
 
+use std::collections::HashMap;
+
+use axum::Form;
 use axum::extract::Path;
+use axum::extract::rejection::FormRejection;
+use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DateTime, Utc};
 use maud::html;
 use oprec_core::Status;
-use oprec_core::operator::{CountMatchingParams, OperationFilter};
+use oprec_core::operator::{CountMatchingParams, OperationFilter, RedriveJobState};
 
 use crate::State;
+use crate::authorize::{Caller, authorize_form};
 use crate::dead_page::describe;
 use crate::error::{AppError, store};
 use crate::html::{badge, count, or_dash, span, time};
 use crate::jobs::JobState;
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
+use oprec_ops::Who;
 
 /// `GET /jobs/{id}`: a re-drive's progress.
 pub(crate) async fn progress(
@@ -31,11 +38,16 @@ pub(crate) async fn progress(
     };
     let request = &job.review.request;
     let planned = job.review.planned;
-    let status = match (job.finished, &job.error) {
+    let status = match (job.finished, job.end) {
+        (false, _) if job.stop_asked_by.is_some() => "stopping",
         (false, _) => "running",
-        (true, Some(_)) => "stopped",
-        (true, None) => "done",
+        (true, Some(RedriveJobState::Braked)) => "braked",
+        (true, Some(RedriveJobState::Done)) if job.error.is_none() => "done",
+        (true, Some(RedriveJobState::Failed)) => "failed",
+        (true, None) if job.error.is_none() => "done",
+        (true, _) => "stopped",
     };
+    let here = format!("/jobs/{}", id.trim());
     let mode = request.mode_text();
     let pace = request.pace.describe(planned);
     // The rate at work: how many have become eligible so far.
@@ -72,7 +84,31 @@ pub(crate) async fn progress(
                     (count(job.done)) " of " (count(planned)) " re-driven"
                 }
                 @if let Some(e) = &job.error {
-                    p.notice.bad { (e) }
+                    p.notice.bad #job-error { (e) }
+                }
+                @if !job.finished {
+                    @if let Some(by) = &job.stop_asked_by {
+                        p.notice #stopping {
+                            "Stopping, as " (by) " asked: the re-drive ends before its next batch. \
+                             What it released stays re-driven."
+                        }
+                    } @else if viewer.why_not(&here).is_none() {
+                        form.inline #stop-form method="post" action={ (here) "/stop" } {
+                            (viewer.csrf_field())
+                            button.danger type="submit" aria-label="Stop this re-drive" { "Stop" }
+                            span.muted.small {
+                                " before its next batch; what it released stays re-driven, and \
+                                 reviewing it again re-drives the rest"
+                            }
+                        }
+                    }
+                    @if let Some(left) = job.waiting {
+                        p.notice.warn #waiting {
+                            "Waiting: " (count(left)) " left to re-drive are held back by a pause \
+                             or postponement in force; the re-drive goes on, at its pace, once it \
+                             lifts (see " a href="/controls" { "controls" } ")."
+                        }
+                    }
                 }
                 dl.record {
                     dt { "Mode" } dd { (mode) }
@@ -97,6 +133,12 @@ pub(crate) async fn progress(
                 }
                 @if let Some(counts) = &outcome {
                     h2 { "What became of them" }
+                    @let of = |s: Status| counts.get(&s).copied().unwrap_or(0);
+                    p #summary {
+                        (count(release.as_ref().map_or(job.done, |r| r.eligible)))
+                        " eligible now · " (count(of(Status::Succeeded))) " succeeded · "
+                        (count(of(Status::Dead))) " died again"
+                    }
                     table.kv #outcome {
                         @for s in Status::ALL {
                             @if let Some(n) = counts.get(s) {
@@ -119,6 +161,39 @@ pub(crate) async fn progress(
         page = page.live(crate::operations_page::LIST_LIVE_SECONDS);
     }
     Ok(page)
+}
+
+/// `POST /jobs/{id}/stop`: asks a running re-drive to stop before its next batch, as `oprec
+/// redrive stop` does (the job's row records who asked), and goes back to its progress.
+pub(crate) async fn stop(
+    state: State,
+    caller: Caller,
+    Path(id): Path<String>,
+    form: Result<Form<HashMap<String, String>>, FormRejection>,
+) -> Result<Response, AppError> {
+    let (actor, _) = authorize_form(&state, &caller, form)?;
+    let who = Who::named("actor", &actor, Some("dashboard"))?;
+    let id = id.trim();
+    let Some(job) = state.jobs.get(id) else {
+        return Err(AppError::not_found(
+            "No re-drive with this id is known to this dashboard; `oprec redrive status` lists \
+             every re-drive and `oprec redrive stop` stops one.",
+        ));
+    };
+    if job.finished {
+        return Err(AppError::bad_request(
+            "This re-drive has already ended: there is nothing to stop.",
+        ));
+    }
+    match state.jobs.stop_asked(id, &who.actor).flatten() {
+        // Through the job's row, so that it records who stopped it.
+        Some(row) => {
+            oprec_ops::redrive::stop(state.store.as_ref(), &row, &who).await?;
+        }
+        // Not started yet: it has no row to mark.
+        None => job.stop.cancel(),
+    }
+    Ok(Redirect::to(&format!("/jobs/{id}")).into_response())
 }
 
 /// How far a finished re-drive's staggered eligible times have come.

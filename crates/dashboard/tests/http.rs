@@ -104,13 +104,24 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
     let seeded = seed(&store, 40).await;
     let dead_before = count_in(&store, &webhooks(), Status::Dead).await;
     assert_eq!(dead_before, seeded.dead_webhooks.len() as u64);
-    let app = dashboard(&store, Some(TOKEN)).router();
+    // Every route gets a wrong token: more than the sign-in throttle lets one address try, which
+    // `wrong_tokens_are_throttled_then_trying_recovers` tests on its own.
+    let app = oprec_dashboard::Dashboard {
+        sign_in_limits: oprec_dashboard::SignInLimits {
+            per_address_burst: 100,
+            global_burst: 100,
+            ..Default::default()
+        },
+        ..dashboard(&store, Some(TOKEN))
+    }
+    .router();
     for (path, body) in [
         ("/redrive", REDRIVE_FORM),
         ("/controls/pause", "scope=kind&value=email.send"),
         ("/controls/resume", "scope=kind&value=email.send"),
         ("/quarantine", "kind=email.send&reason=x&expected=10"),
         ("/transport/purge", "confirm=purge"),
+        ("/jobs/0123/stop", ""),
     ] {
         // No credentials at all, a wrong bearer token, and a forged cookie.
         for auth in [
@@ -1161,4 +1172,159 @@ async fn reading_can_require_the_token() {
     let r = get(&d.router(), &op, None).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert!(!r.body.contains("hooks.partner.example"));
+}
+
+/// The limits across the fleet, with their use now, on the overview (beside each dependency's
+/// attempts in the last hour) and on the controls page; none says how to set one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_and_their_use_are_shown_on_the_overview_and_the_controls() {
+    use oprec_core::limit::LimitSetParams;
+    use oprec_core::store::{ClaimEligibleParams, Claimant};
+    use oprec_core::{EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation};
+    use oprec_core::WorkerStore;
+    let store = fresh_store().await;
+    let app = dashboard(&store, None).router();
+    let none = get(&app, "/controls", None).await;
+    assert_eq!(none.status, StatusCode::OK);
+    assert!(none.body.contains("id=\"no-limits\""), "{}", none.body);
+
+    let now = store.now().await.unwrap();
+    let ops = (0..3)
+        .map(|n| {
+            NewOperation::new(
+                "charge",
+                serde_json::json!({ "n": n }),
+                &common::policy(),
+                EnqueueOptions {
+                    dependency: Some("stripe".into()),
+                    ..EnqueueOptions::default()
+                },
+                now - chrono::Duration::seconds(1),
+            )
+        })
+        .collect::<oprec_core::Result<Vec<_>>>()
+        .unwrap();
+    store.operation_insert_many(ops).await.unwrap();
+    let set = |scope, value: &str, running, rate| LimitSetParams {
+        scope,
+        value: value.into(),
+        max_running: running,
+        per_second: rate,
+        reason: Some("<b>provider quota</b>".into()),
+        actor: "test".into(),
+    };
+    store
+        .limit_set(set(LimitScope::Kind, "charge", Some(2), None))
+        .await
+        .unwrap();
+    store
+        .limit_set(set(LimitScope::Dependency, "stripe", None, Some(50)))
+        .await
+        .unwrap();
+    let claimed = store
+        .operation_claim_eligible(ClaimEligibleParams {
+            kinds: vec!["charge".into()],
+            limit: 10,
+            claimant: Claimant {
+                worker_id: "w1".into(),
+                code_version: None,
+                lease: chrono::Duration::seconds(60),
+            },
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2, "the kind's limit of 2 holds the claim");
+
+    for path in ["/", "/controls"] {
+        let page = get(&app, path, None).await;
+        assert_eq!(page.status, StatusCode::OK, "{path}");
+        let b = &page.body;
+        assert!(b.contains("Limits across the fleet"), "{path}: {b}");
+        assert!(b.contains("kind charge") && b.contains("2 of 2 running"), "{path}: {b}");
+        assert!(
+            b.contains("dependency stripe") && b.contains("2 of 50 started in the last second"),
+            "{path}: {b}"
+        );
+        assert!(!b.contains("<b>provider quota</b>") && b.contains("&lt;b&gt;provider"));
+    }
+    // The overview also shows the dependency's attempts of the last hour beside its limit.
+    let overview = get(&app, "/", None).await.body;
+    assert!(overview.contains("attempts (0.0/s)"), "{overview}");
+}
+
+/// The dry run answers "is it safe?" (first and last death, whether the dependency succeeded
+/// since, distinct errors, a warning for a permanent group); a paced re-drive can be stopped from
+/// its progress page, which then says who stopped it; the job's row records the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_says_whether_it_is_safe_and_a_running_redrive_can_be_stopped() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 40).await;
+    let dead = seeded.dead_webhooks.len() as u64;
+    assert!(dead >= 3, "the seed kills some webhooks");
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let review = get(&app, "/redrive?kind=webhook.deliver", None).await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.body);
+    let b = &review.body;
+    assert!(b.contains("Is it safe?"), "{b}");
+    assert!(b.contains("First death") && b.contains("Last death"), "{b}");
+    assert!(b.contains("Succeeded since"), "{b}");
+    assert!(
+        b.contains(r#"data-what="permanent""#) && b.contains("died of a permanent failure"),
+        "the seeded 410s are permanent: {b}"
+    );
+    assert!(b.contains(r#"id="errors""#) && b.contains("Distinct errors"), "{b}");
+
+    // One a minute: the job releases the first and then waits for the next.
+    let auth = format!("Bearer {TOKEN}");
+    let r = post(
+        &app,
+        form_post("/redrive")
+            .header(header::AUTHORIZATION, &auth)
+            .header("x-oprec-actor", "oncall"),
+        &format!("kind=webhook.deliver&expected={dead}&mode=in_place&rate=1&per=minute"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let location = r.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let mut running = String::new();
+    for _ in 0..100 {
+        running = get(&app, &location, None).await.body;
+        if running.contains("1 of ") {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    assert!(running.contains("Re-drive running"), "{running}");
+    // Without the token the page shows no stop button.
+    assert!(!running.contains(r#"id="stop-form""#), "{running}");
+    let r = post(
+        &app,
+        form_post(&format!("{location}/stop"))
+            .header(header::AUTHORIZATION, &auth)
+            .header("x-oprec-actor", "oncall"),
+        "",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let ended = wait_job(&app, &location, None).await;
+    assert!(ended.contains("Re-drive stopped"), "{ended}");
+    assert!(
+        ended.contains("stopped by dashboard:oncall after releasing 1 of"),
+        "{ended}"
+    );
+    assert!(ended.contains(r#"id="summary""#), "{ended}");
+    // Stopping what has ended is refused, readably.
+    let again = post(
+        &app,
+        form_post(&format!("{location}/stop")).header(header::AUTHORIZATION, &auth),
+        "",
+    )
+    .await;
+    assert_eq!(again.status, StatusCode::BAD_REQUEST);
+    assert!(again.body.contains("already ended"), "{}", again.body);
+    assert_eq!(
+        count_in(&store, &webhooks(), Status::Dead).await,
+        dead - 1,
+        "only the first was re-driven"
+    );
 }

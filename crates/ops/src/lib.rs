@@ -37,6 +37,7 @@ mod error;
 pub mod filter;
 pub mod limits;
 pub mod moves;
+pub mod number;
 mod pace;
 pub mod payload;
 pub mod purge;

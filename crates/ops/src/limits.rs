@@ -3,11 +3,12 @@
 //! second, for a kind or a dependency, over every worker; audited like every other action.
 
 use oprec_core::limit::{LimitRemoveParams, LimitSetParams};
-use oprec_core::operator::AuditEntry;
+use oprec_core::operator::{AuditEntry, StatsReport};
 use oprec_core::{FullStore, Limit, LimitScope, LimitUse};
 use serde_json::{Value, json};
 
 use crate::filter::name;
+use crate::number::count;
 use crate::{InputError, Result, Spelling, Who};
 
 /// What a limit applies to: one kind or one dependency.
@@ -169,4 +170,24 @@ pub fn usage(u: &LimitUse) -> String {
         ));
     }
     parts.join(", ")
+}
+
+/// Beside a dependency's limit, the attempts against it in the last hour and their rate per
+/// second (the seeds' "rate by dependency"): `7,200 attempts (2.0/s)`. `None` for a kind's limit.
+pub fn last_hour(u: &LimitUse, stats: &StatsReport) -> Option<String> {
+    match u.limit.scope {
+        LimitScope::Dependency => {
+            let n = stats
+                .attempts_last_hour_by_dependency
+                .get(&u.limit.value)
+                .copied()
+                .unwrap_or(0);
+            Some(format!(
+                "{} attempts ({:.1}/s)",
+                count(n),
+                n as f64 / 3600.0
+            ))
+        }
+        LimitScope::Kind => None,
+    }
 }

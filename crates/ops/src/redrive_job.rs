@@ -345,7 +345,7 @@ pub(crate) async fn run<S: OperatorStore + ?Sized>(
                     break (
                         RedriveJobState::Stopped,
                         Some(format!(
-                            "stopped by {by} (oprec redrive stop) after releasing {} of {}",
+                            "stopped by {by} after releasing {} of {}",
                             job.released, job.planned
                         )),
                     );

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use clap::Args;
 use oprec::operator::StatsReport;
-use oprec::{LimitScope, LimitUse};
+use oprec::LimitUse;
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
@@ -51,17 +51,7 @@ fn limits_text(limits: &[LimitUse], r: &StatsReport) -> String {
     }
     let mut t = Table::new(&["LIMITED", "LIMIT", "USE NOW", "LAST HOUR"]);
     for u in limits {
-        let last_hour = match u.limit.scope {
-            LimitScope::Dependency => {
-                let n = r
-                    .attempts_last_hour_by_dependency
-                    .get(&u.limit.value)
-                    .copied()
-                    .unwrap_or(0);
-                format!("{} attempts ({:.1}/s)", count(n), n as f64 / 3600.0)
-            }
-            LimitScope::Kind => "-".to_owned(),
-        };
+        let last_hour = oprec::ops::limits::last_hour(u, r).unwrap_or_else(|| "-".into());
         t.row(vec![
             format!("{} {}", u.limit.scope, u.limit.value),
             oprec::ops::limits::bounds(&u.limit),

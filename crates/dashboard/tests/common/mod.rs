@@ -62,7 +62,7 @@ pub fn dashboard(store: &PgStore, token: Option<&str>) -> Dashboard {
     }
 }
 
-fn policy() -> RetryPolicy {
+pub fn policy() -> RetryPolicy {
     RetryPolicy::builder()
         .timeout(Duration::seconds(30))
         .max_attempts(4)
