@@ -381,7 +381,11 @@ impl BenchReport {
                     "drain {}, {} handlers{}",
                     d.transport,
                     d.concurrency,
-                    if d.limited { ", under limits with room" } else { "" }
+                    if d.limited {
+                        ", under limits with room"
+                    } else {
+                        ""
+                    }
                 ),
                 d.ops_per_sec,
                 true,

@@ -111,7 +111,12 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     let l = &r["limit_cost"];
     assert_eq!(l["samples"], 5, "{l}");
     assert_eq!(l["claim"], 100, "{l}");
-    for key in ["none_median_ms", "room_median_ms", "capped_median_ms", "room_ratio"] {
+    for key in [
+        "none_median_ms",
+        "room_median_ms",
+        "capped_median_ms",
+        "room_ratio",
+    ] {
         assert!(l[key].as_f64().unwrap() > 0.0, "{key}: {l}");
     }
     assert!(!r["verdicts"].as_array().unwrap().is_empty());

@@ -12,9 +12,9 @@ use serde::Deserialize;
 
 use crate::State;
 use crate::error::{AppError, store};
+use crate::figures::limits_table;
 use crate::html::{badge, count, or_dash, when};
 use crate::layout::{Nav, Page};
-use crate::figures::limits_table;
 use crate::quarantine_page::quarantine_filter_form;
 use crate::viewer::Viewer;
 

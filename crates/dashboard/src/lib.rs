@@ -33,6 +33,7 @@ mod html;
 mod jobs;
 mod layout;
 mod middleware;
+mod operation_actions;
 mod operation_page;
 mod operations_page;
 mod overview;
@@ -129,6 +130,7 @@ impl Dashboard {
             .route("/", get(overview::page))
             .route("/operations", get(operations_page::page))
             .route("/operations/{id}", get(operation_page::page))
+            .route("/operations/{id}/act", post(operation_actions::act))
             .route("/dead", get(dead_page::groups))
             .route(
                 "/redrive",

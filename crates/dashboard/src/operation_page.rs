@@ -2,17 +2,25 @@
 //! attempt history as a timeline, its durable steps, its remote id and its lineage (the chain of
 //! operations it was re-driven from).
 
-use axum::extract::Path;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query};
 use maud::{Markup, Render, html};
 use oprec_core::store::{OperationGetParams, Step, StepsGetParams};
 use oprec_core::{Attempt, Operation, OperationId, Status};
 
-use crate::State;
 use crate::error::{AppError, store};
 use crate::html::{badge, or_dash, time, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
 use crate::viewer::Viewer;
+use crate::{State, operation_actions};
+
+/// What the page was sent back with after an action.
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct Done {
+    #[serde(default)]
+    done: String,
+}
 
 /// How far up the re-drive chain the lineage goes.
 const LINEAGE_DEPTH: usize = 10;
@@ -175,7 +183,9 @@ pub(crate) async fn page(
     state: State,
     viewer: Viewer,
     Path(id): Path<String>,
+    q: Result<Query<Done>, QueryRejection>,
 ) -> Result<Page, AppError> {
+    let done = q.map(|q| q.0.done).unwrap_or_default();
     let id: OperationId = id.trim().parse().map_err(|_| {
         AppError::bad_request(
             "That is not an operation id: ids are UUIDs such as \
@@ -240,7 +250,11 @@ pub(crate) async fn page(
                 }
             }
         }
+        @if let Some((tone, text)) = operation_actions::notice(&done) {
+            p #notice class={ "notice " (tone) } { (text) }
+        }
         (last_error(o))
+        (operation_actions::panel(o, &viewer))
         div.cols {
             section.panel { h2 { "Record" } (record(o, now)) }
             section.panel {

@@ -122,6 +122,10 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
         ("/quarantine", "kind=email.send&reason=x&expected=10"),
         ("/transport/purge", "confirm=purge"),
         ("/jobs/0123/stop", ""),
+        (
+            "/operations/0190c3e4-8a7b-7c3d-9e2f-0123456789ab/act",
+            "action=cancel",
+        ),
     ] {
         // No credentials at all, a wrong bearer token, and a forged cookie.
         for auth in [
@@ -1178,10 +1182,10 @@ async fn reading_can_require_the_token() {
 /// attempts in the last hour) and on the controls page; none says how to set one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_and_their_use_are_shown_on_the_overview_and_the_controls() {
+    use oprec_core::WorkerStore;
     use oprec_core::limit::LimitSetParams;
     use oprec_core::store::{ClaimEligibleParams, Claimant};
     use oprec_core::{EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation};
-    use oprec_core::WorkerStore;
     let store = fresh_store().await;
     let app = dashboard(&store, None).router();
     let none = get(&app, "/controls", None).await;
@@ -1240,7 +1244,10 @@ async fn limits_and_their_use_are_shown_on_the_overview_and_the_controls() {
         assert_eq!(page.status, StatusCode::OK, "{path}");
         let b = &page.body;
         assert!(b.contains("Limits across the fleet"), "{path}: {b}");
-        assert!(b.contains("kind charge") && b.contains("2 of 2 running"), "{path}: {b}");
+        assert!(
+            b.contains("kind charge") && b.contains("2 of 2 running"),
+            "{path}: {b}"
+        );
         assert!(
             b.contains("dependency stripe") && b.contains("2 of 50 started in the last second"),
             "{path}: {b}"
@@ -1272,7 +1279,10 @@ async fn the_review_says_whether_it_is_safe_and_a_running_redrive_can_be_stopped
         b.contains(r#"data-what="permanent""#) && b.contains("died of a permanent failure"),
         "the seeded 410s are permanent: {b}"
     );
-    assert!(b.contains(r#"id="errors""#) && b.contains("Distinct errors"), "{b}");
+    assert!(
+        b.contains(r#"id="errors""#) && b.contains("Distinct errors"),
+        "{b}"
+    );
 
     // One a minute: the job releases the first and then waits for the next.
     let auth = format!("Bearer {TOKEN}");
@@ -1326,5 +1336,177 @@ async fn the_review_says_whether_it_is_safe_and_a_running_redrive_can_be_stopped
         count_in(&store, &webhooks(), Status::Dead).await,
         dead - 1,
         "only the first was re-driven"
+    );
+}
+
+/// The id of one operation of `status`.
+async fn one_of(store: &oprec_postgres::PgStore, status: Status) -> String {
+    store
+        .operation_list(ListParams {
+            status: Some(status),
+            limit: 1,
+            ..ListParams::default()
+        })
+        .await
+        .unwrap()
+        .first()
+        .unwrap_or_else(|| panic!("the seed has a {status} operation"))
+        .id
+        .to_string()
+}
+
+/// A `refund.issue` operation whose attempt timed out after its request was written: reconciling.
+async fn reconciling(store: &oprec_postgres::PgStore) -> String {
+    use oprec_core::store::{ClaimEligibleParams, Claimant, CompleteParams};
+    use oprec_core::{
+        EnqueueOptions, EnqueueStore, Failure, NewOperation, Transition, WorkerStore,
+    };
+    let now = store.now().await.unwrap();
+    let op = NewOperation::new(
+        "refund.issue",
+        serde_json::json!({"order": 7}),
+        &common::policy(),
+        EnqueueOptions::default(),
+        now - chrono::Duration::seconds(1),
+    )
+    .unwrap();
+    store.operation_insert_many(vec![op]).await.unwrap();
+    let claimed = store
+        .operation_claim_eligible(ClaimEligibleParams {
+            kinds: vec!["refund.issue".into()],
+            limit: 1,
+            claimant: Claimant {
+                worker_id: "w1".into(),
+                code_version: None,
+                lease: chrono::Duration::seconds(60),
+            },
+        })
+        .await
+        .unwrap();
+    let c = &claimed[0];
+    store
+        .operation_complete_many(vec![CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token.unwrap(),
+            transition: Transition::reconcile(Failure::unknown(
+                "timed out after the request was written",
+            )),
+        }])
+        .await
+        .unwrap();
+    c.id.to_string()
+}
+
+/// An operation's page offers the actions its status calls for to a signed-in person: release
+/// and cancel a held one, record an unknown outcome as applied (with the remote id) or not; each
+/// changes the record and is audited under that person's name. Read-only viewers get no form.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_page_releases_cancels_and_records_a_reconcile_decision() {
+    let store = fresh_store().await;
+    seed(&store, 40).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let (cookie, csrf) = sign_in(&app, "alice").await;
+    let held = one_of(&store, Status::Held).await;
+    let path = format!("/operations/{held}");
+    let anonymous = get(&app, &path, None).await.body;
+    assert!(anonymous.contains(r#"id="actions""#), "{anonymous}");
+    assert!(!anonymous.contains(r#"id="release-form""#), "{anonymous}");
+    let page = get(&app, &path, Some(&cookie)).await.body;
+    assert!(page.contains(r#"id="release-form""#) && page.contains(r#"id="cancel-form""#));
+    let act = |body: String| {
+        let (app, cookie, path) = (app.clone(), cookie.clone(), path.clone());
+        async move {
+            post(
+                &app,
+                form_post(&format!("{path}/act"))
+                    .header(header::COOKIE, &cookie)
+                    .header("sec-fetch-site", "same-origin"),
+                &body,
+            )
+            .await
+        }
+    };
+    let r = act(format!("action=release&csrf={csrf}")).await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(r.headers[header::LOCATION], format!("{path}?done=released"));
+    let after = get(&app, &format!("{path}?done=released"), Some(&cookie))
+        .await
+        .body;
+    assert!(after.contains("Released: pending again"), "{after}");
+    let status = |id: &str| {
+        let (store, id) = (store.clone(), id.parse().unwrap());
+        async move {
+            store
+                .operation_get(oprec_core::store::OperationGetParams { id })
+                .await
+                .unwrap()
+                .unwrap()
+                .operation
+                .status
+        }
+    };
+    assert_eq!(status(&held).await, Status::Pending);
+    // Releasing again changes nothing and says so.
+    let r = act(format!("action=release&csrf={csrf}")).await;
+    assert_eq!(r.headers[header::LOCATION], format!("{path}?done=nothing"));
+    let r = act(format!("action=cancel&reason=obsolete+config&csrf={csrf}")).await;
+    assert_eq!(
+        r.headers[header::LOCATION],
+        format!("{path}?done=cancelled")
+    );
+    assert_eq!(status(&held).await, Status::Cancelled);
+    // A word that is no action is refused, readably.
+    let r = act(format!("action=explode&csrf={csrf}")).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert!(r.body.contains("Nothing was changed"), "{}", r.body);
+
+    let unknown = reconciling(&store).await;
+    let upath = format!("/operations/{unknown}");
+    let page = get(&app, &upath, Some(&cookie)).await.body;
+    assert!(page.contains(r#"id="resolve-form""#), "{page}");
+    let r = post(
+        &app,
+        form_post(&format!("{upath}/act"))
+            .header(header::COOKIE, &cookie)
+            .header("sec-fetch-site", "same-origin"),
+        &format!("action=applied&remote_id=inv_8812&reason=found+it&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.headers[header::LOCATION], format!("{upath}?done=applied"));
+    let o = store
+        .operation_get(oprec_core::store::OperationGetParams {
+            id: unknown.parse().unwrap(),
+        })
+        .await
+        .unwrap()
+        .unwrap()
+        .operation;
+    assert_eq!(o.status, Status::Succeeded);
+    assert_eq!(o.remote_id.as_deref(), Some("inv_8812"));
+    // Resolving what is no longer reconciling is refused, and changes nothing.
+    let r = post(
+        &app,
+        form_post(&format!("{upath}/act"))
+            .header(header::COOKIE, &cookie)
+            .header("sec-fetch-site", "same-origin"),
+        &format!("action=not_applied&csrf={csrf}"),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    let audit = store
+        .audit_list(AuditListParams { limit: 10 })
+        .await
+        .unwrap();
+    let actions: Vec<(&str, &str)> = audit
+        .iter()
+        .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("reconcile_resolve", "dashboard:alice"),
+            ("cancel", "dashboard:alice"),
+            ("release", "dashboard:alice"),
+        ]
     );
 }

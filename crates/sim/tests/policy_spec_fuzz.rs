@@ -87,7 +87,10 @@ proptest! {
 fn zero_delays_after_the_first_rung_are_refused() {
     for spec in ["ladder:0s,0s", "ladder:5s,0s", "ladder:0s,60s,0s"] {
         let e = spec.parse::<PolicySpec>().unwrap_err().to_string();
-        assert!(e.starts_with("bad policy") && e.contains("retries at once"), "{spec}: {e}");
+        assert!(
+            e.starts_with("bad policy") && e.contains("retries at once"),
+            "{spec}: {e}"
+        );
     }
     assert!("ladder:0s,60s".parse::<PolicySpec>().is_ok());
 }

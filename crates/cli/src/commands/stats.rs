@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use clap::Args;
-use oprec::operator::StatsReport;
 use oprec::LimitUse;
+use oprec::operator::StatsReport;
 
 use crate::backend::{Backend, store_error};
 use crate::cli::Global;
