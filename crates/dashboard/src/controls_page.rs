@@ -26,6 +26,11 @@ pub(crate) struct Done {
     done: String,
     #[serde(default)]
     n: Option<u64>,
+    /// A pause to propose (from a kind's row elsewhere): its scope and name, filled in.
+    #[serde(default)]
+    scope: String,
+    #[serde(default)]
+    value: String,
 }
 
 /// `GET /controls`.
@@ -43,6 +48,9 @@ pub(crate) async fn page(
         "pause" => {
             format!("Paused. {n} unfinished operations in scope are neither claimed nor woken.")
         }
+        "postpone" => format!(
+            "Postponed. {n} unfinished operations of the dependency wait until the time given."
+        ),
         "resume" => "Resumed: the operations are claimed and woken again.".to_owned(),
         "resume-none" => "Nothing to resume: no control was in force there.".to_owned(),
         "quarantine" => format!("Quarantined {n} operations: they are held until released."),
@@ -78,7 +86,7 @@ pub(crate) async fn page(
                 h2 { "Pause" }
                 @match viewer.why_not("/controls") {
                     Some(why) => p.notice { (why) },
-                    None => (pause_form(&viewer)),
+                    None => (pause_form(&viewer, &done.scope, &done.value)),
                 }
             }
             section.panel {
@@ -149,23 +157,36 @@ fn controls_table(
     }
 }
 
-/// Pause by kind, failure class or dependency, until a time or until resumed.
-fn pause_form(viewer: &Viewer) -> Markup {
+/// Pause by kind, failure class or dependency, until a time or until resumed; or postpone a
+/// dependency until a time. `scope` and `value` fill it in when a kind's row proposed it.
+fn pause_form(viewer: &Viewer, scope: &str, value: &str) -> Markup {
+    let scopes = [
+        ("kind", "kind"),
+        ("failure_class", "failure class"),
+        ("dependency", "dependency"),
+    ];
     html! {
         form.stack #pause-form method="post" action="/controls/pause" {
             (viewer.csrf_field())
             div.row {
                 label {
+                    "Action "
+                    select name="action" {
+                        option value="pause" { "pause" }
+                        option value="postpone" { "postpone (a dependency, until a time)" }
+                    }
+                }
+                label {
                     "By "
                     select name="scope" {
-                        option value="kind" { "kind" }
-                        option value="failure_class" { "failure class" }
-                        option value="dependency" { "dependency" }
+                        @for (v, text) in scopes {
+                            option value=(v) selected[v == scope] { (text) }
+                        }
                     }
                 }
                 label {
                     "Name "
-                    input name="value" required maxlength=(MAX_NAME)
+                    input name="value" required maxlength=(MAX_NAME) value=(value)
                         placeholder="e.g. email.send or stripe";
                 }
             }

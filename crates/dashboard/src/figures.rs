@@ -162,7 +162,10 @@ pub(crate) fn dead_table(r: &StatsReport) -> Markup {
         div.scroll data-scroll {
             table.grid {
                 thead {
-                    tr { th { "Kind" } th.num { "Dead" } th.num { "Last hour" } th.num { "Last day" } }
+                    tr {
+                        th { "Kind" } th.num { "Dead" } th.num { "Last hour" } th.num { "Last day" }
+                        th {}
+                    }
                 }
                 tbody {
                     @for (kind, n) in &r.dead_by_kind {
@@ -171,6 +174,11 @@ pub(crate) fn dead_table(r: &StatsReport) -> Markup {
                             td.num { (count(*n)) }
                             td.num { (of(&r.dead_last_hour_by_kind, kind)) }
                             td.num { (of(&r.dead_last_day_by_kind, kind)) }
+                            td.right {
+                                a.button.small
+                                    href={ "/controls" (query(&[("scope", "kind"), ("value", kind)])) "#pause-form" }
+                                    aria-label={ "Pause " (kind) "…" } { "Pause…" }
+                            }
                         }
                     }
                 }

@@ -1,5 +1,5 @@
 //! Pausing and resuming: `POST /controls/pause` stops claims and wake-ups by kind, failure class
-//! or dependency, until a time or until resumed; `POST /controls/resume` lifts it, and resuming a
+//! or dependency, until a time or until resumed (or postpones a dependency until a time); `POST /controls/resume` lifts it, and resuming a
 //! dependency also releases what was held for its configuration failure (as `oprec resume`
 //! does). Both land in the audit log with their actor.
 
@@ -43,11 +43,20 @@ pub(crate) async fn pause(
         "reason",
         m.get("reason").map(|r| r.trim()).filter(|r| !r.is_empty()),
     )?;
+    let action = match m.get("action").map(|s| s.trim()).unwrap_or("") {
+        "" | "pause" => ControlAction::Pause,
+        "postpone" => ControlAction::Postpone,
+        _ => {
+            return Err(AppError::bad_request(
+                "A control either pauses or postpones. Nothing was changed.",
+            ));
+        }
+    };
     let who = Who::named("actor", &actor, Some("dashboard"))?;
     let done = controls::set(
         state.store.as_ref(),
         &target,
-        ControlAction::Pause,
+        action,
         until,
         &who,
         reason.as_deref(),
@@ -56,7 +65,12 @@ pub(crate) async fn pause(
     if let Some(e) = done.audit_failure {
         tracing::error!(error = %e, "the pause's audit entry could not be written");
     }
-    Ok(Redirect::to(&format!("/controls?done=pause&n={}", done.in_scope)).into_response())
+    Ok(Redirect::to(&format!(
+        "/controls?done={}&n={}",
+        action.as_str(),
+        done.in_scope
+    ))
+    .into_response())
 }
 
 /// `POST /controls/resume`.

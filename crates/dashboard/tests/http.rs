@@ -1510,3 +1510,82 @@ async fn an_operation_page_releases_cancels_and_records_a_reconcile_decision() {
         ]
     );
 }
+
+/// A kind's row on the overview proposes a pause of that kind (the controls page's form filled
+/// in, nothing changed until it is sent); the form also postpones a dependency until a time, and
+/// refuses a postponement without one, or of a kind, as `oprec postpone` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kind_row_proposes_a_pause_and_a_dependency_is_postponed() {
+    let store = fresh_store().await;
+    seed(&store, 40).await;
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let (cookie, csrf) = sign_in(&app, "alice").await;
+    let overview = get(&app, "/", Some(&cookie)).await.body;
+    let href = "/controls?scope=kind&amp;value=webhook.deliver#pause-form";
+    assert!(overview.contains(href), "{overview}");
+    let proposed = get(
+        &app,
+        "/controls?scope=kind&value=webhook.deliver",
+        Some(&cookie),
+    )
+    .await
+    .body;
+    assert!(
+        proposed.contains(r#"value="webhook.deliver""#)
+            && proposed.contains(r#"<option value="kind" selected>"#),
+        "{proposed}"
+    );
+    assert!(
+        store.control_list().await.unwrap().is_empty(),
+        "nothing yet"
+    );
+    let send = |body: String| {
+        let (app, cookie) = (app.clone(), cookie.clone());
+        async move {
+            post(
+                &app,
+                form_post("/controls/pause")
+                    .header(header::COOKIE, &cookie)
+                    .header("sec-fetch-site", "same-origin"),
+                &body,
+            )
+            .await
+        }
+    };
+    for (body, says) in [
+        (
+            "action=postpone&scope=dependency&value=stripe",
+            "needs a time to end",
+        ),
+        (
+            "action=postpone&scope=kind&value=email.send&until=1h",
+            "only a dependency is postponed",
+        ),
+        (
+            "action=explode&scope=kind&value=email.send",
+            "pauses or postpones",
+        ),
+    ] {
+        let r = send(format!("{body}&csrf={csrf}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert!(r.body.contains(says), "{body}: {}", r.body);
+    }
+    assert!(store.control_list().await.unwrap().is_empty());
+    let r = send(format!(
+        "action=postpone&scope=dependency&value=stripe&until=30m&reason=incident&csrf={csrf}"
+    ))
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert!(
+        r.headers[header::LOCATION]
+            .to_str()
+            .unwrap()
+            .starts_with("/controls?done=postpone&n="),
+        "{:?}",
+        r.headers
+    );
+    let controls = store.control_list().await.unwrap();
+    assert_eq!(controls.len(), 1);
+    assert_eq!(controls[0].action.as_str(), "postpone");
+    assert!(controls[0].until.is_some());
+}

@@ -159,6 +159,21 @@ pub async fn set<S: OperatorStore + ?Sized>(
     who: &Who,
     reason: Option<&str>,
 ) -> Result<ControlSet> {
+    if action == ControlAction::Postpone {
+        if target.scope != ControlScope::Dependency {
+            return Err(InputError::new(
+                "only a dependency is postponed (its operations wait until a time); pause a kind \
+                 or a failure class instead",
+            )
+            .into());
+        }
+        if until.is_none() {
+            return Err(InputError::new(
+                "a postponement needs a time to end (until); to stop until resumed, pause instead",
+            )
+            .into());
+        }
+    }
     let control = store
         .control_set(ControlSetParams {
             scope: target.scope,
