@@ -62,17 +62,18 @@ pub(crate) async fn operation_retention_figures(
     })
 }
 
-/// Removes the per-minute attempt counts of the minutes before the cutoff.
+/// Removes the per-minute counts of attempts and of promotions to dead of the minutes before the
+/// cutoff.
 pub(crate) async fn attempt_minutes_remove(
     store: &PgStore,
     params: AttemptMinutesRemoveParams,
 ) -> Result<u64> {
-    let done = sqlx::query(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
+    let removed: i64 = sqlx::query_scalar(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
         .bind(params.before)
-        .execute(&store.pool)
+        .fetch_one(&store.pool)
         .await
         .map_err(backend_error)?;
-    Ok(done.rows_affected())
+    Ok(removed.unsigned_abs())
 }
 
 /// Folds the shards of settled creation slots of `backlog_slots` into one row each and removes

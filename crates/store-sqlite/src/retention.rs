@@ -58,18 +58,27 @@ pub(crate) async fn operation_retention_figures(
     })
 }
 
-/// Removes the per-minute attempt counts of the minutes before the cutoff.
+/// Removes the per-minute counts of attempts and of promotions to dead of the minutes before the
+/// cutoff.
 pub(crate) async fn attempt_minutes_remove(
     store: &SqliteStore,
     params: AttemptMinutesRemoveParams,
 ) -> Result<u64> {
     let _turn = store.write_turn().await;
-    let done = sqlx::query(sql::RETENTION_ATTEMPT_MINUTES_REMOVE)
-        .bind(time::text(params.before)?)
-        .execute(&store.pool)
-        .await
-        .map_err(backend_error)?;
-    Ok(done.rows_affected())
+    let before = time::text(params.before)?;
+    let mut removed = 0;
+    for statement in [
+        sql::RETENTION_ATTEMPT_MINUTES_REMOVE,
+        sql::RETENTION_DEAD_MINUTES_REMOVE,
+    ] {
+        removed += sqlx::query(statement)
+            .bind(&before)
+            .execute(&store.pool)
+            .await
+            .map_err(backend_error)?
+            .rows_affected();
+    }
+    Ok(removed)
 }
 
 /// Removes the settled creation slots of `backlog_slots` that count nothing (SQLite's counts

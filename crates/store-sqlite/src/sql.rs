@@ -281,6 +281,10 @@ pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.s
 pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
     include_str!("sql/retention_attempt_minutes_remove.sql");
 
+/// Removes the per-minute counts of promotions to dead of old minutes.
+pub(crate) const RETENTION_DEAD_MINUTES_REMOVE: &str =
+    include_str!("sql/retention_dead_minutes_remove.sql");
+
 /// Removes the settled creation slots that count nothing.
 pub(crate) const RETENTION_BACKLOG_SLOTS_REMOVE: &str =
     include_str!("sql/retention_backlog_slots_remove.sql");

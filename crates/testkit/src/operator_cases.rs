@@ -1852,6 +1852,53 @@ pub async fn activity_counts_attempts_and_deaths_per_minute<S: FullStore>(h: Har
         .unwrap();
     assert_eq!(recent.len(), 1, "only minutes since the given time");
     assert_eq!(recent[0].minute, t0 + Duration::minutes(2));
+    // A re-drive in place turns the dead rows pending again: their deaths stay in the chart,
+    // counted when they happened (migration 0031), and a death after it counts anew.
+    h.advance_secs(60);
+    let redriven = h
+        .store
+        .operation_redrive(RedriveParams {
+            filter: OperationFilter {
+                kinds: vec!["x".into()],
+                ..Default::default()
+            },
+            include_cancelled: false,
+            mode: RedriveMode::InPlace {
+                extend_deadline: None,
+            },
+            limit: 100,
+            start_at: h.clock.now(),
+            spacing: Duration::zero(),
+            skip_held_back: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(redriven.len(), 2);
+    let again = redriven[0].to;
+    finish(
+        &h,
+        again,
+        Transition::dead(
+            TerminalReason::Permanent,
+            Some(Failure::new(
+                FailureClass::Permanent,
+                OperationError::new("still bad"),
+            )),
+        ),
+    )
+    .await;
+    let after = h
+        .store
+        .activity_per_minute(ActivityParams {
+            since: t0 - Duration::minutes(10),
+        })
+        .await
+        .unwrap();
+    let deaths: Vec<(i64, u64)> = after
+        .iter()
+        .map(|a| ((a.minute - t0).num_minutes(), a.dead))
+        .collect();
+    assert_eq!(deaths, vec![(0, 0), (2, 2), (3, 1)]);
 }
 
 /// Workers register, beat and leave; pending operations of a kind no live worker handles are

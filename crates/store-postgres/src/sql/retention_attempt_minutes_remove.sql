@@ -1,3 +1,5 @@
--- Removes the per-minute attempt counts of the minutes before $1 (walks the primary key of
--- attempt_minutes from its start).
-DELETE FROM attempt_minutes WHERE minute < $1
+-- Removes the per-minute counts of attempts and of promotions to dead of the minutes before $1
+-- (walks each table's primary key from its start); returns how many rows went.
+WITH a AS (DELETE FROM attempt_minutes WHERE minute < $1 RETURNING 1),
+     d AS (DELETE FROM dead_minutes WHERE minute < $1 RETURNING 1)
+SELECT (SELECT count(*) FROM a) + (SELECT count(*) FROM d) AS removed

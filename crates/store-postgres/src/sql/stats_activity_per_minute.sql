@@ -1,7 +1,8 @@
 -- Per minute since the minute of $1, oldest first: attempts that ended in it, of those the ones
 -- that did not succeed (error, rejected, vanished or unknown), and operations promoted to dead in
--- it; minutes with neither are left out. Attempts come from the trigger-kept per-minute counts
--- (attempt_minutes, through its primary key), deaths from operations_terminal_at (terminal_at, id).
+-- it; minutes with neither are left out. Both come from trigger-kept per-minute counts read
+-- through their primary keys: attempts from attempt_minutes, promotions from dead_minutes
+-- (migration 0031), which keeps a death after its operation is re-driven.
 WITH a AS (
     SELECT minute AS m, sum(attempts)::int8 AS attempts, sum(failed)::int8 AS failed
     FROM attempt_minutes
@@ -9,10 +10,11 @@ WITH a AS (
     GROUP BY 1
     HAVING sum(attempts) <> 0
 ), d AS (
-    SELECT date_trunc('minute', terminal_at) AS m, count(*) AS dead
-    FROM operations
-    WHERE status = 'dead' AND terminal_at >= date_trunc('minute', $1::timestamptz)
+    SELECT minute AS m, sum(dead)::int8 AS dead
+    FROM dead_minutes
+    WHERE minute >= date_trunc('minute', $1::timestamptz)
     GROUP BY 1
+    HAVING sum(dead) <> 0
 )
 SELECT coalesce(a.m, d.m) AS minute, coalesce(a.attempts, 0) AS attempts,
        coalesce(a.failed, 0) AS failed, coalesce(d.dead, 0) AS dead
