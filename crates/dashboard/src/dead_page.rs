@@ -145,6 +145,35 @@ pub(crate) fn groups_table(
     }
 }
 
+/// The distinct last errors of the matches, per kind, the most frequent first.
+pub(crate) fn errors(p: &RedrivePreview) -> Markup {
+    let errors = &p.errors;
+    html! {
+        @if !errors.is_empty() {
+            h2 { "Distinct errors" }
+            div.scroll data-scroll {
+                table.grid #errors {
+                    thead {
+                        tr { th { "Kind" } th { "Last error" } th.num { "Operations" } th { "Example" } }
+                    }
+                    tbody {
+                        @for e in errors {
+                            tr {
+                                td { (e.kind) }
+                                td.err { (or_dash(e.error.as_deref())) }
+                                td.num { (count(e.count)) }
+                                td.mono {
+                                    a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn samples(p: &RedrivePreview) -> Markup {
     if p.samples.is_empty() {
         return html! {};
@@ -219,6 +248,7 @@ pub(crate) async fn groups(
                         }
                     }
                     (groups_table(p, &f, review.began))
+                    (errors(p))
                     (samples(p))
                 }
             }

@@ -18,10 +18,10 @@ use oprec_ops::{Spelling, Who};
 
 use crate::State;
 use crate::authorize::{Caller, authorize_form};
-use crate::dead_page::{describe, dry_run, groups_table, samples};
+use crate::dead_page::{describe, dry_run, errors, groups_table, samples};
 use crate::error::{AppError, store};
 use crate::filters::FilterForm;
-use crate::html::{count, or_dash, short_id};
+use crate::html::count;
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
 
@@ -62,7 +62,7 @@ pub(crate) async fn preview(
             section.panel {
                 h2 { "Groups" }
                 (groups_table(p, &f, review.began))
-                (errors(&review))
+                (errors(&review.preview))
                 (samples(p))
                 (payloads(&review))
             }
@@ -110,35 +110,6 @@ fn safety(review: &RedriveReview) -> Markup {
                         tr {
                             td { (c.action.as_str()) " " (c.scope.as_str()) " " (c.value) }
                             td.num { "holds back " (count(*n)) }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The distinct last errors of the matches, per kind, the most frequent first.
-fn errors(review: &RedriveReview) -> Markup {
-    let errors = &review.preview.errors;
-    html! {
-        @if !errors.is_empty() {
-            h2 { "Distinct errors" }
-            div.scroll data-scroll {
-                table.grid #errors {
-                    thead {
-                        tr { th { "Kind" } th { "Last error" } th.num { "Operations" } th { "Example" } }
-                    }
-                    tbody {
-                        @for e in errors {
-                            tr {
-                                td { (e.kind) }
-                                td.err { (or_dash(e.error.as_deref())) }
-                                td.num { (count(e.count)) }
-                                td.mono {
-                                    a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
-                                }
-                            }
                         }
                     }
                 }
