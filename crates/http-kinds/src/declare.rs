@@ -31,6 +31,8 @@ pub(crate) struct Declared {
     pub payload_mode: PayloadMode,
     /// Its schedule, when it is recurring.
     pub schedule: Option<Schedule>,
+    /// Where its alerts go (a webhook), before the worker's routes and default.
+    pub alert_route: Option<String>,
     pub http: HttpSettings,
 }
 
@@ -77,6 +79,24 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
             payload: &k.schedule_payload,
         },
     )?;
+
+    let alert_route = match k.alert_route {
+        Some(route) => {
+            let ok = reqwest::Url::parse(route.get_ref().trim())
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
+            if !ok {
+                // Never quoted: a webhook URL may carry a token.
+                return Err(at(
+                    route.span(),
+                    "alert_route must be an http(s) webhook URL (alert_route = \
+                     \"https://hooks.example/oncall\")"
+                        .into(),
+                ));
+            }
+            Some(route.into_inner().trim().to_owned())
+        }
+        None => None,
+    };
 
     let dependency = k.dependency.ok_or_else(|| {
         missing(
@@ -219,6 +239,7 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
         policy,
         payload_mode,
         schedule,
+        alert_route,
         http,
     })
 }

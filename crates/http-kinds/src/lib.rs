@@ -175,6 +175,14 @@ fn kind(d: &Declared, settings: handler::HttpSettings) -> Result<Kind> {
     if let Some(schedule) = &d.schedule {
         kind = kind.schedule(schedule.clone());
     }
+    if let Some(route) = &d.alert_route {
+        // The kind's own route: its alerts go here before the worker's routes and default.
+        let sink = oprec_runtime::WebhookSink::new(route).map_err(|e| Error::Client {
+            kind: d.name.clone(),
+            message: format!("its alert_route: {e:#}"),
+        })?;
+        kind = kind.dead_letter_sink(std::sync::Arc::new(sink));
+    }
     if handler.can_reconcile() {
         kind = kind.reconcile(move |ctx: Context, _payload: Value| {
             let handler = handler.clone();

@@ -39,6 +39,7 @@ pub(crate) struct KindSpec {
     pub missed: Option<Spanned<String>>,
     pub grace: Option<Spanned<DurationSpec>>,
     pub schedule_payload: Option<Spanned<toml::Table>>,
+    pub alert_route: Option<Spanned<String>>,
     pub http: Option<Spanned<HttpSpec>>,
 }
 

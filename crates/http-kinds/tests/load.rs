@@ -243,3 +243,38 @@ fn http_settings_are_checked() {
     let e = refused_at("[[kind]\nname = 1\n", 1);
     assert!(e.starts_with("kinds.toml:1:"), "{e}");
 }
+
+/// A kind names where its alerts go: its own webhook, before the worker's routes and default
+/// (its dead-letter sinks, which the alerter's route picks first). A route that is not an
+/// http(s) URL is refused at its line, without quoting it (a webhook URL may carry a token).
+#[test]
+fn a_kind_names_its_alert_route() {
+    let routed = with_line(
+        8,
+        "jitter = \"equal\"\nalert_route = \"https://hooks.example/oncall/shipping\"",
+    );
+    let file = KindsFile::parse("kinds.toml", &routed).unwrap();
+    let kinds = file.kinds(&env).unwrap();
+    let sinks = kinds[0].dead_letter_sinks();
+    assert_eq!(sinks.len(), 1);
+    // The target as the alert log records it: scheme and host, never the path (a token).
+    assert_eq!(sinks[0].target(), "https://hooks.example");
+    assert!(
+        KindsFile::parse("kinds.toml", GOOD)
+            .unwrap()
+            .kinds(&env)
+            .unwrap()[0]
+            .dead_letter_sinks()
+            .is_empty(),
+        "without a route the worker's routes and default apply"
+    );
+    for bad in ["ftp://hooks.example/x?token=s3cret", "not a url s3cret"] {
+        let text = with_line(8, &format!("jitter = \"equal\"\nalert_route = \"{bad}\""));
+        let e = refused_at(&text, 9);
+        assert!(
+            e.contains("alert_route must be an http(s) webhook URL"),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+}
