@@ -508,6 +508,11 @@ fn alerts_go_to_their_route_and_the_log_says_what_went_where() {
     for e in log {
         assert_eq!(e["status"], "sent", "{e}");
         assert!(!e["target"].as_str().unwrap().contains("T0SECRET"), "{e}");
+        // A failed send's reason is `send_error`: `last_error` means an operation's error.
+        assert!(
+            e.get("send_error").is_some() && e.get("last_error").is_none(),
+            "{e}"
+        );
     }
     let route_of = |event: &str| {
         log.iter()
@@ -524,6 +529,11 @@ fn alerts_go_to_their_route_and_the_log_says_what_went_where() {
     assert!(text.contains("dependency demo-provider"), "{text}");
     assert!(text.contains(&held), "{text}");
     assert!(!text.contains("T0SECRET"), "{text}");
+    // When, read both ways ("3s ago (2026-…Z)"), and the next action the record states.
+    assert!(
+        text.contains("NEXT ACTION") && text.contains(" ago ("),
+        "{text}"
+    );
 
     let controls = o.run(&["controls", "--json"]).json();
     let controls = controls.to_string();

@@ -111,7 +111,7 @@ fn tables_fit_80_columns_and_wide_or_json_give_full_values() {
     }
 
     let narrow = [("COLUMNS", Some("80"))];
-    let commands: [&[&str]; 8] = [
+    let commands: [&[&str]; 9] = [
         &["ops", "list"],
         &["ops", "list", "--status", "dead"],
         &["stats"],
@@ -120,6 +120,7 @@ fn tables_fit_80_columns_and_wide_or_json_give_full_values() {
         &["audit"],
         &["redrive", "--kind", LONG_KIND],
         &["redrive", "--kind", "demo.flaky"],
+        &["alerts"],
     ];
     for args in commands {
         let text = o.run_with_env(args, &narrow).ok().to_owned();

@@ -110,7 +110,9 @@ pub struct AlertEntry {
     pub tries: u32,
     /// When it is (next) due to be sent.
     pub due_at: DateTime<Utc>,
-    /// Why the last try failed.
+    /// Why the last send failed; `send_error` in JSON, so that it is never read as an
+    /// operation's `last_error` (the record's structured error, which `summary` reports).
+    #[serde(rename = "send_error")]
     pub last_error: Option<String>,
     /// When the event happened.
     pub source_at: DateTime<Utc>,

@@ -92,7 +92,8 @@ pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()>
         "STATUS",
         "TRIES",
         "SUMMARY",
-        "LAST ERROR",
+        "NEXT ACTION",
+        "SEND ERROR",
     ]);
     for e in &entries {
         let about = match (&e.operation_id, &e.dependency) {
@@ -118,13 +119,14 @@ pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()>
         };
         t.row(vec![
             e.id.to_string(),
-            ago(e.source_at),
+            output::when(e.source_at, now),
             e.event.to_string(),
             about,
             route,
             status,
             e.tries.to_string(),
             e.summary.clone(),
+            e.next_action.clone().unwrap_or_else(|| "-".into()),
             e.last_error.clone().unwrap_or_else(|| "-".into()),
         ]);
     }
