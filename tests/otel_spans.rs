@@ -57,6 +57,7 @@ async fn three_attempts_arrive_in_the_producers_trace() {
             json!({"fail_times": 2}),
             EnqueueOptions {
                 traceparent: Some(producer.clone()),
+                dependency: Some("flaky-provider".into()),
                 ..EnqueueOptions::default()
             },
         )
@@ -93,6 +94,7 @@ async fn three_attempts_arrive_in_the_producers_trace() {
         assert!(s.parent_span_is_remote);
         assert_eq!(text(s, "attempt"), (i + 1).to_string());
         assert_eq!(text(s, "kind"), "t.flaky");
+        assert_eq!(text(s, "dependency"), "flaky-provider");
         assert_eq!(text(s, "operation_id"), id.to_string());
         assert_eq!(text(s, "worker"), "w-otel");
         assert_eq!(text(s, "code_version"), "v42");
@@ -135,7 +137,9 @@ async fn three_attempts_arrive_in_the_producers_trace() {
         );
     }
 
-    // An enqueue inside a traced request, with no traceparent given, stores the request's.
+    // An enqueue inside a traced request, with no traceparent given, runs in an `oprec.enqueue`
+    // span under the request's and stores that span's context: the trace shows the request, its
+    // enqueue, and the attempts under the enqueue.
     let request = tracing::info_span!("producer.request");
     let stored = {
         let client = rig.client(&reg);
@@ -153,7 +157,17 @@ async fn three_attempts_arrive_in_the_producers_trace() {
     };
     let cx = request.context();
     let expected = cx.span().span_context().clone();
-    let stored = stored.expect("the request's context is stored");
+    let stored = stored.expect("the enqueue's context is stored");
     assert_eq!(stored.trace_id(), expected.trace_id().to_string());
-    assert_eq!(stored.parent_id(), expected.span_id().to_string());
+    provider.force_flush().unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let enqueue = spans
+        .iter()
+        .find(|s| s.name == "oprec.enqueue" && s.parent_span_id == expected.span_id())
+        .expect("an oprec.enqueue span under the request");
+    assert_eq!(
+        stored.parent_id(),
+        enqueue.span_context.span_id().to_string()
+    );
+    assert_eq!(text(enqueue, "kind"), "t.noop");
 }

@@ -371,6 +371,16 @@ pub trait MaintenanceStore: Store {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_failed_alert_is_tried_again_later_each_time_up_to_an_hour() {
+        let now = Utc::now();
+        let waits: Vec<i64> = [0, 1, 2, 3, 4, 8, 9, 30, u32::MAX]
+            .into_iter()
+            .map(|n| (alert_retry_at(n, now) - now).num_seconds())
+            .collect();
+        assert_eq!(waits, [10, 10, 20, 40, 80, 1280, 2560, 3600, 3600]);
+    }
+
     fn look(depth: Option<u64>, pace: Option<u64>) -> BrokerLook {
         BrokerLook {
             depth,

@@ -128,7 +128,7 @@ impl Client {
     ) -> Result<Enqueued> {
         let payload = serde_json::to_value(payload)
             .map_err(|e| Error::InvalidInput(format!("payload is not JSON: {e}")))?;
-        let (mut ops, due) = self.prepare(kind, vec![payload], options)?;
+        let (mut ops, due, _span) = self.prepare(kind, vec![payload], options)?;
         let op = ops
             .pop()
             .ok_or_else(|| Error::InvalidInput("nothing enqueued".into()))?;
@@ -145,7 +145,7 @@ impl Client {
         payloads: Vec<Value>,
         options: EnqueueOptions,
     ) -> Result<Vec<Enqueued>> {
-        let (ops, due) = self.prepare(kind, payloads, options)?;
+        let (ops, due, _span) = self.prepare(kind, payloads, options)?;
         let enqueued = self.store.operation_insert_many(ops).await?;
         let fresh: Vec<WakeUp> = enqueued
             .iter()
@@ -199,7 +199,7 @@ impl Client {
         payloads: Vec<Value>,
         options: EnqueueOptions,
     ) -> Result<AfterCommit> {
-        let (ops, due) = self.prepare(kind, payloads, options)?;
+        let (ops, due, _span) = self.prepare(kind, payloads, options)?;
         let enqueued = store.operation_insert_many_on(conn, ops).await?;
         let wake_ups = enqueued
             .iter()
@@ -219,13 +219,16 @@ impl Client {
     }
 
     /// The operations for `payloads`, checked, inserted already marked woken when a transport
-    /// will publish their wake-ups, and which of them are due at once.
+    /// will publish their wake-ups, which of them are due at once, and the `oprec.enqueue` span
+    /// (a child of the caller's) whose trace context they store when the caller gave none: the
+    /// caller holds it until the insert is done, so the trace shows the request, its enqueue,
+    /// and every attempt under the enqueue.
     fn prepare(
         &self,
         kind: &str,
         payloads: Vec<Value>,
         options: EnqueueOptions,
-    ) -> Result<(Vec<NewOperation>, HashSet<OperationId>)> {
+    ) -> Result<(Vec<NewOperation>, HashSet<OperationId>, tracing::Span)> {
         let k = self.registry.get(kind).ok_or_else(|| {
             Error::InvalidInput(format!(
                 "unknown kind {kind:?}; known kinds: {}",
@@ -237,10 +240,15 @@ impl Client {
         if options.dependency.is_none() {
             options.dependency = k.dependency_name().map(str::to_owned);
         }
-        // The caller's current span, when it passed no trace context of its own.
+        // The enqueue's own span, under the caller's, when it passed no trace context.
+        let span = if options.traceparent.is_none() {
+            tracing::info_span!("oprec.enqueue", kind = kind, operations = payloads.len())
+        } else {
+            tracing::Span::none()
+        };
         #[cfg(feature = "otel")]
         if options.traceparent.is_none() {
-            options.traceparent = crate::otel::current_traceparent();
+            options.traceparent = span.in_scope(crate::otel::current_traceparent);
         }
         let mut ops = payloads
             .into_iter()
@@ -267,7 +275,7 @@ impl Client {
             .filter(|o| o.next_eligible_at <= now)
             .map(|o| o.id)
             .collect();
-        Ok((ops, due))
+        Ok((ops, due, span))
     }
 
     /// Publishes the wake-ups of operations inserted already marked woken; failures are logged
