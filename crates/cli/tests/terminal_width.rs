@@ -183,8 +183,9 @@ fn tables_fit_80_columns_and_wide_or_json_give_full_values() {
     }
     worker.stop();
 
-    // One last_error shape: the record's (an object with a summary), in the listing and in the
-    // re-drive's samples and distinct errors.
+    // One last_error shape: the record's (an object with a summary), in the listing, in the
+    // re-drive's samples and distinct errors, and in `ops show` (`reconcile list` is checked in
+    // operator_postgres.rs; `oprec alerts` calls a failed send's reason `send_error`).
     let listed = o.run(&["ops", "list", "--status", "dead", "--json"]).json();
     let flaky = listed
         .as_array()
@@ -198,4 +199,12 @@ fn tables_fit_80_columns_and_wide_or_json_give_full_values() {
     let dry = o.run(&["redrive", "--kind", "demo.flaky", "--json"]).json();
     assert_eq!(dry["samples"][0]["last_error"]["summary"], summary.as_str());
     assert_eq!(dry["errors"][0]["last_error"]["summary"], summary.as_str());
+    let shown = o
+        .run(&["ops", "show", flaky["id"].as_str().unwrap(), "--json"])
+        .json();
+    assert_eq!(
+        shown["operation"]["last_error"]["summary"],
+        summary.as_str(),
+        "{shown}"
+    );
 }
