@@ -81,6 +81,22 @@ async fn vacuum(s: &Schema) -> Result<()> {
     Ok(())
 }
 
+/// Completes `claimed` as succeeded (untimed work between timed claims).
+pub(crate) async fn complete(s: &Schema, claimed: Vec<oprec::Claimed>) -> Result<()> {
+    let done = claimed
+        .into_iter()
+        .filter_map(|o| {
+            Some(CompleteParams {
+                id: o.id,
+                claim_token: o.claim_token?,
+                transition: Transition::succeeded(None),
+            })
+        })
+        .collect();
+    s.store.operation_complete_many(done).await?;
+    Ok(())
+}
+
 /// The median of [`SAMPLES`] timed claims of [`LIMIT`], each of a fresh batch of pending rows.
 async fn median_claim(s: &Schema) -> Result<f64> {
     let policy = oprec::RetryPolicy::builder()
@@ -128,17 +144,7 @@ async fn median_claim(s: &Schema) -> Result<f64> {
         if i >= WARM_UP {
             times.push(took);
         }
-        let done = claimed
-            .into_iter()
-            .filter_map(|o| {
-                Some(CompleteParams {
-                    id: o.id,
-                    claim_token: o.claim_token?,
-                    transition: Transition::succeeded(None),
-                })
-            })
-            .collect();
-        s.store.operation_complete_many(done).await?;
+        complete(s, claimed).await?;
     }
     times.sort();
     Ok(times

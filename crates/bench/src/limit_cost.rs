@@ -15,12 +15,11 @@
 use std::time::{Duration, Instant};
 
 use oprec::limit::{LimitRemoveParams, LimitSetParams};
-use oprec::store::{ClaimEligibleParams, Claimant, CompleteParams};
-use oprec::{
-    EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation, Transition, WorkerStore,
-};
+use oprec::store::{ClaimEligibleParams, Claimant};
+use oprec::{EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation, WorkerStore};
 use serde::Serialize;
 
+use crate::claim_cost::complete;
 use crate::schema::{Database, Schema, with_schema};
 use crate::{Error, Result, noop};
 
@@ -160,21 +159,6 @@ async fn claim(s: &Schema, limit: u32) -> Result<Vec<oprec::Claimed>> {
             claimant: claimant(),
         })
         .await?)
-}
-
-async fn complete(s: &Schema, claimed: Vec<oprec::Claimed>) -> Result<()> {
-    let done = claimed
-        .into_iter()
-        .filter_map(|o| {
-            Some(CompleteParams {
-                id: o.id,
-                claim_token: o.claim_token?,
-                transition: Transition::succeeded(None),
-            })
-        })
-        .collect();
-    s.store.operation_complete_many(done).await?;
-    Ok(())
 }
 
 /// Adds `n` pending `demo.noop` operations, eligible now.

@@ -1182,33 +1182,14 @@ async fn reading_can_require_the_token() {
 /// attempts in the last hour) and on the controls page; none says how to set one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_and_their_use_are_shown_on_the_overview_and_the_controls() {
-    use oprec_core::WorkerStore;
     use oprec_core::limit::LimitSetParams;
-    use oprec_core::store::{ClaimEligibleParams, Claimant};
-    use oprec_core::{EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation};
+    use oprec_core::{LimitScope, LimitStore};
     let store = fresh_store().await;
     let app = dashboard(&store, None).router();
     let none = get(&app, "/controls", None).await;
     assert_eq!(none.status, StatusCode::OK);
     assert!(none.body.contains("id=\"no-limits\""), "{}", none.body);
 
-    let now = store.now().await.unwrap();
-    let ops = (0..3)
-        .map(|n| {
-            NewOperation::new(
-                "charge",
-                serde_json::json!({ "n": n }),
-                &common::policy(),
-                EnqueueOptions {
-                    dependency: Some("stripe".into()),
-                    ..EnqueueOptions::default()
-                },
-                now - chrono::Duration::seconds(1),
-            )
-        })
-        .collect::<oprec_core::Result<Vec<_>>>()
-        .unwrap();
-    store.operation_insert_many(ops).await.unwrap();
     let set = |scope, value: &str, running, rate| LimitSetParams {
         scope,
         value: value.into(),
@@ -1225,18 +1206,7 @@ async fn limits_and_their_use_are_shown_on_the_overview_and_the_controls() {
         .limit_set(set(LimitScope::Dependency, "stripe", None, Some(50)))
         .await
         .unwrap();
-    let claimed = store
-        .operation_claim_eligible(ClaimEligibleParams {
-            kinds: vec!["charge".into()],
-            limit: 10,
-            claimant: Claimant {
-                worker_id: "w1".into(),
-                code_version: None,
-                lease: chrono::Duration::seconds(60),
-            },
-        })
-        .await
-        .unwrap();
+    let claimed = common::insert_and_claim(&store, "charge", 3, Some("stripe"), 10).await;
     assert_eq!(claimed.len(), 2, "the kind's limit of 2 holds the claim");
 
     for path in ["/", "/controls"] {
@@ -1357,32 +1327,9 @@ async fn one_of(store: &oprec_postgres::PgStore, status: Status) -> String {
 
 /// A `refund.issue` operation whose attempt timed out after its request was written: reconciling.
 async fn reconciling(store: &oprec_postgres::PgStore) -> String {
-    use oprec_core::store::{ClaimEligibleParams, Claimant, CompleteParams};
-    use oprec_core::{
-        EnqueueOptions, EnqueueStore, Failure, NewOperation, Transition, WorkerStore,
-    };
-    let now = store.now().await.unwrap();
-    let op = NewOperation::new(
-        "refund.issue",
-        serde_json::json!({"order": 7}),
-        &common::policy(),
-        EnqueueOptions::default(),
-        now - chrono::Duration::seconds(1),
-    )
-    .unwrap();
-    store.operation_insert_many(vec![op]).await.unwrap();
-    let claimed = store
-        .operation_claim_eligible(ClaimEligibleParams {
-            kinds: vec!["refund.issue".into()],
-            limit: 1,
-            claimant: Claimant {
-                worker_id: "w1".into(),
-                code_version: None,
-                lease: chrono::Duration::seconds(60),
-            },
-        })
-        .await
-        .unwrap();
+    use oprec_core::store::CompleteParams;
+    use oprec_core::{Failure, Transition, WorkerStore};
+    let claimed = common::insert_and_claim(store, "refund.issue", 1, None, 1).await;
     let c = &claimed[0];
     store
         .operation_complete_many(vec![CompleteParams {
@@ -1493,13 +1440,10 @@ async fn an_operation_page_releases_cancels_and_records_a_reconcile_decision() {
     )
     .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
-    let audit = store
-        .audit_list(AuditListParams { limit: 10 })
-        .await
-        .unwrap();
-    let actions: Vec<(&str, &str)> = audit
+    let actions = common::audit_actions(&store, 10).await;
+    let actions: Vec<(&str, &str)> = actions
         .iter()
-        .map(|a| (a.entry.action.as_str(), a.entry.actor.as_str()))
+        .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     assert_eq!(
         actions,

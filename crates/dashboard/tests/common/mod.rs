@@ -315,3 +315,54 @@ pub fn csrf_of(page: &str) -> String {
     let rest = &page[at + r#"name="csrf" value=""#.len()..];
     rest[..rest.find('"').expect("end of the CSRF value")].to_owned()
 }
+
+/// The newest `limit` audit entries as (action, actor), newest first.
+pub async fn audit_actions(store: &PgStore, limit: u32) -> Vec<(String, String)> {
+    store
+        .audit_list(oprec_core::operator::AuditListParams { limit })
+        .await
+        .expect("audit list")
+        .into_iter()
+        .map(|a| (a.entry.action, a.entry.actor))
+        .collect()
+}
+
+/// `n` operations of `kind` calling `dependency` (if any), eligible now, then one claim of up to
+/// `claim` of them by worker `w1` (its lease a minute).
+pub async fn insert_and_claim(
+    store: &PgStore,
+    kind: &str,
+    n: usize,
+    dependency: Option<&str>,
+    claim: u32,
+) -> Vec<oprec_core::Claimed> {
+    let now = store.now().await.expect("now");
+    let ops = (0..n)
+        .map(|i| {
+            NewOperation::new(
+                kind,
+                json!({ "n": i }),
+                &policy(),
+                EnqueueOptions {
+                    dependency: dependency.map(str::to_owned),
+                    ..EnqueueOptions::default()
+                },
+                now - Duration::seconds(1),
+            )
+        })
+        .collect::<oprec_core::Result<Vec<_>>>()
+        .expect("operations");
+    store.operation_insert_many(ops).await.expect("insert");
+    store
+        .operation_claim_eligible(ClaimEligibleParams {
+            kinds: vec![kind.to_owned()],
+            limit: claim,
+            claimant: Claimant {
+                worker_id: "w1".into(),
+                code_version: None,
+                lease: Duration::seconds(60),
+            },
+        })
+        .await
+        .expect("claim")
+}
