@@ -36,13 +36,17 @@ fn names<T: Copy>(all: &[T], f: impl Fn(T) -> &'static str) -> Vec<&'static str>
     all.iter().map(|v| f(*v)).collect()
 }
 
-/// The filter form.
-fn filter_form(f: &FilterForm) -> Markup {
+/// The filter form; `kinds`, the kinds that exist, offered as the kind field's choices.
+fn filter_form(f: &FilterForm, kinds: &[String]) -> Markup {
     html! {
         form.filters #filters method="get" action="/operations" {
             label {
                 "Kind"
-                input name="kind" value=(f.kind.trim()) placeholder="any" maxlength=(MAX_NAME);
+                input name="kind" value=(f.kind.trim()) placeholder="any" maxlength=(MAX_NAME)
+                    list="kinds";
+                datalist #kinds {
+                    @for k in kinds { option value=(k) {} }
+                }
             }
             (select("status", "Status", &f.status, &names(Status::ALL, |s| s.as_str())))
             (select(
@@ -84,14 +88,62 @@ fn filter_form(f: &FilterForm) -> Markup {
     }
 }
 
+/// The columns that answer what a person asks of operations in `status`: who holds a running
+/// one and until when, when and why a dead one ended, why a held one waits; the last error and
+/// the creation time otherwise.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    Running,
+    Dead,
+    Held,
+    Any,
+}
+
+impl Columns {
+    fn of(status: Option<Status>) -> Self {
+        match status {
+            Some(Status::Running) => Columns::Running,
+            Some(Status::Dead) => Columns::Dead,
+            Some(Status::Held) => Columns::Held,
+            _ => Columns::Any,
+        }
+    }
+
+    fn head(self) -> Markup {
+        html! {
+            th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
+            @match self {
+                Columns::Running => { th { "Worker" } th { "Lease until" } th { "Claimed" } },
+                Columns::Dead => {
+                    th { "Class" } th { "Reason" } th { "Last error" } th { "Ended" }
+                },
+                Columns::Held => { th { "Why held" } th { "Next action" } th { "Since" } },
+                Columns::Any => {
+                    th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
+                },
+            }
+        }
+    }
+}
+
+/// A cell of the last error's `text`, cut to 90 characters (whole in its title).
+fn error_cell(text: &str) -> Markup {
+    let cut: String = text.chars().take(90).collect();
+    html! {
+        td.err title=(text) {
+            @if cut.is_empty() { (or_dash(None)) } @else { (cut) }
+        }
+    }
+}
+
 /// One row of the list.
-fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
-    let error = o
-        .last_error
-        .as_ref()
-        .map(|e| e.summary.as_str())
-        .unwrap_or("");
-    let cut: String = error.chars().take(90).collect();
+fn row(o: &Operation, columns: Columns, now: chrono::DateTime<chrono::Utc>) -> Markup {
+    let error = o.last_error.as_ref();
+    let summary = error.map(|e| e.summary.as_str()).unwrap_or("");
+    let t = |v: Option<chrono::DateTime<chrono::Utc>>| match v {
+        Some(v) => when(v, now),
+        None => or_dash(None),
+    };
     html! {
         tr {
             td.mono { a href={ "/operations/" (o.id) } { (short_id(&o.id)) } }
@@ -110,17 +162,34 @@ fn row(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
                     None => (o.attempt),
                 }
             }
-            td {
-                @match o.last_failure_class {
-                    Some(c) => (badge(c.as_str())),
-                    None => (or_dash(None)),
-                }
+            @match columns {
+                Columns::Running => {
+                    td { (or_dash(o.worker_id.as_deref())) }
+                    td { (t(o.lease_until)) }
+                    td { (t(o.claimed_at)) }
+                },
+                Columns::Held => {
+                    // A quarantine's reason is its decision; a configuration hold's, the error.
+                    (error_cell(error.and_then(|e| e.decision.as_deref()).unwrap_or(summary)))
+                    td { (or_dash(error.and_then(|e| e.next_action.as_deref()))) }
+                    td { (t(Some(o.updated_at))) }
+                },
+                Columns::Dead | Columns::Any => {
+                    td {
+                        @match o.last_failure_class {
+                            Some(c) => (badge(c.as_str())),
+                            None => (or_dash(None)),
+                        }
+                    }
+                    td { (or_dash(o.terminal_reason.map(|r| r.as_str()))) }
+                    (error_cell(summary))
+                    @if columns == Columns::Dead {
+                        td { (t(o.terminal_at)) }
+                    } @else {
+                        td { (when(o.created_at, now)) }
+                    }
+                },
             }
-            td { (or_dash(o.terminal_reason.map(|r| r.as_str()))) }
-            td.err title=(error) {
-                @if cut.is_empty() { (or_dash(None)) } @else { (cut) }
-            }
-            td { (when(o.created_at, now)) }
         }
     }
 }
@@ -173,7 +242,19 @@ pub(crate) async fn page(
         limit: limit + 1,
     };
     let first_page = params.after.is_none();
+    let columns = Columns::of(params.status);
     let mut ops = state.store.operation_list(params).await.map_err(store)?;
+    // The kinds that exist, for the kind field's choices (the trigger-kept counts, not a scan).
+    let kinds: Vec<String> = state
+        .store
+        .operation_count()
+        .await
+        .map_err(store)?
+        .into_iter()
+        .map(|c| c.kind)
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let more = ops.len() > limit as usize;
     ops.truncate(limit as usize);
 
@@ -185,7 +266,7 @@ pub(crate) async fn page(
                  case-insensitively."
             }
         }
-        (filter_form(&f))
+        (filter_form(&f, &kinds))
         div #ops-live data-live-region {
             @if ops.is_empty() {
                 p.empty {
@@ -198,14 +279,9 @@ pub(crate) async fn page(
             } @else {
                 div.scroll data-scroll {
                     table.grid.ops #ops {
-                        thead {
-                            tr {
-                                th { "ID" } th { "Kind" } th { "Status" } th.num { "Attempt" }
-                                th { "Class" } th { "Reason" } th { "Last error" } th { "Created" }
-                            }
-                        }
+                        thead { tr { (columns.head()) } }
                         tbody {
-                            @for o in &ops { (row(o, now)) }
+                            @for o in &ops { (row(o, columns, now)) }
                         }
                     }
                 }

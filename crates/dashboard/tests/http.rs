@@ -1533,3 +1533,38 @@ async fn a_kind_row_proposes_a_pause_and_a_dependency_is_postponed() {
     assert_eq!(controls[0].action.as_str(), "postpone");
     assert!(controls[0].until.is_some());
 }
+
+/// The list shows the columns a status calls for (who holds a running operation and until when,
+/// when a dead one ended, why a held one waits) and offers the kinds that exist to the kind field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_shows_the_columns_each_status_calls_for() {
+    let store = fresh_store().await;
+    seed(&store, 40).await;
+    common::insert_and_claim(&store, "ledger.post", 2, None, 2).await;
+    let app = dashboard(&store, None).router();
+    let running = get(&app, "/operations?status=running", None).await.body;
+    assert!(
+        running.contains(">Worker<")
+            && running.contains(">Lease until<")
+            && running.contains(">w1<"),
+        "{running}"
+    );
+    let dead = get(&app, "/operations?status=dead", None).await.body;
+    assert!(
+        dead.contains(">Ended<") && dead.contains(">Reason<"),
+        "{dead}"
+    );
+    let held = get(&app, "/operations?status=held", None).await.body;
+    assert!(
+        held.contains(">Why held<") && held.contains(">Next action<"),
+        "{held}"
+    );
+    let any = get(&app, "/operations", None).await.body;
+    assert!(any.contains(">Created<"), "{any}");
+    for kind in ["ledger.post", "webhook.deliver", "email.send"] {
+        assert!(
+            any.contains(&format!(r#"<option value="{kind}">"#)),
+            "{kind} offered: {any}"
+        );
+    }
+}
