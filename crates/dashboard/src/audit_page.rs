@@ -1,16 +1,50 @@
-//! The audit log: every operator action, newest first, with its actor, filter and count.
+//! The audit log: every operator action, newest first, with its actor, filter and count; long
+//! details expand in place, and entries about operations by id link to them.
 
-use maud::html;
+use maud::{Markup, html};
+use oprec_core::OperationId;
 use oprec_core::operator::AuditListParams;
 
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{count, or_dash, when};
+use crate::html::{count, or_dash, short_id, when};
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
 
 /// Rows shown.
 const ROWS: u32 = 200;
+
+/// Operations linked per entry.
+const TOUCHED: usize = 5;
+
+/// The operations an entry names by id (an action on one operation, or on a list of them).
+fn touched(filter: &serde_json::Value) -> Vec<OperationId> {
+    filter
+        .get("ids")
+        .and_then(|ids| ids.as_array())
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Compact JSON, which has no spaces, allowed to wrap after a comma, never inside a value.
+fn wrapped(json: &str) -> Markup {
+    html! {
+        code {
+            @for (i, part) in json.split(',').enumerate() {
+                @if i > 0 { "," wbr; }
+                (part)
+            }
+        }
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
 
 /// `GET /audit`.
 pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError> {
@@ -35,7 +69,7 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
                     thead {
                         tr {
                             th { "When" } th { "Actor" } th { "Action" } th.num { "Affected" }
-                            th { "Filter" } th { "Reason" } th { "Details" }
+                            th { "Filter" } th { "Reason" } th { "Details" } th { "Operations" }
                         }
                     }
                     tbody {
@@ -48,14 +82,23 @@ pub(crate) async fn page(state: State, viewer: Viewer) -> Result<Page, AppError>
                                 td.num { (count(r.entry.affected)) }
                                 td { code { (r.entry.filter.to_string()) } }
                                 td { (or_dash(r.entry.reason.as_deref())) }
-                                // Compact JSON has no spaces: it may wrap after a comma, never
-                                // inside a value.
                                 td.details {
-                                    code {
-                                        @for (i, part) in details.split(',').enumerate() {
-                                            @if i > 0 { "," wbr; }
-                                            (part)
+                                    @if details.chars().count() < 240 {
+                                        (wrapped(&details))
+                                    } @else {
+                                        // The whole entry, on demand.
+                                        details {
+                                            summary { (wrapped(&details)) "…" }
+                                            pre.json { (pretty(&r.entry.details)) }
                                         }
+                                    }
+                                }
+                                td.ops {
+                                    @for id in touched(&r.entry.filter).iter().take(TOUCHED) {
+                                        a.mono href={ "/operations/" (id) } { (short_id(id)) } " "
+                                    }
+                                    @if touched(&r.entry.filter).len() > TOUCHED {
+                                        span.muted { "…" }
                                     }
                                 }
                             }

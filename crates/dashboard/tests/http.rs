@@ -1453,6 +1453,14 @@ async fn an_operation_page_releases_cancels_and_records_a_reconcile_decision() {
             ("release", "dashboard:alice"),
         ]
     );
+    // The audit log links each entry to the operations it names.
+    let audit = get(&app, "/audit", None).await.body;
+    for id in [&held, &unknown] {
+        assert!(
+            audit.contains(&format!(r#"href="/operations/{id}""#)),
+            "{audit}"
+        );
+    }
 }
 
 /// A kind's row on the overview proposes a pause of that kind (the controls page's form filled
