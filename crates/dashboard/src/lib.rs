@@ -23,6 +23,7 @@ mod alerts_page;
 mod allowed_hosts;
 mod audit_page;
 mod authorize;
+mod bulk_page;
 mod chart;
 mod controls_page;
 mod dead_page;
@@ -131,6 +132,7 @@ impl Dashboard {
             .route("/operations", get(operations_page::page))
             .route("/operations/{id}", get(operation_page::page))
             .route("/operations/{id}/act", post(operation_actions::act))
+            .route("/bulk", get(bulk_page::preview).post(bulk_page::apply))
             .route("/dead", get(dead_page::groups))
             .route(
                 "/redrive",

@@ -215,13 +215,56 @@ fn pager(f: &FilterForm, ops: &[Operation], first_page: bool, more: bool, limit:
     }
 }
 
+/// What the list was sent back with after a bulk action (a fixed list of words: no text from
+/// the address reaches the page but a number).
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct Done {
+    #[serde(default)]
+    done: String,
+    #[serde(default)]
+    n: Option<u64>,
+}
+
+/// Links to act on every operation the filter matches, once it narrows (the review counts them
+/// first): release the held ones, cancel the waiting ones.
+fn bulk_links(f: &FilterForm) -> Markup {
+    let narrows = [&f.kind, &f.class, &f.error, &f.dependency, &f.id]
+        .iter()
+        .any(|v| !v.trim().is_empty());
+    if !narrows {
+        return html! {};
+    }
+    let status = f.status.trim();
+    let keep = f.query();
+    let sep = if keep.is_empty() { "?" } else { "&" };
+    html! {
+        p.actions #bulk {
+            @if matches!(status, "" | "held") {
+                a.button href={ "/bulk" (keep) (sep) "action=release" } { "Release matching held…" }
+                " "
+            }
+            @if matches!(status, "" | "pending" | "held" | "reconciling") {
+                a.button href={ "/bulk" (keep) (sep) "action=cancel" } { "Cancel matching…" }
+            }
+        }
+    }
+}
+
 /// `GET /operations`.
 pub(crate) async fn page(
     state: State,
     viewer: Viewer,
     q: Result<Query<FilterForm>, QueryRejection>,
+    done: Result<Query<Done>, QueryRejection>,
 ) -> Result<Page, AppError> {
     let f = form(q)?;
+    let done = done.map(|d| d.0).unwrap_or_default();
+    let n = crate::html::count(done.n.unwrap_or(0));
+    let notice = match done.done.as_str() {
+        "release" => format!("Released {n}: pending again and eligible now."),
+        "cancel" => format!("Cancelled {n}: no worker will take them again."),
+        _ => String::new(),
+    };
     let now = state.store.now().await.map_err(store)?;
     // The shared grammar reads the fields; here the time range bounds creation, not the end.
     let filter = f.operation_filter(now)?;
@@ -266,7 +309,11 @@ pub(crate) async fn page(
                  case-insensitively."
             }
         }
+        @if !notice.is_empty() {
+            p.notice.good #notice { (notice) }
+        }
         (filter_form(&f, &kinds))
+        (bulk_links(&f))
         div #ops-live data-live-region {
             @if ops.is_empty() {
                 p.empty {

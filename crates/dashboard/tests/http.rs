@@ -122,6 +122,7 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
         ("/quarantine", "kind=email.send&reason=x&expected=10"),
         ("/transport/purge", "confirm=purge"),
         ("/jobs/0123/stop", ""),
+        ("/bulk", "kind=email.send&action=cancel&expected=100"),
         (
             "/operations/0190c3e4-8a7b-7c3d-9e2f-0123456789ab/act",
             "action=cancel",
@@ -1575,4 +1576,127 @@ async fn the_list_shows_the_columns_each_status_calls_for() {
             "{kind} offered: {any}"
         );
     }
+}
+
+/// A filtered list offers to act on every match: the review counts what the action would touch
+/// per status and changes nothing; confirming releases (or cancels) at most that many, audited
+/// as the person; an action on no filter is refused, as on the command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_list_releases_and_cancels_its_matches_after_a_review() {
+    use oprec_core::operator::QuarantineParams;
+    let store = fresh_store().await;
+    seed(&store, 40).await;
+    common::insert(&store, "ledger.post", 5, None).await;
+    let ledger = OperationFilter {
+        kinds: vec!["ledger.post".into()],
+        ..OperationFilter::default()
+    };
+    let held = store
+        .operation_quarantine(QuarantineParams {
+            filter: ledger.clone(),
+            reason: "bad ledger import".into(),
+            actor: "test".into(),
+            limit: 3,
+        })
+        .await
+        .unwrap();
+    assert_eq!(held, 3);
+    let app = dashboard(&store, Some(TOKEN)).router();
+    let (cookie, csrf) = sign_in(&app, "alice").await;
+    let list = get(&app, "/operations?kind=ledger.post", Some(&cookie))
+        .await
+        .body;
+    assert!(
+        list.contains("/bulk?kind=ledger.post&amp;action=release"),
+        "{list}"
+    );
+    assert!(
+        !get(&app, "/operations", None)
+            .await
+            .body
+            .contains(r#"id="bulk""#)
+    );
+
+    let review = get(&app, "/bulk?kind=ledger.post&action=release", Some(&cookie)).await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.body);
+    assert!(
+        review.body.contains("3 held operations would be released"),
+        "{}",
+        review.body
+    );
+    assert!(review.body.contains(r#"id="bulk-form""#));
+    assert_eq!(
+        count_in(&store, &ledger, Status::Held).await,
+        3,
+        "nothing yet"
+    );
+    let post_bulk = |body: String| {
+        let (app, cookie) = (app.clone(), cookie.clone());
+        async move {
+            post(
+                &app,
+                form_post("/bulk")
+                    .header(header::COOKIE, &cookie)
+                    .header("sec-fetch-site", "same-origin"),
+                &body,
+            )
+            .await
+        }
+    };
+    // Confirming at most what the review showed: 2 of the 3.
+    let r = post_bulk(format!(
+        "kind=ledger.post&action=release&expected=2&note=fixed+importer&csrf={csrf}"
+    ))
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(
+        r.headers[header::LOCATION],
+        "/operations?kind=ledger.post&done=release&n=2"
+    );
+    let after = get(
+        &app,
+        "/operations?kind=ledger.post&done=release&n=2",
+        Some(&cookie),
+    )
+    .await
+    .body;
+    assert!(after.contains("Released 2"), "{after}");
+    assert_eq!(count_in(&store, &ledger, Status::Held).await, 1);
+    // Cancel: the waiting ones (4 pending, 1 held).
+    let review = get(&app, "/bulk?kind=ledger.post&action=cancel", Some(&cookie))
+        .await
+        .body;
+    assert!(
+        review.contains("5 waiting (pending, held or reconciling) operations would be cancelled"),
+        "{review}"
+    );
+    let r = post_bulk(format!(
+        "kind=ledger.post&action=cancel&expected=5&csrf={csrf}"
+    ))
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    assert_eq!(count_in(&store, &ledger, Status::Cancelled).await, 5);
+    // No filter, a bad action, or no count: refused, nothing changed.
+    for (body, says) in [
+        ("action=cancel&expected=10".to_owned(), "narrow it"),
+        (
+            "kind=email.send&action=purge&expected=1".to_owned(),
+            "release or cancel",
+        ),
+        (
+            "kind=email.send&action=cancel".to_owned(),
+            "review it again",
+        ),
+    ] {
+        let r = post_bulk(format!("{body}&csrf={csrf}")).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{body}: {}", r.body);
+        assert!(r.body.contains(says), "{body}: {}", r.body);
+    }
+    let actions = common::audit_actions(&store, 10).await;
+    let ours: Vec<&str> = actions
+        .iter()
+        .filter(|(_, actor)| actor == "dashboard:alice")
+        .map(|(a, _)| a.as_str())
+        .collect();
+    assert_eq!(ours, ["cancel", "release"]);
 }

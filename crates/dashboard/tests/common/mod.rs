@@ -327,15 +327,8 @@ pub async fn audit_actions(store: &PgStore, limit: u32) -> Vec<(String, String)>
         .collect()
 }
 
-/// `n` operations of `kind` calling `dependency` (if any), eligible now, then one claim of up to
-/// `claim` of them by worker `w1` (its lease a minute).
-pub async fn insert_and_claim(
-    store: &PgStore,
-    kind: &str,
-    n: usize,
-    dependency: Option<&str>,
-    claim: u32,
-) -> Vec<oprec_core::Claimed> {
+/// `n` operations of `kind` calling `dependency` (if any), eligible now.
+pub async fn insert(store: &PgStore, kind: &str, n: usize, dependency: Option<&str>) {
     let now = store.now().await.expect("now");
     let ops = (0..n)
         .map(|i| {
@@ -353,6 +346,17 @@ pub async fn insert_and_claim(
         .collect::<oprec_core::Result<Vec<_>>>()
         .expect("operations");
     store.operation_insert_many(ops).await.expect("insert");
+}
+
+/// [`insert`], then one claim of up to `claim` of them by worker `w1` (its lease a minute).
+pub async fn insert_and_claim(
+    store: &PgStore,
+    kind: &str,
+    n: usize,
+    dependency: Option<&str>,
+    claim: u32,
+) -> Vec<oprec_core::Claimed> {
+    insert(store, kind, n, dependency).await;
     store
         .operation_claim_eligible(ClaimEligibleParams {
             kinds: vec![kind.to_owned()],
