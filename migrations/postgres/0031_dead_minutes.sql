@@ -31,9 +31,10 @@ $$;
 
 -- Pinned to this schema, as 0019 pins the other triggers' functions: a statement run with
 -- another search path still counts here.
+-- (regnamespace's text is already quoted where the name needs it, so %s, as 0019 does.)
 DO $$
 BEGIN
-    EXECUTE format('ALTER FUNCTION dead_minutes_insert() SET search_path = %I',
+    EXECUTE format('ALTER FUNCTION dead_minutes_insert() SET search_path = %s',
                    (SELECT p.pronamespace::regnamespace::text FROM pg_proc p
                     WHERE p.oid = 'dead_minutes_insert()'::regprocedure));
 END

@@ -152,9 +152,14 @@ fn claimant() -> Claimant {
 }
 
 async fn claim(s: &Schema, limit: u32) -> Result<Vec<oprec::Claimed>> {
+    claim_of(s, noop::KIND, limit).await
+}
+
+/// A claim of up to `limit` operations of `kind`.
+async fn claim_of(s: &Schema, kind: &str, limit: u32) -> Result<Vec<oprec::Claimed>> {
     Ok(s.store
         .operation_claim_eligible(ClaimEligibleParams {
-            kinds: vec![noop::KIND.to_owned()],
+            kinds: vec![kind.to_owned()],
             limit,
             claimant: claimant(),
         })
@@ -194,6 +199,10 @@ async fn add_pending(s: &Schema, n: u64) -> Result<()> {
 async fn round(s: &Schema, setting: Setting) -> Result<Duration> {
     arrange(s, setting).await?;
     add_pending(s, u64::from(LIMIT)).await?;
+    // Setting or removing a limit through the store makes it look again whether any limit
+    // exists; a worker's claims trust that look for a second. An untimed claim of a kind with
+    // nothing pending makes the look, so the timed claim pays what a worker's claims pay.
+    claim_of(s, "bench.nothing", 1).await?;
     let started = Instant::now();
     let claimed = claim(s, LIMIT).await?;
     let took = started.elapsed();
@@ -220,7 +229,8 @@ pub(crate) async fn measure(
 ) -> Result<LimitCost> {
     with_schema(db, 2, true, async |s| {
         // The backlog is enqueued oldest, so each round's claim takes the backlog's oldest rows
-        // and leaves as many new ones: the table keeps its size.
+        // and leaves as many new ones: the pending rows keep their number (finished ones pile
+        // up, 300 a round).
         add_pending(s, BACKLOG).await?;
         db.checkpoint().await;
         let mut times: [Vec<Duration>; 3] = Default::default();

@@ -73,13 +73,12 @@ impl Jobs {
             .map(|j| j.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
-    /// Notes that `actor` asked to stop job `id`; the job's store row, when it has one.
-    pub fn stop_asked(&self, id: &str, actor: &str) -> Option<Option<String>> {
+    /// Notes that `actor` asked to stop job `id` (once the stop was accepted).
+    pub fn stop_asked(&self, id: &str, actor: &str) {
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
-        let job = jobs.get(id)?;
-        let mut s = job.lock().unwrap_or_else(|e| e.into_inner());
-        s.stop_asked_by = Some(actor.to_owned());
-        Some(s.job_id.clone())
+        if let Some(job) = jobs.get(id) {
+            job.lock().unwrap_or_else(|e| e.into_inner()).stop_asked_by = Some(actor.to_owned());
+        }
     }
 
     /// Starts the reviewed re-drive in the background; returns its id.

@@ -181,7 +181,10 @@ pub(crate) async fn act(
         a @ ("applied" | "not_applied") => {
             let resolution = if a == "applied" {
                 let remote_id = field("remote_id").map(str::to_owned);
-                if remote_id.as_ref().is_some_and(|r| r.len() > MAX_REMOTE_ID) {
+                if remote_id
+                    .as_ref()
+                    .is_some_and(|r| r.chars().count() > MAX_REMOTE_ID)
+                {
                     return Err(AppError::bad_request(format!(
                         "The remote id is longer than {MAX_REMOTE_ID} characters: nothing was \
                          changed."

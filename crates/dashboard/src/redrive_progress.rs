@@ -185,14 +185,16 @@ pub(crate) async fn stop(
             "This re-drive has already ended: there is nothing to stop.",
         ));
     }
-    match state.jobs.stop_asked(id, &who.actor).flatten() {
+    match &job.job_id {
         // Through the job's row, so that it records who stopped it.
         Some(row) => {
-            oprec_ops::redrive::stop(state.store.as_ref(), &row, &who).await?;
+            oprec_ops::redrive::stop(state.store.as_ref(), row, &who).await?;
         }
         // Not started yet: it has no row to mark.
         None => job.stop.cancel(),
     }
+    // Only once the stop is accepted does the page say it is stopping.
+    state.jobs.stop_asked(id, &who.actor);
     Ok(Redirect::to(&format!("/jobs/{id}")).into_response())
 }
 

@@ -20,6 +20,19 @@ use crate::mapping::{Mapping, RemoteId, Verdict};
 use crate::secret::{ENV_PREFIX, EnvHeader, valid_var};
 use crate::spec::{FileSpec, HttpSpec, KindSpec, LadderSpec};
 
+/// A kind's alert webhook. Its `Debug` shows the scheme and host only: the path or the query may
+/// carry a token, and a `{:?}` of the loaded file must not print it.
+pub(crate) struct RouteUrl(pub String);
+
+impl std::fmt::Debug for RouteUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match reqwest::Url::parse(&self.0) {
+            Ok(u) => write!(f, "{}://{}/…", u.scheme(), u.host_str().unwrap_or("")),
+            Err(_) => f.write_str("…"),
+        }
+    }
+}
+
 /// A kind as the file declares it, checked; its secrets not read yet.
 #[derive(Debug)]
 pub(crate) struct Declared {
@@ -32,7 +45,7 @@ pub(crate) struct Declared {
     /// Its schedule, when it is recurring.
     pub schedule: Option<Schedule>,
     /// Where its alerts go (a webhook), before the worker's routes and default.
-    pub alert_route: Option<String>,
+    pub alert_route: Option<RouteUrl>,
     pub http: HttpSettings,
 }
 
@@ -93,7 +106,7 @@ fn declare_kind(src: &Source<'_>, table: Range<usize>, k: KindSpec) -> Result<De
                         .into(),
                 ));
             }
-            Some(route.into_inner().trim().to_owned())
+            Some(RouteUrl(route.into_inner().trim().to_owned()))
         }
         None => None,
     };

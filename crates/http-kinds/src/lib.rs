@@ -177,7 +177,7 @@ fn kind(d: &Declared, settings: handler::HttpSettings) -> Result<Kind> {
     }
     if let Some(route) = &d.alert_route {
         // The kind's own route: its alerts go here before the worker's routes and default.
-        let sink = oprec_runtime::WebhookSink::new(route).map_err(|e| Error::Client {
+        let sink = oprec_runtime::WebhookSink::new(&route.0).map_err(|e| Error::Client {
             kind: d.name.clone(),
             message: format!("its alert_route: {e:#}"),
         })?;

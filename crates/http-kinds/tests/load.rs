@@ -251,7 +251,7 @@ fn http_settings_are_checked() {
 fn a_kind_names_its_alert_route() {
     let routed = with_line(
         8,
-        "jitter = \"equal\"\nalert_route = \"https://hooks.example/oncall/shipping\"",
+        "jitter = \"equal\"\nalert_route = \"https://hooks.example/oncall/s3cr3t-path\"",
     );
     let file = KindsFile::parse("kinds.toml", &routed).unwrap();
     let kinds = file.kinds(&env).unwrap();
@@ -259,6 +259,12 @@ fn a_kind_names_its_alert_route() {
     assert_eq!(sinks.len(), 1);
     // The target as the alert log records it: scheme and host, never the path (a token).
     assert_eq!(sinks[0].target(), "https://hooks.example");
+    // Never printed whole: the path may be the secret.
+    let shown = format!("{file:?}");
+    assert!(
+        shown.contains("hooks.example") && !shown.contains("s3cr3t"),
+        "{shown}"
+    );
     assert!(
         KindsFile::parse("kinds.toml", GOOD)
             .unwrap()

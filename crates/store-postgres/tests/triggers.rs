@@ -211,3 +211,61 @@ async fn the_redrive_trigger_works_from_a_session_without_its_schema_on_its_path
             .expect("original");
     assert_eq!(marked, Some(copy));
 }
+
+/// A schema whose name needs quoting (capitals, a hyphen) migrates, and its triggers find their
+/// tables: an operation promoted to dead is counted in the deaths per minute (migration 0031's
+/// pinned search path once quoted such a name twice, and every promotion failed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn triggers_work_in_a_schema_whose_name_needs_quoting() {
+    use oprec_core::Store;
+    use sqlx::postgres::PgConnectOptions;
+    let url = common::database_url();
+    let schema = format!("Oprec-Test-{}", uuid::Uuid::now_v7().simple());
+    let admin = oprec_postgres::PgStore::connect(&url)
+        .await
+        .expect("connect");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+        .execute(admin.pool())
+        .await
+        .expect("create schema");
+    let options: PgConnectOptions = url.parse().expect("database url");
+    let quoted = format!("\"{schema}\"");
+    let store = oprec_postgres::PgStore::connect_with(
+        options.options([("search_path", quoted.as_str())]),
+        1,
+    )
+    .await
+    .expect("connect");
+    store
+        .migrate()
+        .await
+        .expect("migrate a schema whose name needs quoting");
+    let id = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO operations (id, kind, payload, next_eligible_at, created_at, updated_at) \
+         VALUES ($1, 'k', '{}', now(), now(), now())",
+    )
+    .bind(id)
+    .execute(store.pool())
+    .await
+    .expect("insert");
+    sqlx::query(
+        "UPDATE operations SET status = 'dead', terminal_reason = 'operator', terminal_at = now() \
+         WHERE id = $1",
+    )
+    .bind(id)
+    .execute(store.pool())
+    .await
+    .expect("a promotion to dead");
+    let dead: i64 = sqlx::query_scalar("SELECT coalesce(sum(dead), 0)::int8 FROM dead_minutes")
+        .fetch_one(store.pool())
+        .await
+        .expect("dead minutes");
+    assert_eq!(dead, 1);
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP SCHEMA \"{schema}\" CASCADE"
+    )))
+    .execute(admin.pool())
+    .await
+    .expect("drop schema");
+}
