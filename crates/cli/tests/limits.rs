@@ -136,8 +136,11 @@ fn running_limit_holds_over_three_workers(kind: RigKind) {
     let most = most_at_once(&history);
     assert!(most <= 5, "{most} claims held at once\n{}", rig.dump());
     assert!(most >= 4, "the limit was not used: at most {most} at once");
+    // Which workers claimed is not the point, and not asked: the three were up and polling with
+    // free handlers throughout, so per-process limits would have let up to 15 run at once. On
+    // SQLite the worker whose completion frees a slot often claims it before the others wake
+    // (one of them may do all the work), which is as the limit allows.
     let workers_used = rig.scalar("SELECT count(DISTINCT worker_id) FROM operation_attempts");
-    assert!(workers_used >= 2, "only {workers_used} worker claimed");
     let stats = rig.oprec_ok(&["stats"]);
     assert!(
         stats.contains("demo.slow") && stats.contains("of 5 running"),
