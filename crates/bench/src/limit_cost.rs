@@ -19,7 +19,7 @@ use oprec::store::{ClaimEligibleParams, Claimant};
 use oprec::{EnqueueOptions, EnqueueStore, LimitScope, LimitStore, NewOperation, WorkerStore};
 use serde::Serialize;
 
-use crate::claim_cost::complete;
+use crate::claim_cost::{complete, median_ms};
 use crate::schema::{Database, Schema, with_schema};
 use crate::{Error, Result, noop};
 
@@ -73,16 +73,6 @@ pub struct LimitCost {
     pub room_ratio: f64,
     /// `capped_median_ms / none_median_ms` (for half the operations).
     pub capped_ratio: f64,
-}
-
-fn median_ms(times: &mut [Duration]) -> f64 {
-    times.sort();
-    times
-        .get(times.len() / 2)
-        .copied()
-        .unwrap_or(Duration::ZERO)
-        .as_secs_f64()
-        * 1000.0
 }
 
 fn set(scope: LimitScope, value: &str, running: Option<u32>, rate: Option<u32>) -> LimitSetParams {

@@ -7,7 +7,7 @@ use oprec_core::operator::AuditListParams;
 
 use crate::State;
 use crate::error::{AppError, store};
-use crate::html::{count, or_dash, short_id, when};
+use crate::html::{count, or_dash, pretty, short_id, when};
 use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
 
@@ -40,10 +40,6 @@ fn wrapped(json: &str) -> Markup {
             }
         }
     }
-}
-
-fn pretty(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
 /// `GET /audit`.

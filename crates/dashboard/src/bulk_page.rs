@@ -25,6 +25,7 @@ use crate::error::{AppError, store};
 use crate::filters::FilterForm;
 use crate::html::{badge, count};
 use crate::layout::{Nav, Page};
+use crate::operations_page::form;
 use crate::viewer::Viewer;
 
 /// What to do to the matches.
@@ -126,15 +127,10 @@ pub(crate) async fn preview(
     viewer: Viewer,
     q: Result<Query<BulkQuery>, QueryRejection>,
 ) -> Result<Page, AppError> {
-    let q = q.map_err(|e| {
-        AppError::bad_request(format!(
-            "The filter in the address could not be read ({}); filter the list again.",
-            e.body_text()
-        ))
-    })?;
-    let action = Action::parse(&q.0.action)?;
+    let q = form(q)?;
+    let action = Action::parse(&q.action)?;
     let now = state.store.now().await.map_err(store)?;
-    let (f, op_filter) = filter(&q.0.filter, action, now)?;
+    let (f, op_filter) = filter(&q.filter, action, now)?;
     let described = describe(&op_filter);
     let (planned, counts) = review(&state, action, op_filter, None).await?;
     let here = format!("/bulk{}", f.query());

@@ -7,6 +7,11 @@ use maud::{Markup, html};
 
 pub(crate) use oprec_ops::number::count;
 
+/// A JSON value indented for a `pre` block.
+pub(crate) fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+}
+
 /// `2026-01-05 09:00:00 UTC`.
 pub(crate) fn time(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M:%S UTC").to_string()

@@ -9,7 +9,7 @@ use oprec_core::store::{OperationGetParams, Step, StepsGetParams};
 use oprec_core::{Attempt, Operation, OperationId, Status};
 
 use crate::error::{AppError, store};
-use crate::html::{badge, or_dash, time, when};
+use crate::html::{badge, or_dash, pretty, time, when};
 use crate::layout::{Nav, Page};
 use crate::query_string::query;
 use crate::viewer::Viewer;
@@ -27,10 +27,6 @@ const LINEAGE_DEPTH: usize = 10;
 
 fn field(label: &str, value: impl Render) -> Markup {
     html! { dt { (label) } dd { (value) } }
-}
-
-fn pretty(v: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 
 fn record(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {

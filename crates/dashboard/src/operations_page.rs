@@ -17,7 +17,7 @@ use crate::layout::{Nav, Page};
 use crate::viewer::Viewer;
 
 /// The query a page was asked with, or a readable refusal.
-pub(crate) fn form(q: Result<Query<FilterForm>, QueryRejection>) -> Result<FilterForm, AppError> {
+pub(crate) fn form<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, AppError> {
     q.map(|q| q.0).map_err(|e| {
         AppError::bad_request(format!(
             "The filter in the address could not be read ({}); clear it and filter again.",
