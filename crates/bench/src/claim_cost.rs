@@ -124,6 +124,7 @@ async fn median_claim(s: &Schema) -> Result<f64> {
         let claimed = s
             .store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec![noop::KIND.to_owned()],
                 limit: LIMIT,
                 claimant: claimant.clone(),

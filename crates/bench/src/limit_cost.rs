@@ -1,13 +1,20 @@
-//! Limit cost: what a limit across the fleet adds to a claim. The same claim of [`LIMIT`]
-//! `demo.noop` operations is timed in three settings, taken in turn within each round so that a
-//! noisy machine weighs on all three alike:
+//! Limit and priority cost: what a limit across the fleet, and priorities in use, add to a claim.
+//! The same claim of [`LIMIT`] `demo.noop` operations is timed in five settings, taken in turn
+//! within each round so that a noisy machine weighs on all five alike:
 //!
-//! - **none**: no limit row exists (the store looks once whether any does, and skips the rest);
+//! - **none**: no limit row exists (the store looks once whether any does, and skips the rest),
+//!   and every operation has the default priority: the claim walks the aged range and the two
+//!   empty levels above the default before it finds its operations;
 //! - **room**: a running limit on the kind and a rate on its dependency, both far above what a
 //!   claim takes, so the claim locks the limit rows, counts what runs, and writes the rate's
 //!   window, yet claims all it asked for;
 //! - **capped**: a running limit of half a claim, so the claim takes the capped statement (a
-//!   `row_number` per kind and per dependency) and gets [`CAPPED`] operations.
+//!   `row_number` per kind and per dependency) and gets [`CAPPED`] operations;
+//! - **levels**: the round's operations spread over the five priority levels, so the claim takes
+//!   its operations from four level walks instead of one;
+//! - **ahead**: the claim a worker with a broker backlog makes before each claim through its
+//!   wake-ups (only the aged operations and those above the default priority), with none there:
+//!   what that look costs each claim while the broker has a backlog.
 //!
 //! Every claim's operations are completed (untimed) before the next, so nothing runs between
 //! rounds and each setting claims from the same backlog.
@@ -34,20 +41,29 @@ const WARM_UP: usize = 10;
 /// Pending operations kept in the table behind the claimed ones.
 const BACKLOG: u64 = 10_000;
 
-/// The three settings of a round.
+/// The five settings of a round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Setting {
     None,
     Room,
     Capped,
+    Levels,
+    Ahead,
 }
 
 impl Setting {
-    const ALL: [Setting; 3] = [Setting::None, Setting::Room, Setting::Capped];
+    const ALL: [Setting; 5] = [
+        Setting::None,
+        Setting::Room,
+        Setting::Capped,
+        Setting::Levels,
+        Setting::Ahead,
+    ];
 
     fn expected(self) -> usize {
         match self {
             Setting::Capped => CAPPED as usize,
+            Setting::Ahead => 0,
             _ => LIMIT as usize,
         }
     }
@@ -73,6 +89,16 @@ pub struct LimitCost {
     pub room_ratio: f64,
     /// `capped_median_ms / none_median_ms` (for half the operations).
     pub capped_ratio: f64,
+    /// Median claim of operations spread over the five priority levels, in milliseconds.
+    pub levels_median_ms: f64,
+    /// `levels_median_ms / none_median_ms`.
+    pub levels_ratio: f64,
+    /// Median claim ahead of a broker's backlog (aged, or above the default priority) that finds
+    /// nothing, in milliseconds: paid before each claim through wake-ups while the broker has a
+    /// backlog.
+    pub ahead_median_ms: f64,
+    /// `ahead_median_ms / none_median_ms`.
+    pub ahead_ratio: f64,
 }
 
 fn set(scope: LimitScope, value: &str, running: Option<u32>, rate: Option<u32>) -> LimitSetParams {
@@ -122,7 +148,7 @@ pub(crate) async fn roomy_limits(s: &Schema) -> Result<()> {
 async fn arrange(s: &Schema, setting: Setting) -> Result<()> {
     remove_all(s).await?;
     match setting {
-        Setting::None => {}
+        Setting::None | Setting::Levels | Setting::Ahead => {}
         Setting::Room => roomy_limits(s).await?,
         Setting::Capped => {
             s.store
@@ -147,8 +173,20 @@ async fn claim(s: &Schema, limit: u32) -> Result<Vec<oprec::Claimed>> {
 
 /// A claim of up to `limit` operations of `kind`.
 async fn claim_of(s: &Schema, kind: &str, limit: u32) -> Result<Vec<oprec::Claimed>> {
+    claim_in_order(s, kind, limit, false).await
+}
+
+/// A claim of up to `limit` operations of `kind`, of every level or only of what goes ahead of
+/// a broker's backlog.
+async fn claim_in_order(
+    s: &Schema,
+    kind: &str,
+    limit: u32,
+    above_default_only: bool,
+) -> Result<Vec<oprec::Claimed>> {
     Ok(s.store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only,
             kinds: vec![kind.to_owned()],
             limit,
             claimant: claimant(),
@@ -156,8 +194,14 @@ async fn claim_of(s: &Schema, kind: &str, limit: u32) -> Result<Vec<oprec::Claim
         .await?)
 }
 
-/// Adds `n` pending `demo.noop` operations, eligible now.
+/// Adds `n` pending `demo.noop` operations, eligible now, of the default priority.
 async fn add_pending(s: &Schema, n: u64) -> Result<()> {
+    add_pending_at(s, n, false).await
+}
+
+/// Adds `n` pending `demo.noop` operations, eligible now: of the default priority, or spread
+/// over the five levels in turn.
+async fn add_pending_at(s: &Schema, n: u64, spread: bool) -> Result<()> {
     let policy = noop::policy()?;
     let now = chrono::Utc::now() - chrono::Duration::seconds(1);
     let mut at = 0;
@@ -171,6 +215,9 @@ async fn add_pending(s: &Schema, n: u64) -> Result<()> {
                     &policy,
                     EnqueueOptions {
                         dependency: Some(noop::DEPENDENCY.to_owned()),
+                        priority: spread.then(|| {
+                            oprec::PRIORITY_LEVELS[i as usize % oprec::PRIORITY_LEVELS.len()]
+                        }),
                         ..EnqueueOptions::default()
                     },
                     now,
@@ -188,13 +235,13 @@ async fn add_pending(s: &Schema, n: u64) -> Result<()> {
 /// added).
 async fn round(s: &Schema, setting: Setting) -> Result<Duration> {
     arrange(s, setting).await?;
-    add_pending(s, u64::from(LIMIT)).await?;
+    add_pending_at(s, u64::from(LIMIT), setting == Setting::Levels).await?;
     // Setting or removing a limit through the store makes it look again whether any limit
     // exists; a worker's claims trust that look for a second. An untimed claim of a kind with
     // nothing pending makes the look, so the timed claim pays what a worker's claims pay.
     claim_of(s, "bench.nothing", 1).await?;
     let started = Instant::now();
-    let claimed = claim(s, LIMIT).await?;
+    let claimed = claim_in_order(s, noop::KIND, LIMIT, setting == Setting::Ahead).await?;
     let took = started.elapsed();
     if claimed.len() != setting.expected() {
         return Err(Error::Check(format!(
@@ -204,6 +251,10 @@ async fn round(s: &Schema, setting: Setting) -> Result<Duration> {
         )));
     }
     complete(s, claimed).await?;
+    if setting == Setting::Ahead {
+        let all = claim(s, LIMIT).await?;
+        complete(s, all).await?;
+    }
     if setting == Setting::Capped {
         remove_all(s).await?;
         let rest = claim(s, LIMIT - CAPPED).await?;
@@ -223,7 +274,7 @@ pub(crate) async fn measure(
         // up, 300 a round).
         add_pending(s, BACKLOG).await?;
         db.checkpoint().await;
-        let mut times: [Vec<Duration>; 3] = Default::default();
+        let mut times: [Vec<Duration>; 5] = Default::default();
         for i in 0..WARM_UP + samples {
             for (n, setting) in Setting::ALL.into_iter().enumerate() {
                 let took = round(s, setting).await?;
@@ -233,7 +284,7 @@ pub(crate) async fn measure(
             }
         }
         remove_all(s).await?;
-        let [none, room, capped] = times.each_mut().map(|t| median_ms(t));
+        let [none, room, capped, levels, ahead] = times.each_mut().map(|t| median_ms(t));
         let cost = LimitCost {
             claim: LIMIT,
             samples,
@@ -243,10 +294,18 @@ pub(crate) async fn measure(
             capped_median_ms: capped,
             room_ratio: room / none,
             capped_ratio: capped / none,
+            levels_median_ms: levels,
+            levels_ratio: levels / none,
+            ahead_median_ms: ahead,
+            ahead_ratio: ahead / none,
         };
         progress(&format!(
             "limit cost: median claim of {LIMIT}: {none:.3} ms with no limit, {room:.3} ms under limits with room (×{:.2}), {capped:.3} ms capped to {CAPPED} (×{:.2})",
             cost.room_ratio, cost.capped_ratio
+        ));
+        progress(&format!(
+            "priority cost: median claim of {LIMIT}: {levels:.3} ms spread over five levels (×{:.2}); a claim ahead of a broker's backlog that finds nothing: {ahead:.3} ms (×{:.2})",
+            cost.levels_ratio, cost.ahead_ratio
         ));
         Ok(cost)
     })

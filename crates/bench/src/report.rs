@@ -447,6 +447,11 @@ impl BenchReport {
                 c.capped_median_ms,
                 c.capped_ratio
             );
+            let _ = writeln!(
+                t,
+                "claim of {}, median, with priorities: {:.3} ms spread over five levels (×{:.2}); the claim ahead of a broker's backlog, finding nothing: {:.3} ms (×{:.2})",
+                c.claim, c.levels_median_ms, c.levels_ratio, c.ahead_median_ms, c.ahead_ratio
+            );
             if let Some((free, limited)) = self.limited_drain() {
                 let _ = writeln!(
                     t,

@@ -155,6 +155,7 @@ async fn claim_ms(s: &Schema) -> Result<f64> {
         let claimed = s
             .store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec![PROBE.to_owned()],
                 limit: PROBE_LIMIT,
                 claimant: claimant.clone(),

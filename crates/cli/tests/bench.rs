@@ -106,8 +106,9 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     }
     assert_eq!(r["claim_cost"]["finished_rows"], 20000);
     assert!(r["claim_cost"]["ratio"].as_f64().unwrap() > 0.0);
-    // The limit-cost phase claimed 100 with no limit and under limits with room, and 50 when
-    // capped to half (it checks each claim's count itself and fails the run otherwise).
+    // The limit-cost phase claimed 100 with no limit, under limits with room and spread over the
+    // priority levels, 50 when capped to half, and nothing ahead of a broker's backlog (it checks
+    // each claim's count itself and fails the run otherwise).
     let l = &r["limit_cost"];
     assert_eq!(l["samples"], 5, "{l}");
     assert_eq!(l["claim"], 100, "{l}");
@@ -116,6 +117,10 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
         "room_median_ms",
         "capped_median_ms",
         "room_ratio",
+        "levels_median_ms",
+        "levels_ratio",
+        "ahead_median_ms",
+        "ahead_ratio",
     ] {
         assert!(l[key].as_f64().unwrap() > 0.0, "{key}: {l}");
     }

@@ -21,6 +21,20 @@ pub const PRIORITY_AGING: Duration = Duration::minutes(5);
 /// The levels in the order a claim walks them, highest first.
 pub const PRIORITY_LEVELS: [i16; 5] = [2, 1, 0, -1, -2];
 
+/// The levels a claim walks: every level, or only those above [`PRIORITY_DEFAULT`], the
+/// operations that go ahead of a broker's backlog of wake-ups (README, "Priorities").
+pub fn claim_levels(above_default_only: bool) -> &'static [i16] {
+    if above_default_only {
+        let default = PRIORITY_LEVELS
+            .iter()
+            .position(|l| *l == PRIORITY_DEFAULT)
+            .unwrap_or(PRIORITY_LEVELS.len());
+        &PRIORITY_LEVELS[..default]
+    } else {
+        &PRIORITY_LEVELS
+    }
+}
+
 /// Checks a priority a caller gave.
 pub fn check_priority(priority: i16) -> Result<i16> {
     if (PRIORITY_MIN..=PRIORITY_MAX).contains(&priority) {
@@ -43,6 +57,13 @@ mod tests {
         assert_eq!(PRIORITY_LEVELS.last(), Some(&PRIORITY_MIN));
         assert!(PRIORITY_LEVELS.windows(2).all(|w| w[0] == w[1] + 1));
         assert!(PRIORITY_LEVELS.contains(&PRIORITY_DEFAULT));
+    }
+
+    #[test]
+    fn the_levels_above_the_default_are_the_highest_first() {
+        assert_eq!(claim_levels(true), &[2, 1]);
+        assert_eq!(claim_levels(false), &PRIORITY_LEVELS);
+        assert!(claim_levels(true).iter().all(|l| *l > PRIORITY_DEFAULT));
     }
 
     #[test]

@@ -134,6 +134,18 @@ pub struct ClaimEligibleParams {
     pub limit: u32,
     /// Who claims.
     pub claimant: Claimant,
+    /// Only what goes ahead of a broker's backlog of wake-ups: the aged operations (the
+    /// starvation guard), then the levels above [`PRIORITY_DEFAULT`](crate::PRIORITY_DEFAULT).
+    /// A worker with a broker claims these from the store while its wake-ups come in full
+    /// batches, so that priority orders its claims too (README, "Priorities").
+    pub above_default_only: bool,
+}
+
+impl ClaimEligibleParams {
+    /// The priority levels this claim walks after the aged operations, highest first.
+    pub fn levels(&self) -> &'static [i16] {
+        crate::priority::claim_levels(self.above_default_only)
+    }
 }
 
 /// Claim one suspect (an operation whose last attempt vanished) to run isolated, alone in its

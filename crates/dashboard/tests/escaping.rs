@@ -149,6 +149,7 @@ async fn hostile_records(store: &PgStore) -> String {
         .expect("enqueue");
     let claimed = store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![HOSTILE.into()],
             limit: 1,
             claimant: Claimant {

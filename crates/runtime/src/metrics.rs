@@ -200,6 +200,11 @@ pub const COUNTERS: &[CounterDef] = &[
         |s| s.wakeups_ignored,
     ),
     (
+        "oprec_claimed_ahead_of_wakeups_total",
+        "Operations claimed from the store ahead of a broker's backlog (aged, or above the default priority).",
+        |s| s.claimed_ahead,
+    ),
+    (
         "oprec_garbage_frames_total",
         "Deliveries that were not wake-up frames.",
         |s| s.garbage_frames,

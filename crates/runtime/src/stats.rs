@@ -8,6 +8,7 @@ use serde::Serialize;
 #[derive(Debug, Default)]
 pub struct Stats {
     pub(crate) claimed: AtomicU64,
+    pub(crate) claimed_ahead: AtomicU64,
     pub(crate) succeeded: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) completions: AtomicU64,
@@ -32,6 +33,9 @@ pub struct Stats {
 pub struct StatsSnapshot {
     /// Operations claimed.
     pub claimed: u64,
+    /// Of those, claimed from the store ahead of a broker's backlog of wake-ups: aged, or above
+    /// the default priority (README, "Priorities").
+    pub claimed_ahead: u64,
     /// Attempts this worker recorded as succeeded (written, not refused as stale).
     pub succeeded: u64,
     /// Attempts this worker recorded as failed, any class (written, not refused as stale).
@@ -78,6 +82,7 @@ impl Stats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         StatsSnapshot {
             claimed: g(&self.claimed),
+            claimed_ahead: g(&self.claimed_ahead),
             succeeded: g(&self.succeeded),
             failed: g(&self.failed),
             completions: g(&self.completions),

@@ -178,6 +178,10 @@ pub struct Worker {
     /// Failed transport or store calls in a row, for the back-off.
     failures: AtomicU32,
     broker: BrokerHealth,
+    /// Whether the broker had a backlog of this worker's wake-ups at the last look (its last
+    /// delivery batch was full); assumed until a batch says otherwise. While it has one, each
+    /// claim first takes from the store what goes ahead of it ([`Worker::claim_ahead_of_wakeups`]).
+    backlog: AtomicBool,
 }
 
 impl std::fmt::Debug for Worker {
@@ -253,6 +257,7 @@ impl Worker {
             stats: Arc::new(Stats::default()),
             failures: AtomicU32::new(0),
             broker: BrokerHealth::default(),
+            backlog: AtomicBool::new(true),
         })
     }
 
@@ -603,8 +608,45 @@ impl Worker {
         0
     }
 
+    /// While the broker has a backlog of this worker's wake-ups, claims first from the store
+    /// what priority puts ahead of it: the aged operations (the starvation guard), then those
+    /// above the default priority, up to `max`. A wake-up waits behind every wake-up published
+    /// before it, so without this a high-priority operation would wait for the whole backlog;
+    /// its own wake-up, when it comes, finds it claimed and has no effect. Without a backlog the
+    /// next delivery batch holds every wake-up there is, the high-priority ones included, and
+    /// nothing is asked of the store.
+    async fn claim_ahead_of_wakeups(&self, max: usize, kinds: &[String]) -> Vec<Claimed> {
+        if !self.backlog.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        match self
+            .store
+            .operation_claim_eligible(ClaimEligibleParams {
+                kinds: kinds.to_vec(),
+                limit: max as u32,
+                claimant: self.claimant(),
+                above_default_only: true,
+            })
+            .await
+        {
+            Ok(claimed) => {
+                Stats::add(&self.stats.claimed, claimed.len() as u64);
+                Stats::add(&self.stats.claimed_ahead, claimed.len() as u64);
+                self.tally.claimed(&claimed);
+                claimed
+            }
+            Err(e) => {
+                // The claim through the wake-ups that follows meets the same store and pauses.
+                tracing::warn!(error = %e, "claiming ahead of the wake-ups failed");
+                Vec::new()
+            }
+        }
+    }
+
     /// Receives up to `max` wake-ups of this worker's kinds (the others stay on the broker for the
-    /// workers that run them), claims the operations they name, acknowledges them all.
+    /// workers that run them), claims the operations they name, acknowledges them all; while the
+    /// broker has a backlog, what priority puts ahead of it is claimed from the store first and
+    /// counts against `max`.
     async fn take_wakeups(
         &self,
         t: &dyn Transport,
@@ -612,24 +654,31 @@ impl Worker {
         kinds: &[String],
         shutdown: &CancellationToken,
     ) -> Vec<Claimed> {
+        let mut claimed = self.claim_ahead_of_wakeups(max, kinds).await;
+        let max = max - claimed.len();
+        if max == 0 {
+            return claimed;
+        }
         let deliveries = tokio::select! {
-            _ = shutdown.cancelled() => return Vec::new(),
+            _ = shutdown.cancelled() => return claimed,
             r = t.receive(kinds, max, self.config.idle_wait) => r,
         };
         let deliveries = match deliveries {
             Ok(d) => {
                 self.recovered();
                 self.broker.answered(t.name());
+                self.backlog.store(d.len() >= max, Ordering::Relaxed);
                 d
             }
             Err(e) => {
                 // Every operation is in the store: poll it until the broker answers again.
                 self.broker.failed(&e, t.name());
-                return self.poll(max, kinds, shutdown).await;
+                claimed.extend(self.poll(max, kinds, shutdown).await);
+                return claimed;
             }
         };
         if deliveries.is_empty() {
-            return Vec::new();
+            return claimed;
         }
         Stats::add(&self.stats.wakeups_received, deliveries.len() as u64);
         let mut ids = Vec::with_capacity(deliveries.len());
@@ -649,7 +698,7 @@ impl Worker {
                 }
             }
         }
-        let claimed = if ids.is_empty() {
+        let woken = if ids.is_empty() {
             Vec::new()
         } else {
             match self
@@ -671,19 +720,20 @@ impl Worker {
                         tracing::warn!(error = %e, "acknowledging wake-ups failed");
                     }
                     self.pause(shutdown).await;
-                    return Vec::new();
+                    return claimed;
                 }
             }
         };
-        Stats::add(&self.stats.claimed, claimed.len() as u64);
-        self.tally.claimed(&claimed);
+        Stats::add(&self.stats.claimed, woken.len() as u64);
+        self.tally.claimed(&woken);
         Stats::add(
             &self.stats.wakeups_ignored,
-            (ids.len() - claimed.len()) as u64,
+            (ids.len() - woken.len()) as u64,
         );
         if let Err(e) = t.ack(deliveries.into_iter().map(|d| d.ack).collect()).await {
             tracing::warn!(error = %e, "acknowledging wake-ups failed; duplicates will be ignored");
         }
+        claimed.extend(woken);
         claimed
     }
 
@@ -697,6 +747,7 @@ impl Worker {
         match self
             .store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: kinds.to_vec(),
                 limit: max as u32,
                 claimant: self.claimant(),

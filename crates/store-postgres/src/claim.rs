@@ -120,6 +120,7 @@ pub(crate) async fn operation_claim_eligible(
     if params.limit == 0 {
         return Ok(Vec::new());
     }
+    let levels = params.levels();
     let c = params.claimant;
     let opening = Some(sql::WALK_PENDING_IN_ORDER);
     let mut claimed = claim_within_limits(store, opening, &params.kinds, |now, limited, capped| {
@@ -136,7 +137,7 @@ pub(crate) async fn operation_claim_eligible(
             .bind(c.worker_id.clone())
             .bind(c.code_version.clone())
             .bind(oprec_core::PRIORITY_AGING.num_milliseconds())
-            .bind(&oprec_core::PRIORITY_LEVELS[..]);
+            .bind(levels);
         bind_limits(query, limited, capped)
     })
     .await?;

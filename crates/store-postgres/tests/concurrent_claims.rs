@@ -78,6 +78,7 @@ async fn sixteen_racers_claim_each_operation_exactly_once() {
                 } else {
                     store
                         .operation_claim_eligible(ClaimEligibleParams {
+                            above_default_only: false,
                             kinds: vec!["race".into()],
                             limit: 1,
                             claimant: claimant(racer),

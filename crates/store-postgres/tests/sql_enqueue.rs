@@ -720,6 +720,7 @@ async fn the_operation_commits_with_the_callers_row_and_the_scheduler_wakes_it()
     // Poll-only: a worker claims it straight from the store.
     let claimed = store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec!["shipment.create".into()],
             limit: 10,
             claimant: Claimant {

@@ -85,7 +85,7 @@ pub(crate) async fn operation_claim_eligible(
         .fetch_all(tx.conn())
         .await
         .map_err(backend_error)?;
-    for level in oprec_core::PRIORITY_LEVELS {
+    for &level in params.levels() {
         let room = i64::from(params.limit) - ids.len() as i64;
         if room <= 0 {
             break;

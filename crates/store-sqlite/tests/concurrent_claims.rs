@@ -120,6 +120,7 @@ async fn claim(store: &SqliteStore, n: usize, id: OperationId) -> oprec_core::Re
     } else {
         store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec!["race".into()],
                 limit: 10,
                 claimant,

@@ -67,6 +67,7 @@ async fn filters_and_alert_batches_longer_than_the_bind_limit_are_whole() {
     let claimed = h
         .store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit: 5_000,
             claimant: h.claimant("w"),
@@ -360,6 +361,7 @@ async fn paused_rows_use_up_no_limit_and_a_postponement_lapses_at_its_until() {
     let claimed = h
         .store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit: 1,
             claimant: h.claimant("w"),

@@ -79,6 +79,7 @@ async fn batches_larger_than_one_statement_are_whole() {
 
     let claimed = store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit: 5_000,
             claimant: claimant(),

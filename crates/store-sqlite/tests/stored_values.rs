@@ -47,6 +47,7 @@ async fn a_database_without_the_tables_is_schema_missing() {
     let claim = h
         .store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit: 1,
             claimant: h.claimant("w"),

@@ -134,6 +134,7 @@ impl<S: FullStore> Harness<S> {
     pub async fn claim_all(&self, worker: &str) -> Vec<Claimed> {
         self.store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec![],
                 limit: 1000,
                 claimant: self.claimant(worker),
@@ -195,6 +196,7 @@ macro_rules! store_conformance_tests {
             store_cases::claim_by_ids_takes_only_pending_eligible_operations,
             store_cases::claim_eligible_honours_kinds_limit_and_order,
             store_cases::claim_takes_higher_priorities_first_and_aged_operations_before_all,
+            store_cases::claim_ahead_of_wakeups_takes_aged_then_above_default_only,
             store_cases::claim_skips_operations_past_their_deadline,
             store_cases::heartbeat_extends_the_lease_and_is_fenced,
             store_cases::heartbeat_many_extends_every_held_claim,

@@ -57,6 +57,7 @@ async fn claim<S: FullStore>(
 ) -> Vec<(OperationId, String)> {
     h.store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit,
             claimant: h.claimant(worker),

@@ -268,6 +268,7 @@ pub async fn claim_eligible_honours_kinds_limit_and_order<S: FullStore>(h: Harne
     h.advance_secs(10);
     let claim = |kinds: Vec<&str>, limit| {
         h.store.operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: kinds.into_iter().map(str::to_owned).collect(),
             limit,
             claimant: h.claimant("w"),
@@ -312,6 +313,7 @@ pub async fn claim_takes_higher_priorities_first_and_aged_operations_before_all<
         let got = h
             .store
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec![],
                 limit: 1,
                 claimant: h.claimant("w"),
@@ -356,6 +358,7 @@ pub async fn claim_takes_higher_priorities_first_and_aged_operations_before_all<
     let batch = h
         .store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![],
             limit: 3,
             claimant: h.claimant("w"),
@@ -371,6 +374,76 @@ pub async fn claim_takes_higher_priorities_first_and_aged_operations_before_all<
         "the aged one, then priority 1, then 0; {b} waits"
     );
     assert_eq!(one().await, vec![b]);
+}
+
+/// The claim a worker with a broker backlog makes ahead of its wake-ups takes only the aged
+/// operations and those above the default priority, in the same order as every claim; default
+/// and lower priorities stay for their wake-ups.
+pub async fn claim_ahead_of_wakeups_takes_aged_then_above_default_only<S: FullStore>(
+    h: Harness<S>,
+) {
+    let with = |priority: i16| EnqueueOptions {
+        priority: Some(priority),
+        ..Default::default()
+    };
+    let aged_low = enqueue(&h, "k", with(-2)).await;
+    h.advance_secs(oprec_core::PRIORITY_AGING.num_seconds() + 1);
+    let low = enqueue(&h, "k", with(-1)).await;
+    let normal = enqueue(&h, "k", EnqueueOptions::default()).await;
+    let one = enqueue(&h, "k", with(1)).await;
+    let two = enqueue(&h, "k", with(2)).await;
+    let other_kind = enqueue(&h, "other", with(2)).await;
+    h.advance_secs(1);
+    let ahead = |limit| {
+        h.store.operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: true,
+            kinds: vec!["k".to_owned()],
+            limit,
+            claimant: h.claimant("w"),
+        })
+    };
+    let ids = |c: Vec<oprec_core::Claimed>| c.into_iter().map(|c| c.id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(ahead(1).await.unwrap()),
+        vec![aged_low],
+        "the aged one first"
+    );
+    assert_eq!(
+        ids(ahead(1).await.unwrap()),
+        vec![two],
+        "then the highest level"
+    );
+    let rest = ids(ahead(10).await.unwrap());
+    assert_eq!(
+        rest,
+        vec![one],
+        "then priority 1, and nothing at or below the default"
+    );
+    for id in [low, normal, other_kind] {
+        assert_eq!(
+            h.get(id).await.operation.status,
+            Status::Pending,
+            "{id} waits"
+        );
+    }
+    let all = h
+        .store
+        .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
+            kinds: vec!["k".to_owned()],
+            limit: 10,
+            claimant: h.claimant("w"),
+        })
+        .await
+        .unwrap();
+    let mut all = ids(all);
+    all.sort();
+    let mut waited = vec![low, normal];
+    waited.sort();
+    assert_eq!(
+        all, waited,
+        "the default and lower levels stayed for the full claim"
+    );
 }
 
 /// No claim is made after `give_up_at`.

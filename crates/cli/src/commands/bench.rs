@@ -66,8 +66,9 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "M", default_value_t = 1_000_000)]
     pub finished_rows: u64,
     /// Rounds of the limit-cost phase: each times a claim of 100 with no limit, under limits with
-    /// room, and capped to half by a running limit. 0 skips it, with the drain that repeats the
-    /// first under limits with room.
+    /// room, capped to half by a running limit, spread over the five priority levels, and the
+    /// claim ahead of a broker's backlog (README, "Priorities"). 0 skips it, with the drain that
+    /// repeats the first under limits with room.
     #[arg(long, value_name = "N", default_value_t = 200)]
     pub limit_samples: usize,
     /// Seconds of each ceiling run (one per connection count: 2, 4 and 8).
@@ -255,8 +256,8 @@ fn rows_written(args: &BenchArgs) -> u64 {
     let drains = (args.concurrency.len() * args.transports.len()) as u64 + limited;
     let latency = args.transports.len() as u64 * u64::from(args.latency_rate) * args.latency_secs;
     let single = (args.ops / 10).max(100);
-    // Three claims of 100 per round (ten warm-up rounds), behind a backlog of 10,000.
-    let limit_rounds = limited * ((args.limit_samples as u64 + 10) * 3 * 100 + 10_000);
+    // Five claims of 100 per round (ten warm-up rounds), behind a backlog of 10,000.
+    let limit_rounds = limited * ((args.limit_samples as u64 + 10) * 5 * 100 + 10_000);
     args.ops * (1 + drains) + single + latency + args.finished_rows + limit_rounds
 }
 

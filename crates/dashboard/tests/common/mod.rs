@@ -158,6 +158,7 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
         let version = if progress < 0.7 { "v1.8.2" } else { "v1.9.0" };
         let claimed = s
             .operation_claim_eligible(ClaimEligibleParams {
+                above_default_only: false,
                 kinds: vec![],
                 limit: 1000,
                 claimant: Claimant {
@@ -249,6 +250,7 @@ pub async fn seed(store: &PgStore, minutes: i64) -> Seeded {
         .expect("enqueue backlog");
     let smtp = s
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec!["email.send".into()],
             limit: 1,
             claimant: Claimant {
@@ -359,6 +361,7 @@ pub async fn insert_and_claim(
     insert(store, kind, n, dependency).await;
     store
         .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
             kinds: vec![kind.to_owned()],
             limit: claim,
             claimant: Claimant {

@@ -176,6 +176,7 @@ impl<S: FullStore> Driver<S> {
             Action::ClaimEligible { limit } => {
                 let got = store
                     .operation_claim_eligible(ClaimEligibleParams {
+                        above_default_only: false,
                         kinds: vec![],
                         limit,
                         claimant,
