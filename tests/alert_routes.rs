@@ -180,7 +180,10 @@ async fn routes_reach_their_owners(store: Arc<dyn FullStore>) {
     assert_eq!(pause.actor, CONFIGURATION_PAUSE_ACTOR);
     assert!(pause.reason.as_deref().unwrap().contains("API key revoked"));
     let audit = store
-        .audit_list(oprec_core::operator::AuditListParams { limit: 10 })
+        .audit_list(oprec_core::operator::AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert!(

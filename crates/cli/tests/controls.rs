@@ -126,6 +126,38 @@ fn controls_list_what_is_in_force_and_resume_lifts_them() {
     assert_eq!(audit[3]["actor"], "alice");
     assert_eq!(audit[3]["reason"], "deploy in progress");
     assert_eq!(audit[3]["filter"]["scope"], "kind");
+
+    // Filtered by action and paged by entry id, newest first either way.
+    let actions_of = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["audit", "--json"];
+        all.extend_from_slice(args);
+        o.run(&all)
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["action"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(actions_of(&["--action", "pause"]), ["pause", "pause"]);
+    let id = |i: usize| audit[i]["id"].as_i64().unwrap().to_string();
+    assert_eq!(
+        actions_of(&["--older-than", &id(1), "--limit", "1"]),
+        ["pause"]
+    );
+    assert_eq!(
+        actions_of(&["--newer-than", &id(3), "--limit", "2"]),
+        ["postpone", "pause"],
+        "the two just newer than the oldest, newest first"
+    );
+    let table = o.run(&["audit", "--actor", "nobody"]).ok().to_owned();
+    assert!(table.contains("no audit entry matches"), "{table}");
+    let listed = o.run(&["audit"]).ok().to_owned();
+    assert!(listed.lines().next().unwrap().starts_with("ID"), "{listed}");
+    o.run(&["audit", "--actor", ""])
+        .bad_input("printable characters");
+    let both = o.run(&["audit", "--older-than", "1", "--newer-than", "2"]);
+    assert_eq!(both.code, Some(2), "{both:?}");
 }
 
 #[test]

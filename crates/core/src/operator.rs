@@ -317,11 +317,63 @@ pub struct ActivityParams {
     pub since: DateTime<Utc>,
 }
 
-/// The newest audit rows.
-#[derive(Clone, Copy, Debug)]
+/// Audit rows, newest first: a page of them, only of one action and one actor when given.
+#[derive(Clone, Debug, Default)]
 pub struct AuditListParams {
     /// The most rows.
     pub limit: u32,
+    /// Only entries of this action ("redrive", "pause", ...).
+    pub action: Option<String>,
+    /// Only entries of this actor.
+    pub actor: Option<String>,
+    /// Which page: the newest, or the one just older or newer than an entry.
+    pub page: AuditPage,
+}
+
+/// A page of the audit log, by entry id: pages follow the log's order, so an entry appended
+/// while an operator reads never shifts the older pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AuditPage {
+    /// The newest entries.
+    #[default]
+    Newest,
+    /// The entries just older than this id.
+    Older(i64),
+    /// The entries just newer than this id (still shown newest first).
+    Newer(i64),
+}
+
+/// The most audit entries one read returns.
+pub const AUDIT_LIST_MAX: u32 = 10_000;
+
+/// The longest action or actor an audit filter accepts: longer ones name no entry.
+const AUDIT_FILTER_MAX_CHARS: usize = 200;
+
+impl AuditListParams {
+    /// Refuses a limit outside 1..=[`AUDIT_LIST_MAX`], and an action or actor that is empty,
+    /// longer than 200 characters or holds a control character (the values are bound, never
+    /// spliced; this only turns a mistake into a clear message).
+    pub fn check(&self) -> crate::Result<()> {
+        if self.limit == 0 || self.limit > AUDIT_LIST_MAX {
+            return Err(crate::Error::InvalidInput(format!(
+                "the audit limit must be between 1 and {AUDIT_LIST_MAX}, not {}",
+                self.limit
+            )));
+        }
+        for (name, value) in [("action", &self.action), ("actor", &self.actor)] {
+            let Some(v) = value else { continue };
+            if v.trim().is_empty()
+                || v.chars().count() > AUDIT_FILTER_MAX_CHARS
+                || v.chars().any(char::is_control)
+            {
+                return Err(crate::Error::InvalidInput(format!(
+                    "the audit {name} filter must be 1 to {AUDIT_FILTER_MAX_CHARS} printable \
+                     characters"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The workers seen lately, or the pending kinds none of them handles.
@@ -391,7 +443,8 @@ pub trait OperatorStore: Store {
     /// Appends to the audit log.
     async fn audit_insert(&self, entry: AuditEntry) -> Result<()>;
 
-    /// The newest audit rows first.
+    /// Audit rows newest first: the page `params` names, of its action and actor only when
+    /// given.
     async fn audit_list(&self, params: AuditListParams) -> Result<Vec<AuditRecord>>;
 
     /// The alert log, newest first: what was told to whom, and whether it arrived.

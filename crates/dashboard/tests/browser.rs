@@ -452,7 +452,10 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
         "eligible over {spread}, expected {expected}"
     );
     let audit = store
-        .audit_list(AuditListParams { limit: 5 })
+        .audit_list(AuditListParams {
+            limit: 5,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let actions: Vec<(&str, &str)> = audit
@@ -524,7 +527,10 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
     );
     assert!(
         store
-            .audit_list(AuditListParams { limit: 5 })
+            .audit_list(AuditListParams {
+                limit: 5,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .is_empty()

@@ -176,7 +176,10 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
     );
     assert!(
         store
-            .audit_list(AuditListParams { limit: 10 })
+            .audit_list(AuditListParams {
+                limit: 10,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .is_empty(),
@@ -242,7 +245,10 @@ async fn cross_site_and_csrf_less_posts_are_refused() {
     );
     assert!(
         store
-            .audit_list(AuditListParams { limit: 10 })
+            .audit_list(AuditListParams {
+                limit: 10,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .is_empty()
@@ -272,7 +278,10 @@ async fn cross_site_and_csrf_less_posts_are_refused() {
         dead_before
     );
     let audit = store
-        .audit_list(AuditListParams { limit: 10 })
+        .audit_list(AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(audit.len(), 1);
@@ -334,7 +343,10 @@ async fn without_a_token_the_dashboard_is_read_only() {
     assert!(store.control_list().await.unwrap().is_empty());
     assert!(
         store
-            .audit_list(AuditListParams { limit: 10 })
+            .audit_list(AuditListParams {
+                limit: 10,
+                ..Default::default()
+            })
             .await
             .unwrap()
             .is_empty()
@@ -384,7 +396,10 @@ async fn a_bearer_token_acts_and_the_audit_log_names_the_actor() {
     assert_eq!(r.status, StatusCode::SEE_OTHER);
     assert!(store.control_list().await.unwrap().is_empty());
     let audit = store
-        .audit_list(AuditListParams { limit: 10 })
+        .audit_list(AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let actions: Vec<(&str, &str)> = audit
@@ -754,7 +769,10 @@ async fn quarantine_and_purge_go_through_a_count_and_a_confirmation() {
     );
 
     let audit = store
-        .audit_list(AuditListParams { limit: 10 })
+        .audit_list(AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     let got: Vec<(&str, &str, u64)> = audit
@@ -1699,4 +1717,107 @@ async fn a_filtered_list_releases_and_cancels_its_matches_after_a_review() {
         .map(|(a, _)| a.as_str())
         .collect();
     assert_eq!(ours, ["cancel", "release"]);
+}
+
+/// The audit log filters by action and actor and pages older and newer by entry id, each page
+/// newest first, the filter kept across pages; a hostile filter finds nothing and a page that
+/// is not a number is a readable refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_filters_and_pages() {
+    let store = fresh_store().await;
+    for n in 0..250u64 {
+        store
+            .audit_insert(oprec_core::operator::AuditEntry {
+                actor: if n % 2 == 0 { "alice" } else { "bob" }.into(),
+                action: if n % 5 == 0 { "redrive" } else { "pause" }.into(),
+                filter: serde_json::json!({ "n": n }),
+                affected: n,
+                reason: None,
+                details: serde_json::json!({}),
+            })
+            .await
+            .unwrap();
+    }
+    let app = dashboard(&store, None).router();
+    // The entries' numbers on a page, top to bottom.
+    let numbers = |body: &str| -> Vec<u64> {
+        body.match_indices("{&quot;n&quot;:")
+            .map(|(i, m)| {
+                let rest = &body[i + m.len()..];
+                rest[..rest.find('}').unwrap()].parse().unwrap()
+            })
+            .collect()
+    };
+    let link = |body: &str, id: &str| -> Option<String> {
+        let marker = format!(r#"id="{id}" href=""#);
+        body.find(&marker).map(|at| {
+            let rest = &body[at + marker.len()..];
+            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+        })
+    };
+    let first = get(&app, "/audit", None).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    assert_eq!(numbers(&first.body), (150..250).rev().collect::<Vec<_>>());
+    assert!(
+        link(&first.body, "newer").is_none(),
+        "the newest page has no newer"
+    );
+    // Older pages down to the first entry, every entry once.
+    let (mut seen, mut path) = (numbers(&first.body), link(&first.body, "older"));
+    let mut last_page = String::new();
+    while let Some(p) = path {
+        let r = get(&app, &p, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{p}: {}", r.body);
+        seen.extend(numbers(&r.body));
+        path = link(&r.body, "older");
+        last_page = r.body;
+    }
+    assert_eq!(
+        seen,
+        (0..250).rev().collect::<Vec<_>>(),
+        "every entry once, newest first"
+    );
+    // Back from the oldest page: the page just newer, still newest first.
+    let newer = link(&last_page, "newer").expect("a newer link on an older page");
+    let r = get(&app, &newer, None).await;
+    assert_eq!(
+        numbers(&r.body),
+        (50..150).rev().collect::<Vec<_>>(),
+        "{newer}"
+    );
+    // Filters, kept across pages.
+    let r = get(&app, "/audit?action=redrive&actor=alice", None).await;
+    let want: Vec<u64> = (0..250).rev().filter(|n| n % 10 == 0).collect();
+    assert_eq!(numbers(&r.body), want);
+    assert!(link(&r.body, "older").is_none(), "25 entries fit one page");
+    let r = get(&app, "/audit?actor=bob", None).await;
+    assert_eq!(numbers(&r.body).len(), 100);
+    let older = link(&r.body, "older").unwrap();
+    assert!(older.starts_with("/audit?actor=bob&older="), "{older}");
+    let r = get(&app, &older, None).await;
+    assert!(numbers(&r.body).iter().all(|n| n % 2 == 1), "only bob's");
+    assert_eq!(numbers(&r.body).len(), 25);
+    // Hostile and bad input.
+    let r = get(&app, "/audit?action=pause%27%20OR%20%271%27%3D%271", None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.body.contains("No audit entry matches."), "{}", r.body);
+    let r = get(&app, "/audit?older=yesterday", None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body.contains("could not be read"), "{}", r.body);
+    let long = "x".repeat(201);
+    let r = get(&app, &format!("/audit?actor={long}"), None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.body);
+    assert!(r.body.contains("printable characters"), "{}", r.body);
+    assert_eq!(
+        store
+            .audit_list(AuditListParams {
+                limit: 1000,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .len(),
+        250,
+        "nothing was lost"
+    );
 }

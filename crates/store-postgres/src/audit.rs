@@ -2,7 +2,7 @@
 //! when, what filter, how many and why, appended and read back newest first.
 
 use oprec_core::Result;
-use oprec_core::operator::{AuditEntry, AuditListParams, AuditRecord};
+use oprec_core::operator::{AuditEntry, AuditListParams, AuditPage, AuditRecord};
 
 use crate::row::Columns;
 use crate::{PgStore, backend_error, sql};
@@ -25,16 +25,28 @@ pub(crate) async fn audit_insert(store: &PgStore, entry: AuditEntry) -> Result<(
     Ok(())
 }
 
-/// The newest rows first.
+/// A page of audit rows, newest first.
 pub(crate) async fn audit_list(
     store: &PgStore,
     params: AuditListParams,
 ) -> Result<Vec<AuditRecord>> {
-    let rows = sqlx::query(sql::AUDIT_LIST)
+    params.check()?;
+    let (statement, from) = match params.page {
+        AuditPage::Newest => (sql::AUDIT_LIST, None),
+        AuditPage::Older(id) => (sql::AUDIT_LIST, Some(id)),
+        AuditPage::Newer(id) => (sql::AUDIT_LIST_NEWER, Some(id)),
+    };
+    let mut rows = sqlx::query(statement)
         .bind(i64::from(params.limit))
+        .bind(params.action.as_deref())
+        .bind(params.actor.as_deref())
+        .bind(from)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
+    if matches!(params.page, AuditPage::Newer(_)) {
+        rows.reverse();
+    }
     rows.iter()
         .map(|r| {
             let c = Columns(r);

@@ -151,6 +151,8 @@ pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 
 /// The newest audit rows.
 pub(crate) const AUDIT_LIST: &str = include_str!("sql/audit_list.sql");
+/// The audit rows just newer than an entry, oldest first.
+pub(crate) const AUDIT_LIST_NEWER: &str = include_str!("sql/audit_list_newer.sql");
 
 /// Cancels waiting operations.
 pub(crate) const CANCEL_WAITING: &str = include_str!("sql/cancel_waiting.sql");

@@ -189,8 +189,10 @@ statements! {
     STEPS_SAVE = "steps_save.sql";
     /// An audit row appended.
     AUDIT_INSERT = "audit_insert.sql";
-    /// The newest audit rows.
+    /// The newest audit rows, or those older than an entry.
     AUDIT_LIST = "audit_list.sql";
+    /// The audit rows just newer than an entry, oldest first.
+    AUDIT_LIST_NEWER = "audit_list_newer.sql";
     /// The enqueue-time policies of a worker's kinds published.
     KINDS_PUBLISH = "kinds_publish.sql";
     /// Every published kind's policy.

@@ -89,7 +89,10 @@ async fn a_stored_count_out_of_range_is_an_error_not_clamped() {
     );
     let err = h
         .store
-        .audit_list(AuditListParams { limit: 10 })
+        .audit_list(AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap_err();
     assert!(

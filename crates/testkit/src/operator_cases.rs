@@ -8,9 +8,10 @@ use oprec_core::maintenance::{
     RewakeParams, WakeDueParams, WakeFiguresParams, WakeResetParams,
 };
 use oprec_core::operator::{
-    ActivityParams, AuditEntry, AuditListParams, ControlAction, ControlRemoveParams, ControlScope,
-    ControlSetParams, CountMatchingParams, OperationFilter, QuarantineParams, RedriveMode,
-    RedriveParams, RedrivePreviewParams, ReleaseParams, Resolution, WorkerListParams,
+    ActivityParams, AuditEntry, AuditListParams, AuditPage, AuditRecord, ControlAction,
+    ControlRemoveParams, ControlScope, ControlSetParams, CountMatchingParams, OperationFilter,
+    QuarantineParams, RedriveMode, RedriveParams, RedrivePreviewParams, ReleaseParams, Resolution,
+    WorkerListParams,
 };
 use oprec_core::store::{
     ClaimByIdsParams, CompleteParams, ListParams, RedrivenShown, WorkerRemoveParams,
@@ -1313,7 +1314,10 @@ pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
     }
     let log = h
         .store
-        .audit_list(AuditListParams { limit: 10 })
+        .audit_list(AuditListParams {
+            limit: 10,
+            ..Default::default()
+        })
         .await
         .unwrap();
     assert_eq!(log.len(), 2);
@@ -1322,6 +1326,95 @@ pub async fn audit_log_keeps_every_action<S: FullStore>(h: Harness<S>) {
     assert_eq!(log[0].entry.details, json!({"rate": "500/s"}));
     assert_eq!(log[1].entry.filter, json!({"kinds": ["k"]}));
     assert_eq!(log[0].at, h.clock.now());
+}
+
+/// The audit log reads in pages by entry id (older and newer, each newest first) and filters by
+/// action and by actor; a filter naming nothing, or a hostile string, finds nothing or is refused
+/// with a clear message, and nothing is lost.
+pub async fn audit_log_pages_and_filters<S: FullStore>(h: Harness<S>) {
+    for i in 0..7u64 {
+        h.store
+            .audit_insert(AuditEntry {
+                actor: if i % 2 == 0 { "carol" } else { "dave" }.into(),
+                action: if i < 4 { "pause" } else { "redrive" }.into(),
+                filter: json!({"n": i}),
+                affected: i,
+                reason: None,
+                details: json!({}),
+            })
+            .await
+            .unwrap();
+    }
+    let list = |limit, action: Option<&str>, actor: Option<&str>, page| {
+        h.store.audit_list(AuditListParams {
+            limit,
+            action: action.map(str::to_owned),
+            actor: actor.map(str::to_owned),
+            page,
+        })
+    };
+    let affected =
+        |rows: Vec<AuditRecord>| rows.iter().map(|r| r.entry.affected).collect::<Vec<_>>();
+    let first = list(3, None, None, AuditPage::Newest).await.unwrap();
+    assert_eq!(affected(first.clone()), vec![6, 5, 4], "the newest page");
+    let older = list(3, None, None, AuditPage::Older(first[2].id))
+        .await
+        .unwrap();
+    assert_eq!(
+        affected(older.clone()),
+        vec![3, 2, 1],
+        "the next older page"
+    );
+    let last = list(3, None, None, AuditPage::Older(older[2].id))
+        .await
+        .unwrap();
+    assert_eq!(affected(last), vec![0], "the oldest page is short");
+    let newer = list(3, None, None, AuditPage::Newer(older[0].id))
+        .await
+        .unwrap();
+    assert_eq!(
+        affected(newer),
+        vec![6, 5, 4],
+        "back to the newer page, newest first"
+    );
+    let newer_short = list(2, None, None, AuditPage::Newer(older[0].id))
+        .await
+        .unwrap();
+    assert_eq!(affected(newer_short), vec![5, 4], "the entries just newer");
+    let redrives = list(10, Some("redrive"), None, AuditPage::Newest)
+        .await
+        .unwrap();
+    assert_eq!(affected(redrives), vec![6, 5, 4]);
+    let carol_pauses = list(10, Some("pause"), Some("carol"), AuditPage::Newest)
+        .await
+        .unwrap();
+    assert_eq!(affected(carol_pauses), vec![2, 0]);
+    let carol_older = list(1, None, Some("carol"), AuditPage::Older(first[1].id))
+        .await
+        .unwrap();
+    assert_eq!(affected(carol_older), vec![4], "pages and filters together");
+    let hostile = list(10, Some("pause' OR '1'='1"), None, AuditPage::Newest)
+        .await
+        .unwrap();
+    assert!(
+        hostile.is_empty(),
+        "a hostile filter is a value: it names no entry"
+    );
+    for bad in [
+        list(0, None, None, AuditPage::Newest).await,
+        list(10_001, None, None, AuditPage::Newest).await,
+        list(10, Some(""), None, AuditPage::Newest).await,
+        list(10, None, Some("a\u{0}b"), AuditPage::Newest).await,
+        list(10, Some(&"x".repeat(201)), None, AuditPage::Newest).await,
+    ] {
+        let err = bad.unwrap_err();
+        assert!(matches!(err, oprec_core::Error::InvalidInput(_)), "{err}");
+    }
+    assert_eq!(
+        list(10, None, None, AuditPage::Newest).await.unwrap().len(),
+        7,
+        "nothing was lost"
+    );
 }
 
 /// Every promotion to dead is announced once.
@@ -1790,6 +1883,7 @@ macro_rules! operator_conformance_tests {
             stats_answer_the_retry_questions,
             stats_show_what_controls_hold_back,
             audit_log_keeps_every_action,
+            audit_log_pages_and_filters,
             dead_promotions_are_announced_once,
             alert_log_records_holds_once_and_retries,
             leaders_are_held_one_at_a_time,

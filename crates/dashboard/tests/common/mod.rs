@@ -321,7 +321,10 @@ pub fn csrf_of(page: &str) -> String {
 /// The newest `limit` audit entries as (action, actor), newest first.
 pub async fn audit_actions(store: &PgStore, limit: u32) -> Vec<(String, String)> {
     store
-        .audit_list(oprec_core::operator::AuditListParams { limit })
+        .audit_list(oprec_core::operator::AuditListParams {
+            limit,
+            ..Default::default()
+        })
         .await
         .expect("audit list")
         .into_iter()

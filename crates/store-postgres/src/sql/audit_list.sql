@@ -1,5 +1,9 @@
--- The newest $1 audit rows, newest first. Walks the primary key of audit_log backwards.
+-- The newest $1 audit rows first, only of action $2 and actor $3 when given, and only older than
+-- the entry $4 when given (the next page). Walks the primary key of audit_log backwards.
 SELECT id, at, actor, action, filter, affected, reason, details
 FROM audit_log
+WHERE ($2::text IS NULL OR action = $2)
+  AND ($3::text IS NULL OR actor = $3)
+  AND ($4::int8 IS NULL OR id < $4)
 ORDER BY id DESC
 LIMIT $1
