@@ -391,6 +391,35 @@ pub struct CountRow {
     pub failure_class: Option<FailureClass>,
     /// How many operations.
     pub count: u64,
+    /// Of those, dead operations re-driven as new: their copy carries the work on, so they no
+    /// longer await action (0 for every other status).
+    pub redriven: u64,
+}
+
+/// Operations as the lists show them, of one kind or of all: by status, where a dead operation
+/// re-driven as new is left out of dead (the dead list, the overview and `oprec stats` leave it
+/// out; its copy is counted where it is), and in all (the unfiltered list shows it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListedCounts {
+    /// Every operation the unfiltered list shows.
+    pub all: u64,
+    /// Per status, what that status's list shows; statuses with none are left out.
+    pub by_status: std::collections::BTreeMap<Status, u64>,
+}
+
+impl ListedCounts {
+    /// The counts of `kind` (of every kind when `None`) from [`Store::operation_count`]'s rows.
+    pub fn of(rows: &[CountRow], kind: Option<&str>) -> Self {
+        let mut counts = ListedCounts::default();
+        for r in rows.iter().filter(|r| kind.is_none_or(|k| r.kind == k)) {
+            counts.all += r.count;
+            let n = r.count.saturating_sub(r.redriven);
+            if n > 0 {
+                *counts.by_status.entry(r.status).or_insert(0) += n;
+            }
+        }
+        counts
+    }
 }
 
 /// What every caller reads: the schema, the store's "now", and the records. Implemented by

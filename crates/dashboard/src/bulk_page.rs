@@ -78,6 +78,7 @@ fn filter(
         since: String::new(),
         until: String::new(),
         after: String::new(),
+        before: String::new(),
         limit: String::new(),
         ..f.clone()
     };

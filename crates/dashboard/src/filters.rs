@@ -33,6 +33,8 @@ pub(crate) struct FilterForm {
     /// `on` to take cancelled operations too (re-drive).
     pub cancelled: String,
     pub after: String,
+    /// The page just newer than this id (the list's "newer" link).
+    pub before: String,
     pub limit: String,
     /// Operations re-driven as new: `hide`, `show` or `only` (blank: hidden when listing dead).
     pub redriven: String,
@@ -54,6 +56,7 @@ impl FilterForm {
             until: g("until"),
             cancelled: g("cancelled"),
             after: String::new(),
+            before: String::new(),
             limit: String::new(),
             redriven: g("redriven"),
         }
@@ -139,6 +142,11 @@ impl FilterForm {
     /// The page to list after (keyset paging).
     pub fn after(&self) -> Result<Option<OperationId>, AppError> {
         blank_or(&self.after, |t| filter::id("after", t))
+    }
+
+    /// The page just newer than this operation, if asked.
+    pub fn before(&self) -> Result<Option<OperationId>, AppError> {
+        blank_or(&self.before, |t| filter::id("before", t))
     }
 
     /// Page size: 1 to 500, default 50.

@@ -5,7 +5,7 @@
 use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
 use maud::{Markup, html};
-use oprec_core::store::{ListParams, RedrivenShown};
+use oprec_core::store::{ListParams, ListedCounts, RedrivenShown};
 use oprec_core::{FailureClass, Operation, Status, TerminalReason};
 use oprec_ops::filter::{MAX_NAME, MAX_SEARCH};
 
@@ -197,20 +197,72 @@ fn row(o: &Operation, columns: Columns, now: chrono::DateTime<chrono::Utc>) -> M
 /// How often a list refreshes itself.
 pub(crate) const LIST_LIVE_SECONDS: u32 = 5;
 
-/// The links to the first page and to the next, and how many are shown.
-fn pager(f: &FilterForm, ops: &[Operation], first_page: bool, more: bool, limit: u32) -> Markup {
+/// Which page of the list: from the newest, older than an operation, or just newer than one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListPage {
+    Newest,
+    Older,
+    Newer,
+}
+
+/// The links to the newest page, the newer and the older one, and how many are shown. `older`:
+/// whether operations older than the last shown exist; `newer`: newer than the first.
+fn pager(
+    f: &FilterForm,
+    ops: &[Operation],
+    page: ListPage,
+    older: bool,
+    newer: bool,
+    limit: u32,
+) -> Markup {
     let keep = f.query();
     let sep = if keep.is_empty() { "?" } else { "&" };
     html! {
         nav.pager {
-            @if !first_page {
+            @if page != ListPage::Newest {
                 a.button href={ "/operations" (keep) } { "⇤ Newest" }
             }
-            @if more && let Some(last) = ops.last() {
+            @if newer && let Some(first) = ops.first() {
+                a.button #newer href={ "/operations" (keep) (sep) "before=" (first.id) "&limit=" (limit) }
+                    rel="prev" { "← Newer" }
+            }
+            @if older && let Some(last) = ops.last() {
                 a.button #older href={ "/operations" (keep) (sep) "after=" (last.id) "&limit=" (limit) }
                     rel="next" { "Older →" }
             }
-            span.muted { (ops.len()) " shown" @if !more { " · end of list" } }
+            span.muted { (ops.len()) " shown" @if !older { " · end of list" } }
+        }
+    }
+}
+
+/// Tabs per status with their counts (the trigger-kept counts: no scan), of the kind filtered
+/// or of every kind, each keeping the other filters; dead counts what the dead list shows (a
+/// dead operation re-driven as new is left out, as on the overview).
+fn status_tabs(f: &FilterForm, counts: &ListedCounts) -> Markup {
+    let link = |status: &str| {
+        let mut pairs = f.pairs();
+        for (name, value) in pairs.iter_mut() {
+            if *name == "status" {
+                *value = status;
+            }
+        }
+        format!("/operations{}", crate::query_string::query(&pairs))
+    };
+    let current = f.status.trim();
+    let scope = if f.kind.trim().is_empty() {
+        "every kind".to_owned()
+    } else {
+        format!("kind {}", f.kind.trim())
+    };
+    html! {
+        nav.seg.tabs #status-tabs aria-label={ "Operations by status, of " (scope) } {
+            a.active[current.is_empty()] href=(link("")) { "All " (crate::html::count(counts.all)) }
+            @for status in Status::ALL {
+                @let n = counts.by_status.get(status).copied().unwrap_or(0);
+                a.active[current == status.as_str()] href=(link(status.as_str())) {
+                    (status.as_str()) " " (crate::html::count(n))
+                }
+            }
         }
     }
 }
@@ -284,22 +336,45 @@ pub(crate) async fn page(
         // One more than shown: whether there is a next page.
         limit: limit + 1,
     };
-    let first_page = params.after.is_none();
+    let before = f.before()?;
+    let page = match (params.after, before) {
+        (Some(_), _) => ListPage::Older,
+        (None, Some(_)) => ListPage::Newer,
+        (None, None) => ListPage::Newest,
+    };
     let columns = Columns::of(params.status);
-    let mut ops = state.store.operation_list(params).await.map_err(store)?;
-    // The kinds that exist, for the kind field's choices (the trigger-kept counts, not a scan).
-    let kinds: Vec<String> = state
-        .store
-        .operation_count()
-        .await
-        .map_err(store)?
-        .into_iter()
-        .map(|c| c.kind)
+    let (ops, older, newer) = if let (ListPage::Newer, Some(before)) = (page, before) {
+        // The page just newer than `before`: the next ids upwards, shown newest first.
+        let mut ops = state
+            .store
+            .operation_list(ListParams {
+                after: Some(before),
+                newest_first: false,
+                ..params
+            })
+            .await
+            .map_err(store)?;
+        let newer = ops.len() > limit as usize;
+        ops.truncate(limit as usize);
+        ops.reverse();
+        (ops, true, newer)
+    } else {
+        let mut ops = state.store.operation_list(params).await.map_err(store)?;
+        let older = ops.len() > limit as usize;
+        ops.truncate(limit as usize);
+        (ops, older, page == ListPage::Older)
+    };
+    // The kinds that exist, for the kind field's choices, and the counts per status for the
+    // tabs (the trigger-kept counts, not a scan).
+    let counted = state.store.operation_count().await.map_err(store)?;
+    let kinds: Vec<String> = counted
+        .iter()
+        .map(|c| c.kind.clone())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    let more = ops.len() > limit as usize;
-    ops.truncate(limit as usize);
+    let kind = Some(f.kind.trim()).filter(|k| !k.is_empty());
+    let by_status = ListedCounts::of(&counted, kind);
 
     let body = html! {
         div.head {
@@ -313,11 +388,12 @@ pub(crate) async fn page(
             p.notice.good #notice { (notice) }
         }
         (filter_form(&f, &kinds))
+        (status_tabs(&f, &by_status))
         (bulk_links(&f))
         div #ops-live data-live-region {
             @if ops.is_empty() {
                 p.empty {
-                    @if first_page {
+                    @if page == ListPage::Newest {
                         "No operation matches these filters."
                     } @else {
                         "No more operations: this was the last page."
@@ -333,7 +409,7 @@ pub(crate) async fn page(
                     }
                 }
             }
-            (pager(&f, &ops, first_page, more, limit))
+            (pager(&f, &ops, page, older, newer, limit))
         }
     };
     Ok(Page::new("Operations", Nav::Operations, &viewer)

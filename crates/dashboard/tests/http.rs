@@ -555,6 +555,54 @@ async fn the_operations_list_pages_by_keyset_newest_first() {
         }
     }
     assert_eq!(seen, all, "every operation once, newest first");
+    // And back up from the oldest page by the newer links, each page newest first.
+    let mut back: Vec<String> = Vec::new();
+    let mut path = Some(path);
+    while let Some(p) = path {
+        let r = get(&app, &p, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+        let ids: Vec<String> = r
+            .body
+            .match_indices(r#"<a href="/operations/"#)
+            .map(|(i, m)| r.body[i + m.len()..i + m.len() + 36].to_owned())
+            .collect();
+        back.splice(0..0, ids);
+        path = r.body.find(r#"id="newer" href=""#).map(|at| {
+            let rest = &r.body[at + r#"id="newer" href=""#.len()..];
+            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+        });
+    }
+    assert_eq!(
+        back, all,
+        "the newer links climb back to the newest, none skipped"
+    );
+    // Tabs count per status what each status's list shows (dead: not re-driven as new).
+    let page = get(&app, "/operations", None).await.body;
+    let tabs = &page[page.find(r#"id="status-tabs""#).expect("status tabs")..];
+    let tabs = &tabs[..tabs.find("</nav>").unwrap()];
+    for status in Status::ALL {
+        let listed = store
+            .operation_list(ListParams {
+                status: Some(*status),
+                limit: 10_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .len();
+        assert!(
+            tabs.contains(&format!(
+                ">{} {}</a>",
+                status.as_str(),
+                oprec_ops::number::count(listed as u64)
+            )),
+            "{status}: {listed} listed; {tabs}"
+        );
+    }
+    assert!(
+        tabs.contains(&format!(">All {}</a>", seeded.total)),
+        "{tabs}"
+    );
     // Filters hold across pages.
     let r = get(
         &app,
@@ -628,6 +676,18 @@ async fn a_redriven_original_links_to_its_copy_and_leaves_the_dead_list() {
         Some(&(dead_webhooks - 1))
     );
     assert_eq!(stats.dead_redriven_by_kind.get("webhook.deliver"), Some(&1));
+    // The kind's dead tab counts the dead awaiting action, as the list and the overview do.
+    let list = get(&app, "/operations?kind=webhook.deliver&status=dead", None).await;
+    let tabs = &list.body[list.body.find(r#"id="status-tabs""#).unwrap()..];
+    let tabs = &tabs[..tabs.find("</nav>").unwrap()];
+    assert!(
+        tabs.contains(&format!(">dead {}</a>", dead_webhooks - 1)),
+        "{tabs}"
+    );
+    assert!(
+        tabs.contains(r#"href="/operations?kind=webhook.deliver&amp;status=pending""#),
+        "a tab keeps the other filters: {tabs}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

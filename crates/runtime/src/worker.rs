@@ -182,7 +182,16 @@ pub struct Worker {
     /// delivery batch was full); assumed until a batch says otherwise. While it has one, each
     /// claim first takes from the store what goes ahead of it ([`Worker::claim_ahead_of_wakeups`]).
     backlog: AtomicBool,
+    /// Until when the claim ahead of the wake-ups is not made again, after one that found
+    /// nothing ([`AHEAD_QUIET`]).
+    ahead_quiet_until: std::sync::Mutex<Option<Instant>>,
 }
+
+/// After a claim ahead of the wake-ups that found nothing, how long the next claims go straight
+/// to the broker: the look then costs a backlogged worker at most one short read-only
+/// transaction per interval instead of one per claim, and a high-priority operation waits at
+/// most this much longer (its worker's claim-ahead buffer holds about a second of work anyway).
+const AHEAD_QUIET: Duration = Duration::from_millis(50);
 
 impl std::fmt::Debug for Worker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -258,6 +267,7 @@ impl Worker {
             failures: AtomicU32::new(0),
             broker: BrokerHealth::default(),
             backlog: AtomicBool::new(true),
+            ahead_quiet_until: std::sync::Mutex::new(None),
         })
     }
 
@@ -614,9 +624,25 @@ impl Worker {
     /// before it, so without this a high-priority operation would wait for the whole backlog;
     /// its own wake-up, when it comes, finds it claimed and has no effect. Without a backlog the
     /// next delivery batch holds every wake-up there is, the high-priority ones included, and
-    /// nothing is asked of the store.
+    /// nothing is asked of the store; after a look that found nothing, neither is it for
+    /// [`AHEAD_QUIET`].
     async fn claim_ahead_of_wakeups(&self, max: usize, kinds: &[String]) -> Vec<Claimed> {
         if !self.backlog.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let quiet = |until: Option<Instant>| {
+            *self
+                .ahead_quiet_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = until;
+        };
+        let now = Instant::now();
+        if self
+            .ahead_quiet_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some_and(|until| now < until)
+        {
             return Vec::new();
         }
         match self
@@ -630,6 +656,7 @@ impl Worker {
             .await
         {
             Ok(claimed) => {
+                quiet(claimed.is_empty().then(|| now + AHEAD_QUIET));
                 Stats::add(&self.stats.claimed, claimed.len() as u64);
                 Stats::add(&self.stats.claimed_ahead, claimed.len() as u64);
                 self.tally.claimed(&claimed);
@@ -637,6 +664,7 @@ impl Worker {
             }
             Err(e) => {
                 // The claim through the wake-ups that follows meets the same store and pauses.
+                quiet(Some(now + AHEAD_QUIET));
                 tracing::warn!(error = %e, "claiming ahead of the wake-ups failed");
                 Vec::new()
             }

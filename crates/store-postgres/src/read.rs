@@ -206,6 +206,7 @@ pub(crate) async fn operation_count(store: &PgStore) -> Result<Vec<CountRow>> {
                 kind: c.get("kind")?,
                 failure_class: c.opt_parsed("last_failure_class")?,
                 count: c.big_count("count")?,
+                redriven: c.big_count("redriven")?,
             })
         })
         .collect()

@@ -171,6 +171,7 @@ pub(crate) fn count_row(row: &SqliteRow) -> Result<CountRow> {
         kind: c.text("kind")?,
         failure_class: c.opt_parsed("last_failure_class")?,
         count: c.u64("n")?,
+        redriven: c.u64("redriven")?,
     })
 }
 

@@ -778,6 +778,21 @@ pub async fn redrive_as_new_marks_the_original_no_longer_awaiting_action<S: Full
         .map(|c| c.count)
         .sum();
     assert_eq!(totals, 3, "the table's totals still count every dead row");
+    // The lists' counts: dead awaiting action as stats says, every row under all.
+    let counted = h.store.operation_count().await.unwrap();
+    let redriven: u64 = counted.iter().map(|c| c.redriven).sum();
+    assert_eq!(redriven, 2, "{counted:?}");
+    let listed = oprec_core::store::ListedCounts::of(&counted, Some("k"));
+    assert_eq!(
+        listed.by_status.get(&Status::Dead),
+        r.by_status.get(&Status::Dead)
+    );
+    assert_eq!(listed.by_status.get(&Status::Pending), Some(&2));
+    assert_eq!(listed.all, 5);
+    assert_eq!(
+        oprec_core::store::ListedCounts::of(&counted, Some("none")).all,
+        0
+    );
 
     let list = |status: Option<Status>, redriven: Option<RedrivenShown>| {
         let h = &h;
