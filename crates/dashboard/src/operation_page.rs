@@ -40,10 +40,7 @@ fn record(o: &Operation, now: chrono::DateTime<chrono::Utc>) -> Markup {
             (field("Status", badge(o.status.as_str())))
             (field(
                 "Attempts",
-                match o.max_attempts {
-                    Some(m) => format!("{} of at most {}", o.attempt, m),
-                    None => o.attempt.to_string(),
-                },
+                oprec_ops::number::attempts(o.attempt, o.max_attempts),
             ))
             (field(
                 "Last failure class",

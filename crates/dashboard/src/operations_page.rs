@@ -156,12 +156,7 @@ fn row(o: &Operation, columns: Columns, now: chrono::DateTime<chrono::Utc>) -> M
                     }
                 }
             }
-            td.num {
-                @match o.max_attempts {
-                    Some(m) => { (o.attempt) "/" (m) },
-                    None => (o.attempt),
-                }
-            }
+            td.num { (oprec_ops::number::attempts(o.attempt, o.max_attempts)) }
             @match columns {
                 Columns::Running => {
                     td { (or_dash(o.worker_id.as_deref())) }

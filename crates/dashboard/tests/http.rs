@@ -599,9 +599,35 @@ async fn the_operations_list_pages_by_keyset_newest_first() {
             "{status}: {listed} listed; {tabs}"
         );
     }
+    let all = oprec_ops::number::count(seeded.total as u64);
+    assert!(tabs.contains(&format!(">All {all}</a>")), "{tabs}");
+    // Attempts read the same on the list and on the record (and in `oprec ops list`: the
+    // operator library's one spelling).
+    let dead = store
+        .operation_list(ListParams {
+            status: Some(Status::Dead),
+            newest_first: true,
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .remove(0);
+    assert!(dead.max_attempts.is_some(), "the seeded kinds are bounded");
+    let spelled = oprec_ops::number::attempts(dead.attempt, dead.max_attempts);
+    let list = get(&app, "/operations?status=dead&limit=1", None)
+        .await
+        .body;
     assert!(
-        tabs.contains(&format!(">All {}</a>", seeded.total)),
-        "{tabs}"
+        list.contains(&format!(r#"<td class="num">{spelled}</td>"#)),
+        "{spelled}: {list}"
+    );
+    let record = get(&app, &format!("/operations/{}", dead.id), None)
+        .await
+        .body;
+    assert!(
+        record.contains(&format!("<dd>{spelled}</dd>")),
+        "{spelled}: {record}"
     );
     // Filters hold across pages.
     let r = get(

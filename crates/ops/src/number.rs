@@ -1,4 +1,5 @@
-//! Counts as every front end prints them: grouped by thousands (`1,234,567`).
+//! Counts as every front end prints them: grouped by thousands (`1,234,567`), and an
+//! operation's attempts against its bound (`3 of 8`).
 
 /// `1234567` as `1,234,567`.
 pub fn count(n: u64) -> String {
@@ -13,9 +14,24 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// Attempts made against the bound, the same in every list and record: `3 of 8`, or `3` for
+/// an operation whose attempts are bounded only by its deadline.
+pub fn attempts(attempt: u32, max_attempts: Option<u32>) -> String {
+    match max_attempts {
+        Some(max) => format!("{attempt} of {max}"),
+        None => attempt.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{attempts, count};
+
+    #[test]
+    fn attempts_read_against_their_bound() {
+        assert_eq!(attempts(3, Some(8)), "3 of 8");
+        assert_eq!(attempts(0, None), "0");
+    }
 
     #[test]
     fn groups_by_thousands() {

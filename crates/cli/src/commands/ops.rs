@@ -17,12 +17,9 @@ fn parse_id(what: &str, text: &str) -> anyhow::Result<OperationId> {
         .map_err(|_| bad(format!("{what} {:?} is not an operation id (a UUID such as 0194c2a1-7b3e-7c4d-9a2b-3f1e5d6c7b8a)", cut(text, 64))))
 }
 
-/// `attempt/max` or just `attempt`.
+/// `3 of 8`, or just `3` (the operator library's one spelling).
 fn attempts_of(op: &Operation) -> String {
-    match op.max_attempts {
-        Some(max) => format!("{}/{max}", op.attempt),
-        None => op.attempt.to_string(),
-    }
+    oprec::ops::number::attempts(op.attempt, op.max_attempts)
 }
 
 /// The status with its terminal reason, marked when the operation was re-driven as new.
