@@ -273,7 +273,8 @@ pub(crate) struct Done {
 }
 
 /// Links to act on every operation the filter matches, once it narrows (the review counts them
-/// first): release the held ones, cancel the waiting ones.
+/// first): release the held ones, cancel the waiting ones, quarantine the pending ones, re-drive
+/// the dead ones.
 fn bulk_links(f: &FilterForm) -> Markup {
     let narrows = [&f.kind, &f.class, &f.error, &f.dependency, &f.id]
         .iter()
@@ -284,6 +285,13 @@ fn bulk_links(f: &FilterForm) -> Markup {
     let status = f.status.trim();
     let keep = f.query();
     let sep = if keep.is_empty() { "?" } else { "&" };
+    let timeless = f.since.trim().is_empty() && f.until.trim().is_empty();
+    // The status picks which review; the review takes the statuses its action moves.
+    let moved = FilterForm {
+        status: String::new(),
+        ..f.clone()
+    }
+    .query();
     html! {
         p.actions #bulk {
             @if matches!(status, "" | "held") {
@@ -292,6 +300,18 @@ fn bulk_links(f: &FilterForm) -> Markup {
             }
             @if matches!(status, "" | "pending" | "held" | "reconciling") {
                 a.button href={ "/bulk" (keep) (sep) "action=cancel" } { "Cancel matching…" }
+                " "
+            }
+            // The re-drive and quarantine reviews read the same filter, except that their time
+            // range bounds the end, not the creation: offered only without one.
+            @if timeless {
+                @if matches!(status, "" | "pending") {
+                    a.button #bulk-quarantine href={ "/quarantine" (moved) } { "Quarantine matching pending…" }
+                    " "
+                }
+                @if matches!(status, "" | "dead") {
+                    a.button #bulk-redrive href={ "/redrive" (moved) } { "Re-drive matching dead…" }
+                }
             }
         }
     }

@@ -1907,3 +1907,64 @@ async fn the_audit_log_filters_and_pages() {
         "nothing was lost"
     );
 }
+
+/// A narrowed operations list offers the re-drive and quarantine reviews of what it matches (the
+/// same filter, nothing moved until confirmed there); not with a time range, which bounds the
+/// creation here and the end there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_narrowed_list_leads_to_the_redrive_and_quarantine_reviews() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 12).await;
+    let app = dashboard(&store, None).router();
+    let dead_now = || async {
+        store
+            .operation_list(ListParams {
+                status: Some(Status::Dead),
+                limit: 10_000,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .len()
+    };
+    let dead_before = dead_now().await;
+    let list = get(&app, "/operations?kind=webhook.deliver&status=dead", None)
+        .await
+        .body;
+    let href = |id: &str| -> Option<String> {
+        let marker = format!(r#"id="{id}" href=""#);
+        list.find(&marker).map(|at| {
+            let rest = &list[at + marker.len()..];
+            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+        })
+    };
+    let redrive = href("bulk-redrive").expect("a re-drive link");
+    assert_eq!(redrive, "/redrive?kind=webhook.deliver");
+    assert!(
+        href("bulk-quarantine").is_none(),
+        "dead operations are not quarantined"
+    );
+    let review = get(&app, &redrive, None).await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.body);
+    let dead = oprec_ops::number::count(seeded.dead_webhooks.len() as u64);
+    assert!(
+        review.body.contains(&dead),
+        "the review counts the dead webhooks ({dead})"
+    );
+    let pending = get(
+        &app,
+        "/operations?kind=webhook.deliver&status=pending",
+        None,
+    )
+    .await
+    .body;
+    assert!(
+        pending.contains(r#"id="bulk-quarantine" href="/quarantine?kind=webhook.deliver""#),
+        "{pending}"
+    );
+    let timed = get(&app, "/operations?kind=webhook.deliver&since=2h", None)
+        .await
+        .body;
+    assert!(!timed.contains("bulk-redrive") && !timed.contains("bulk-quarantine"));
+    assert_eq!(dead_now().await, dead_before, "nothing moved by looking");
+}
