@@ -632,19 +632,13 @@ impl Worker {
         if !self.backlog.load(Ordering::Relaxed) {
             return Vec::new();
         }
-        let quiet = |until: Option<Instant>| {
-            *self
-                .ahead_quiet_until
+        let quiet_until = || {
+            self.ahead_quiet_until
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = until;
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
         let now = Instant::now();
-        if self
-            .ahead_quiet_until
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_some_and(|until| now < until)
-        {
+        if quiet_until().is_some_and(|until| now < until) {
             return Vec::new();
         }
         match self
@@ -658,7 +652,7 @@ impl Worker {
             .await
         {
             Ok(claimed) => {
-                quiet(claimed.is_empty().then(|| now + AHEAD_QUIET));
+                *quiet_until() = claimed.is_empty().then(|| now + AHEAD_QUIET);
                 Stats::add(&self.stats.claimed, claimed.len() as u64);
                 Stats::add(&self.stats.claimed_ahead, claimed.len() as u64);
                 self.tally.claimed(&claimed);
@@ -666,7 +660,7 @@ impl Worker {
             }
             Err(e) => {
                 // The claim through the wake-ups that follows meets the same store and pauses.
-                quiet(Some(now + AHEAD_QUIET));
+                *quiet_until() = Some(now + AHEAD_QUIET);
                 tracing::warn!(error = %e, "claiming ahead of the wake-ups failed");
                 Vec::new()
             }

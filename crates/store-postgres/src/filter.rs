@@ -71,10 +71,12 @@ fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
 }
 
 /// The listing: every filter narrows, ids page the result (oldest or newest first), and the
-/// page size is capped at [`LIST_LIMIT_MAX`]. Walks the primary key in id order, or
-/// operations_status_kind when a status narrows it.
-pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
+/// page size is capped at [`LIST_LIMIT_MAX`]. Which index serves it is read.rs's choice
+/// (`operation_list`). With `among`, only those ids, unordered and unlimited: the caller orders
+/// and cuts the page.
+pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<Postgres> {
     let redriven = p.redriven_shown();
+    let limit = list_limit(&p);
     let mut q = QueryBuilder::new("SELECT o.* FROM operations o WHERE true");
     if let Some(status) = p.status {
         q.push(" AND o.status = ").push_bind(status.as_str());
@@ -114,9 +116,17 @@ pub(crate) fn list(p: ListParams) -> QueryBuilder<Postgres> {
     if let Some(id) = p.after {
         q.push(after).push_bind(*id.as_uuid());
     }
-    q.push(order)
-        .push_bind(i64::from(p.limit.clamp(1, LIST_LIMIT_MAX)));
+    if let Some(ids) = among {
+        q.push(" AND o.id = ANY(").push_bind(ids.to_vec()).push(")");
+        return q;
+    }
+    q.push(order).push_bind(i64::from(limit));
     q
+}
+
+/// The page size a listing asks, capped.
+pub(crate) fn list_limit(p: &ListParams) -> u32 {
+    p.limit.clamp(1, LIST_LIMIT_MAX)
 }
 
 /// Appends the condition (with no leading `AND`) that the row aliased `o` is a terminal match of

@@ -181,15 +181,129 @@ pub(crate) async fn operation_get(
     }))
 }
 
+/// A listing whose status and kind match at most this many operations (by the trigger-kept
+/// counts) finds their ids through `(status, kind, id)` first; one that matches more walks the
+/// primary key in id order, where matches are dense.
+const FEW: u64 = 20_000;
+
+/// Operations fetched per statement once their ids are known.
+const CHUNK: usize = 1_000;
+
 /// Operations matching the listing's filters, one keyset page.
+///
+/// The plan is chosen from the exact, trigger-kept counts (operation_counts), never from the
+/// planner's statistics, which may be stale or missing (a table loaded or drained since its last
+/// ANALYZE, autovacuum off): a planner that takes a rare status for a common one walks the whole
+/// primary key for a handful of rows, and one that takes a common status for a rare one sorts
+/// all of them for a page of 50. With a status or kind named:
+///
+/// - none counted: nothing is read;
+/// - at most [`FEW`]: their ids come from `(status, kind, id)` (the statuses the counts name),
+///   the page is cut from them in order, and its rows fetched by primary key [`CHUNK`] at a time
+///   until the page is full (the other filters apply there);
+/// - more, with a status: the primary key is walked in id order (no bitmap, no sort), finding
+///   a page within a few rows per match.
+///
+/// Otherwise (no status or kind, or many of a kind) the listing walks the primary key as
+/// written.
 pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Result<Vec<Operation>> {
-    let mut query = filter::list(params);
-    let rows = query
-        .build()
+    let limit = filter::list_limit(&params) as usize;
+    let counted = listed_counts(store, &params).await?;
+    let total: u64 = counted.iter().map(|(_, n)| n).sum();
+    let named = params.status.is_some() || params.kind.is_some();
+    if named && total == 0 {
+        return Ok(Vec::new());
+    }
+    if named && total <= FEW {
+        return list_few(store, params, &counted, limit).await;
+    }
+    let rows = if params.status.is_some() {
+        let mut tx = store.begin_with(sql::WALK_IN_ID_ORDER).await?;
+        let rows = filter::list(params, None)
+            .build()
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(backend_error)?;
+        tx.commit().await.map_err(backend_error)?;
+        rows
+    } else {
+        filter::list(params, None)
+            .build()
+            .fetch_all(&store.pool)
+            .await
+            .map_err(backend_error)?
+    };
+    rows.iter().map(row::operation).collect()
+}
+
+/// The listed statuses (of its kind, its re-driven choice applied) with their counts, from the
+/// trigger-kept counts; empty when the listing names neither a status nor a kind.
+async fn listed_counts(store: &PgStore, p: &ListParams) -> Result<Vec<(String, u64)>> {
+    if p.status.is_none() && p.kind.is_none() {
+        return Ok(Vec::new());
+    }
+    let shown = p.redriven_shown();
+    let rows: Vec<(String, i64)> = sqlx::query_as(sql::LIST_COUNTS)
+        .bind(p.status.map(|s| s.as_str()))
+        .bind(p.kind.as_deref())
+        .bind(shown != oprec_core::store::RedrivenShown::Only)
+        .bind(shown != oprec_core::store::RedrivenShown::Hide)
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    rows.iter().map(row::operation).collect()
+    Ok(rows
+        .into_iter()
+        .map(|(s, n)| (s, u64::try_from(n).unwrap_or(0)))
+        .filter(|(_, n)| *n > 0)
+        .collect())
+}
+
+/// A listing of few operations: their ids through `(status, kind, id)`, in the page's order
+/// past its cursor, then their rows by primary key until the page is full.
+async fn list_few(
+    store: &PgStore,
+    params: ListParams,
+    counted: &[(String, u64)],
+    limit: usize,
+) -> Result<Vec<Operation>> {
+    let statuses: Vec<&str> = counted.iter().map(|(s, _)| s.as_str()).collect();
+    let mut tx = store.begin_with(sql::FIND_BY_STATUS_INDEX).await?;
+    let found = match params.kind.as_deref() {
+        Some(kind) => sqlx::query_scalar(sql::LIST_IDS_OF_KIND)
+            .bind(&statuses)
+            .bind(kind),
+        None => sqlx::query_scalar(sql::LIST_IDS).bind(&statuses),
+    };
+    let mut ids: Vec<uuid::Uuid> = found.fetch_all(&mut *tx).await.map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
+    let after = params.after.map(|a| *a.as_uuid());
+    if params.newest_first {
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.retain(|id| after.is_none_or(|a| *id < a));
+    } else {
+        ids.sort_unstable();
+        ids.retain(|id| after.is_none_or(|a| *id > a));
+    }
+    let mut page: Vec<Operation> = Vec::with_capacity(limit);
+    for chunk in ids.chunks(CHUNK) {
+        let rows = filter::list(params.clone(), Some(chunk))
+            .build()
+            .fetch_all(&store.pool)
+            .await
+            .map_err(backend_error)?;
+        let mut found: Vec<Operation> = rows.iter().map(row::operation).collect::<Result<_>>()?;
+        if params.newest_first {
+            found.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+        } else {
+            found.sort_unstable_by_key(|o| o.id);
+        }
+        page.extend(found);
+        if page.len() >= limit {
+            page.truncate(limit);
+            break;
+        }
+    }
+    Ok(page)
 }
 
 /// Operations counted by status, kind and last failure class.

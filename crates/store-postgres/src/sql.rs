@@ -37,6 +37,17 @@ fn with_not_held_back(sql: &str, row: &str) -> String {
 pub(crate) const WALK_PENDING_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
+/// Opens the transaction of a listing whose status is common (read.rs, `operation_list`): the
+/// primary key walked in id order finds a page within a few rows per match, where a planner
+/// with stale statistics would gather every match through a bitmap and sort them.
+pub(crate) const WALK_IN_ID_ORDER: &str =
+    "BEGIN; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off";
+
+/// Opens the transaction that finds a few operations' ids through `(status, kind, id)`
+/// (list_ids.sql), which a planner with stale statistics might read by scanning the table.
+pub(crate) const FIND_BY_STATUS_INDEX: &str =
+    "BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
+
 /// Opens the transactions that walk the partial indexes of finished operations in their order
 /// and stop early: a retention batch ([`RETENTION_DELETE`]) walks `operations_finished_kind` one
 /// kind at a time in finish order up to the cutoff, and [`REDRIVE_RECOVERED`] walks
@@ -151,6 +162,12 @@ pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 
 /// The newest audit rows.
 pub(crate) const AUDIT_LIST: &str = include_str!("sql/audit_list.sql");
+/// The listed statuses of a kind with their counts (read.rs, `operation_list`).
+pub(crate) const LIST_COUNTS: &str = include_str!("sql/list_counts.sql");
+/// The ids of a few operations of some statuses (read.rs, `operation_list`).
+pub(crate) const LIST_IDS: &str = include_str!("sql/list_ids.sql");
+/// The ids of a few operations of some statuses and one kind.
+pub(crate) const LIST_IDS_OF_KIND: &str = include_str!("sql/list_ids_of_kind.sql");
 /// The audit rows just newer than an entry, oldest first.
 pub(crate) const AUDIT_LIST_NEWER: &str = include_str!("sql/audit_list_newer.sql");
 
