@@ -343,6 +343,22 @@ pub enum AuditPage {
     Newer(i64),
 }
 
+impl AuditPage {
+    /// The entry the page starts from (exclusive), if any.
+    pub fn from_id(self) -> Option<i64> {
+        match self {
+            AuditPage::Newest => None,
+            AuditPage::Older(id) | AuditPage::Newer(id) => Some(id),
+        }
+    }
+
+    /// Whether the page reads towards newer entries (stores read those oldest first and turn
+    /// them, so that every page is shown newest first).
+    pub fn is_newer(self) -> bool {
+        matches!(self, AuditPage::Newer(_))
+    }
+}
+
 /// The most audit entries one read returns.
 pub const AUDIT_LIST_MAX: u32 = 10_000;
 

@@ -1,6 +1,6 @@
 //! The audit log: every operator action, who, when, what filter, how many, why.
 
-use oprec_core::operator::{AuditEntry, AuditListParams, AuditPage, AuditRecord};
+use oprec_core::operator::{AuditEntry, AuditListParams, AuditRecord};
 use oprec_core::{Error, Result};
 
 use crate::row::{self, json_text};
@@ -36,20 +36,21 @@ pub(crate) async fn audit_list(
     params: AuditListParams,
 ) -> Result<Vec<AuditRecord>> {
     params.check()?;
-    let (statement, from) = match params.page {
-        AuditPage::Newest => (sql::AUDIT_LIST, None),
-        AuditPage::Older(id) => (sql::AUDIT_LIST, Some(id)),
-        AuditPage::Newer(id) => (sql::AUDIT_LIST_NEWER, Some(id)),
+    let newer = params.page.is_newer();
+    let statement = if newer {
+        sql::AUDIT_LIST_NEWER
+    } else {
+        sql::AUDIT_LIST
     };
     let mut rows = sqlx::query(statement)
         .bind(i64::from(params.limit))
         .bind(params.action.as_deref())
         .bind(params.actor.as_deref())
-        .bind(from)
+        .bind(params.page.from_id())
         .fetch_all(&store.pool)
         .await
         .map_err(backend_error)?;
-    if matches!(params.page, AuditPage::Newer(_)) {
+    if newer {
         rows.reverse();
     }
     rows.iter().map(row::audit_record).collect()
