@@ -72,8 +72,8 @@ fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
 
 /// The listing: every filter narrows, ids page the result (oldest or newest first), and the
 /// page size is capped at [`LIST_LIMIT_MAX`]. Which index serves it is read.rs's choice
-/// (`operation_list`). With `among`, only those ids, unordered and unlimited: the caller orders
-/// and cuts the page.
+/// (`operation_list`). With `among`, only those ids, in id order and unlimited: the caller cuts
+/// the page.
 pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<Postgres> {
     let redriven = p.redriven_shown();
     let limit = list_limit(&p);
@@ -117,7 +117,10 @@ pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<
         q.push(after).push_bind(*id.as_uuid());
     }
     if let Some(ids) = among {
-        q.push(" AND o.id = ANY(").push_bind(ids.to_vec()).push(")");
+        // In the primary key's order, so that with sorts priced out it is read by id.
+        q.push(" AND o.id = ANY(")
+            .push_bind(ids.to_vec())
+            .push(") ORDER BY o.id");
         return q;
     }
     q.push(order).push_bind(i64::from(limit));

@@ -275,7 +275,6 @@ async fn list_few(
         None => sqlx::query_scalar(sql::LIST_IDS).bind(&statuses),
     };
     let mut ids: Vec<uuid::Uuid> = found.fetch_all(&mut *tx).await.map_err(backend_error)?;
-    tx.commit().await.map_err(backend_error)?;
     let after = params.after.map(|a| *a.as_uuid());
     if params.newest_first {
         ids.sort_unstable_by(|a, b| b.cmp(a));
@@ -288,7 +287,7 @@ async fn list_few(
     for chunk in ids.chunks(CHUNK) {
         let rows = filter::list(params.clone(), Some(chunk))
             .build()
-            .fetch_all(&store.pool)
+            .fetch_all(&mut *tx)
             .await
             .map_err(backend_error)?;
         let mut found: Vec<Operation> = rows.iter().map(row::operation).collect::<Result<_>>()?;
@@ -303,6 +302,7 @@ async fn list_few(
             break;
         }
     }
+    tx.commit().await.map_err(backend_error)?;
     Ok(page)
 }
 

@@ -44,9 +44,11 @@ pub(crate) const WALK_IN_ID_ORDER: &str =
     "BEGIN; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off";
 
 /// Opens the transaction that finds a few operations' ids through `(status, kind, id)`
-/// (list_ids.sql), which a planner with stale statistics might read by scanning the table.
+/// (list_ids.sql) and then their rows by primary key, each asked in its index's order with sorts
+/// priced out, so that a planner with stale statistics reads neither the table nor a partial
+/// index of every finished row.
 pub(crate) const FIND_BY_STATUS_INDEX: &str =
-    "BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
+    "BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
 
 /// Opens the transactions that walk the partial indexes of finished operations in their order
 /// and stop early: a retention batch ([`RETENTION_DELETE`]) walks `operations_finished_kind` one

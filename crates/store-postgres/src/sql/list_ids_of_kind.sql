@@ -1,3 +1,3 @@
--- The ids of the operations of statuses $1 and kind $2, through operations_status_kind
--- (status, kind, id), unordered: a listing of few operations (read.rs) orders and pages them.
-SELECT id FROM operations WHERE status = ANY($1::text[]) AND kind = $2
+-- The ids of the operations of statuses $1 and kind $2, in operations_status_kind's order
+-- (status, kind, id), as list_ids.sql.
+SELECT id FROM operations WHERE status = ANY($1::text[]) AND kind = $2 ORDER BY status, kind, id
