@@ -292,7 +292,7 @@ async fn list_few(
             .map_err(backend_error)?;
         let mut found: Vec<Operation> = rows.iter().map(row::operation).collect::<Result<_>>()?;
         if params.newest_first {
-            found.sort_unstable_by(|a, b| b.id.cmp(&a.id));
+            found.sort_unstable_by_key(|o| std::cmp::Reverse(o.id));
         } else {
             found.sort_unstable_by_key(|o| o.id);
         }
