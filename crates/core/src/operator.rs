@@ -344,6 +344,16 @@ pub enum AuditPage {
 }
 
 impl AuditPage {
+    /// The page a reader asked for by cursor: older than an entry (which wins when both are
+    /// given), newer than one, or the newest.
+    pub fn from_cursors(older_than: Option<i64>, newer_than: Option<i64>) -> Self {
+        match (older_than, newer_than) {
+            (Some(id), _) => AuditPage::Older(id),
+            (None, Some(id)) => AuditPage::Newer(id),
+            (None, None) => AuditPage::Newest,
+        }
+    }
+
     /// The entry the page starts from (exclusive), if any.
     pub fn from_id(self) -> Option<i64> {
         match self {

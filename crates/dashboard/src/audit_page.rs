@@ -61,11 +61,7 @@ impl AuditForm {
             limit: ROWS,
             action: given(&self.action),
             actor: given(&self.actor),
-            page: match (self.older, self.newer) {
-                (Some(id), _) => AuditPage::Older(id),
-                (None, Some(id)) => AuditPage::Newer(id),
-                (None, None) => AuditPage::Newest,
-            },
+            page: AuditPage::from_cursors(self.older, self.newer),
         }
     }
 

@@ -45,6 +45,22 @@ async fn get(app: &Router, path: &str, cookie: Option<&str>) -> Reply {
     send(app, r.body(Body::empty()).unwrap()).await
 }
 
+/// The address a page's link with this element id points to, unescaped.
+fn link(body: &str, id: &str) -> Option<String> {
+    let marker = format!(r#"id="{id}" href=""#);
+    body.find(&marker).map(|at| {
+        let rest = &body[at + marker.len()..];
+        rest[..rest.find('"').unwrap()].replace("&amp;", "&")
+    })
+}
+
+/// The operation ids a list page links to, top to bottom.
+fn listed_ids(body: &str) -> Vec<String> {
+    body.match_indices(r#"<a href="/operations/"#)
+        .map(|(i, m)| body[i + m.len()..i + m.len() + 36].to_owned())
+        .collect()
+}
+
 fn form_post(path: &str) -> axum::http::request::Builder {
     Request::post(path)
         .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
@@ -539,18 +555,11 @@ async fn the_operations_list_pages_by_keyset_newest_first() {
         assert!(page_no < 10, "too many pages");
         let r = get(&app, &path, None).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        let ids: Vec<String> = r
-            .body
-            .match_indices(r#"<a href="/operations/"#)
-            .map(|(i, m)| r.body[i + m.len()..i + m.len() + 36].to_owned())
-            .collect();
+        let ids = listed_ids(&r.body);
         assert!(ids.len() <= 40);
         seen.extend(ids);
-        match r.body.find(r#"id="older" href=""#) {
-            Some(at) => {
-                let rest = &r.body[at + r#"id="older" href=""#.len()..];
-                path = rest[..rest.find('"').unwrap()].replace("&amp;", "&");
-            }
+        match link(&r.body, "older") {
+            Some(older) => path = older,
             None => break,
         }
     }
@@ -561,16 +570,8 @@ async fn the_operations_list_pages_by_keyset_newest_first() {
     while let Some(p) = path {
         let r = get(&app, &p, None).await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-        let ids: Vec<String> = r
-            .body
-            .match_indices(r#"<a href="/operations/"#)
-            .map(|(i, m)| r.body[i + m.len()..i + m.len() + 36].to_owned())
-            .collect();
-        back.splice(0..0, ids);
-        path = r.body.find(r#"id="newer" href=""#).map(|at| {
-            let rest = &r.body[at + r#"id="newer" href=""#.len()..];
-            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
-        });
+        back.splice(0..0, listed_ids(&r.body));
+        path = link(&r.body, "newer");
     }
     assert_eq!(
         back, all,
@@ -1834,13 +1835,6 @@ async fn the_audit_log_filters_and_pages() {
             })
             .collect()
     };
-    let link = |body: &str, id: &str| -> Option<String> {
-        let marker = format!(r#"id="{id}" href=""#);
-        body.find(&marker).map(|at| {
-            let rest = &body[at + marker.len()..];
-            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
-        })
-    };
     let first = get(&app, "/audit", None).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.body);
     assert_eq!(numbers(&first.body), (150..250).rev().collect::<Vec<_>>());
@@ -1931,13 +1925,7 @@ async fn a_narrowed_list_leads_to_the_redrive_and_quarantine_reviews() {
     let list = get(&app, "/operations?kind=webhook.deliver&status=dead", None)
         .await
         .body;
-    let href = |id: &str| -> Option<String> {
-        let marker = format!(r#"id="{id}" href=""#);
-        list.find(&marker).map(|at| {
-            let rest = &list[at + marker.len()..];
-            rest[..rest.find('"').unwrap()].replace("&amp;", "&")
-        })
-    };
+    let href = |id: &str| link(&list, id);
     let redrive = href("bulk-redrive").expect("a re-drive link");
     assert_eq!(redrive, "/redrive?kind=webhook.deliver");
     assert!(

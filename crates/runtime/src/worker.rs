@@ -653,9 +653,8 @@ impl Worker {
         {
             Ok(claimed) => {
                 *quiet_until() = claimed.is_empty().then(|| now + AHEAD_QUIET);
-                Stats::add(&self.stats.claimed, claimed.len() as u64);
                 Stats::add(&self.stats.claimed_ahead, claimed.len() as u64);
-                self.tally.claimed(&claimed);
+                self.count_claims(&claimed);
                 claimed
             }
             Err(e) => {
@@ -748,8 +747,7 @@ impl Worker {
                 }
             }
         };
-        Stats::add(&self.stats.claimed, woken.len() as u64);
-        self.tally.claimed(&woken);
+        self.count_claims(&woken);
         Stats::add(
             &self.stats.wakeups_ignored,
             (ids.len() - woken.len()) as u64,
@@ -780,8 +778,7 @@ impl Worker {
         {
             Ok(claimed) if !claimed.is_empty() => {
                 self.recovered();
-                Stats::add(&self.stats.claimed, claimed.len() as u64);
-                self.tally.claimed(&claimed);
+                self.count_claims(&claimed);
                 claimed
             }
             Ok(_) => {
@@ -798,6 +795,12 @@ impl Worker {
                 Vec::new()
             }
         }
+    }
+
+    /// Counts claims in the worker's counters and its labelled tally.
+    fn count_claims(&self, claimed: &[Claimed]) {
+        Stats::add(&self.stats.claimed, claimed.len() as u64);
+        self.tally.claimed(claimed);
     }
 
     /// Waits before trying the transport or the store again after a failure: up to 100 ms after

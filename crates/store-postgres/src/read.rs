@@ -290,11 +290,10 @@ async fn list_few(
             .fetch_all(&mut *tx)
             .await
             .map_err(backend_error)?;
+        // In id order (the statement's ORDER BY); the page shows the newest first.
         let mut found: Vec<Operation> = rows.iter().map(row::operation).collect::<Result<_>>()?;
         if params.newest_first {
-            found.sort_unstable_by_key(|o| std::cmp::Reverse(o.id));
-        } else {
-            found.sort_unstable_by_key(|o| o.id);
+            found.reverse();
         }
         page.extend(found);
         if page.len() >= limit {

@@ -49,11 +49,7 @@ pub(crate) async fn run(global: &Global, args: AuditArgs) -> anyhow::Result<()> 
         limit: args.limit,
         action: args.action,
         actor: args.actor,
-        page: match (args.older_than, args.newer_than) {
-            (Some(id), _) => AuditPage::Older(id),
-            (None, Some(id)) => AuditPage::Newer(id),
-            (None, None) => AuditPage::Newest,
-        },
+        page: AuditPage::from_cursors(args.older_than, args.newer_than),
     };
     if let Err(e) = params.check() {
         return Err(bad(e.to_string()));
