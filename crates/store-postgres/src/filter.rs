@@ -65,7 +65,9 @@ pub(crate) fn push_conditions(q: &mut QueryBuilder<Postgres>, f: &OperationFilte
 /// Appends the condition that the last error's summary contains `text`, case-insensitively and
 /// literally: `strpos`, not `LIKE`, so `%` and `_` are only characters.
 fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
-    q.push(" AND strpos(lower(o.last_error->>'summary'), lower(")
+    // Stated, so that the planner may walk `operations_errored` (the rows that failed) instead of
+    // every row; the text condition implies it.
+    q.push(" AND o.last_error IS NOT NULL AND strpos(lower(o.last_error->>'summary'), lower(")
         .push_bind(text)
         .push(")) > 0");
 }
@@ -73,8 +75,13 @@ fn push_error_contains(q: &mut QueryBuilder<Postgres>, text: String) {
 /// The listing: every filter narrows, ids page the result (oldest or newest first), and the
 /// page size is capped at [`LIST_LIMIT_MAX`]. Which index serves it is read.rs's choice
 /// (`operation_list`). With `among`, only those ids, in id order and unlimited: the caller cuts
-/// the page.
-pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<Postgres> {
+/// the page. With `within`, only ids in that closed range (the creation-time range's bounds, from
+/// `creation_slots`): the primary key is walked between them.
+pub(crate) fn list(
+    p: ListParams,
+    among: Option<&[uuid::Uuid]>,
+    within: Option<IdBounds>,
+) -> QueryBuilder<Postgres> {
     let redriven = p.redriven_shown();
     let limit = list_limit(&p);
     let mut q = QueryBuilder::new("SELECT o.* FROM operations o WHERE true");
@@ -101,6 +108,12 @@ pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<
     if let Some(t) = p.created_until {
         q.push(" AND o.created_at < ").push_bind(t);
     }
+    if let Some(IdBounds { first, last }) = within {
+        q.push(" AND o.id BETWEEN ")
+            .push_bind(first)
+            .push(" AND ")
+            .push_bind(last);
+    }
     push_conditions(&mut q, &p.filter);
     // Re-driven as new: hidden from a listing of dead operations unless asked for, as core says.
     match redriven {
@@ -125,6 +138,14 @@ pub(crate) fn list(p: ListParams, among: Option<&[uuid::Uuid]>) -> QueryBuilder<
     }
     q.push(order).push_bind(i64::from(limit));
     q
+}
+
+/// The smallest and the largest id of the operations created in a time range (a superset: every
+/// operation created in the range has its id between them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IdBounds {
+    pub first: uuid::Uuid,
+    pub last: uuid::Uuid,
 }
 
 /// The page size a listing asks, capped.

@@ -208,6 +208,15 @@ const CHUNK: usize = 1_000;
 /// written.
 pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Result<Vec<Operation>> {
     let limit = filter::list_limit(&params) as usize;
+    // A creation-time range walks only the ids created in the slots it touches; none, nothing.
+    let within = if params.created_since.is_some() || params.created_until.is_some() {
+        match creation_bounds(store, &params).await? {
+            Some(bounds) => Some(bounds),
+            None => return Ok(Vec::new()),
+        }
+    } else {
+        None
+    };
     let counted = listed_counts(store, &params).await?;
     let total: u64 = counted.iter().map(|(_, n)| n).sum();
     let named = params.status.is_some() || params.kind.is_some();
@@ -215,11 +224,11 @@ pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Resul
         return Ok(Vec::new());
     }
     if named && total <= FEW {
-        return list_few(store, params, &counted, limit).await;
+        return list_few(store, params, &counted, limit, within).await;
     }
-    let rows = if params.status.is_some() {
+    let rows = if params.status.is_some() || within.is_some() {
         let mut tx = store.begin_with(sql::WALK_IN_ID_ORDER).await?;
-        let rows = filter::list(params, None)
+        let rows = filter::list(params, None, within)
             .build()
             .fetch_all(&mut *tx)
             .await
@@ -227,13 +236,29 @@ pub(crate) async fn operation_list(store: &PgStore, params: ListParams) -> Resul
         tx.commit().await.map_err(backend_error)?;
         rows
     } else {
-        filter::list(params, None)
+        filter::list(params, None, None)
             .build()
             .fetch_all(&store.pool)
             .await
             .map_err(backend_error)?
     };
     rows.iter().map(row::operation).collect()
+}
+
+/// The id bounds of the operations created in the listing's creation-time range, from the
+/// trigger-kept `creation_slots` (the five-minute slots the range touches); `None` when no
+/// operation was created in those slots.
+async fn creation_bounds(store: &PgStore, p: &ListParams) -> Result<Option<filter::IdBounds>> {
+    let (first, last): (Option<uuid::Uuid>, Option<uuid::Uuid>) =
+        sqlx::query_as(sql::LIST_CREATION_BOUNDS)
+            .bind(p.created_since)
+            .bind(p.created_until)
+            .fetch_one(&store.pool)
+            .await
+            .map_err(backend_error)?;
+    Ok(first
+        .zip(last)
+        .map(|(first, last)| filter::IdBounds { first, last }))
 }
 
 /// The listed statuses (of its kind, its re-driven choice applied) with their counts, from the
@@ -265,6 +290,7 @@ async fn list_few(
     params: ListParams,
     counted: &[(String, u64)],
     limit: usize,
+    within: Option<filter::IdBounds>,
 ) -> Result<Vec<Operation>> {
     let statuses: Vec<&str> = counted.iter().map(|(s, _)| s.as_str()).collect();
     let mut tx = store.begin_with(sql::FIND_BY_STATUS_INDEX).await?;
@@ -275,6 +301,10 @@ async fn list_few(
         None => sqlx::query_scalar(sql::LIST_IDS).bind(&statuses),
     };
     let mut ids: Vec<uuid::Uuid> = found.fetch_all(&mut *tx).await.map_err(backend_error)?;
+    // Outside the creation range's bounds, not worth fetching.
+    if let Some(b) = within {
+        ids.retain(|id| (b.first..=b.last).contains(id));
+    }
     let after = params.after.map(|a| *a.as_uuid());
     if params.newest_first {
         ids.sort_unstable_by(|a, b| b.cmp(a));
@@ -285,7 +315,7 @@ async fn list_few(
     }
     let mut page: Vec<Operation> = Vec::with_capacity(limit);
     for chunk in ids.chunks(CHUNK) {
-        let rows = filter::list(params.clone(), Some(chunk))
+        let rows = filter::list(params.clone(), Some(chunk), within)
             .build()
             .fetch_all(&mut *tx)
             .await

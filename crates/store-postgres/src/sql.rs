@@ -170,6 +170,8 @@ pub(crate) const LIST_COUNTS: &str = include_str!("sql/list_counts.sql");
 pub(crate) const LIST_IDS: &str = include_str!("sql/list_ids.sql");
 /// The ids of a few operations of some statuses and one kind.
 pub(crate) const LIST_IDS_OF_KIND: &str = include_str!("sql/list_ids_of_kind.sql");
+/// The id bounds of the operations created in a time range, from `creation_slots` (read.rs).
+pub(crate) const LIST_CREATION_BOUNDS: &str = include_str!("sql/list_creation_bounds.sql");
 /// The audit rows just newer than an entry, oldest first.
 pub(crate) const AUDIT_LIST_NEWER: &str = include_str!("sql/audit_list_newer.sql");
 
@@ -494,6 +496,13 @@ pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.s
 /// Removes the per-minute attempt counts of old minutes.
 pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
     include_str!("sql/retention_attempt_minutes_remove.sql");
+
+/// Folds the shards of settled creation slots (`creation_slots`) into shard 0.
+pub(crate) const RETENTION_CREATION_SLOTS_FOLD: &str =
+    include_str!("sql/retention_creation_slots_fold.sql");
+/// Removes the oldest folded creation slots no operation is left in.
+pub(crate) const RETENTION_CREATION_SLOTS_REMOVE: &str =
+    include_str!("sql/retention_creation_slots_remove.sql");
 
 /// Folds the shards of settled creation slots of the backlog counts.
 pub(crate) const RETENTION_BACKLOG_SLOTS_FOLD: &str =

@@ -150,3 +150,168 @@ async fn each_plan_lists_what_the_plain_statement_lists() {
         assert!(filtered.is_empty());
     }
 }
+
+/// Adds `n` operations of kind `kind` created at `created_at`, with ids made at `id_time` (a
+/// restore or an import keeps an old id with a new creation time, or the reverse): the id's
+/// time and the creation time need not agree.
+async fn add_created(
+    store: &PgStore,
+    kind: &str,
+    n: usize,
+    created_at: chrono::DateTime<chrono::Utc>,
+    id_time: chrono::DateTime<chrono::Utc>,
+) {
+    let ops = (0..n)
+        .map(|i| {
+            let mut op = NewOperation::new(
+                kind,
+                json!({ "i": i }),
+                &policy(),
+                EnqueueOptions::default(),
+                created_at,
+            )
+            .unwrap();
+            let ts = uuid::Timestamp::from_unix(
+                uuid::NoContext,
+                u64::try_from(id_time.timestamp()).unwrap(),
+                id_time.timestamp_subsec_nanos(),
+            );
+            op.id = oprec_core::OperationId::from(uuid::Uuid::new_v7(ts));
+            op
+        })
+        .collect();
+    store.operation_insert_many(ops).await.unwrap();
+}
+
+/// A creation-time range walks the primary key between the ids created in the five-minute slots
+/// it touches (`creation_slots`, kept by the insert trigger), and a range that no slot touches
+/// reads nothing. The ids are UUID v7, but here their times disagree with the creation times
+/// (operations restored with old ids, others created with a past time): every range still lists
+/// exactly what the plain statement lists, before and after the upkeep folds the slots and,
+/// once retention removed a slot's operations, the slot itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_creation_time_range_lists_what_the_plain_statement_lists() {
+    use oprec_core::RetentionStore;
+    use oprec_core::retention::BacklogSlotsCompactParams;
+
+    let store = common::fresh_store(4).await;
+    let now = store.now().await.unwrap();
+    // Created three hours ago, ids of now.
+    add_created(&store, "past", 300, now - Duration::hours(3), now).await;
+    // Created now.
+    add(&store, "now", 200).await;
+    // Created half an hour ago with ids of ten days ago (restored from an archive).
+    add_created(
+        &store,
+        "restored",
+        50,
+        now - Duration::minutes(30),
+        now - Duration::days(10),
+    )
+    .await;
+    let at = |t: chrono::DateTime<chrono::Utc>| format!("'{}'::timestamptz", t.to_rfc3339());
+    let ranges = [
+        (Some(now - Duration::hours(1)), None),
+        (None, Some(now - Duration::hours(1))),
+        (Some(now - Duration::hours(4)), Some(now - Duration::hours(2))),
+        (Some(now - Duration::hours(1)), Some(now - Duration::minutes(20))),
+        // Touching no slot: nothing.
+        (None, Some(now - Duration::days(10))),
+        (Some(now + Duration::hours(1)), None),
+    ];
+    let check = |store: PgStore| async move {
+        for newest_first in [true, false] {
+            for (since, until) in ranges {
+                let mut condition = vec!["true".to_owned()];
+                if let Some(t) = since {
+                    condition.push(format!("created_at >= {}", at(t)));
+                }
+                if let Some(t) = until {
+                    condition.push(format!("created_at < {}", at(t)));
+                }
+                for (status, kind) in [
+                    (None, None),
+                    (Some(Status::Pending), None),
+                    (None, Some("restored")),
+                ] {
+                    let mut cond = condition.clone();
+                    if status.is_some() {
+                        cond.push("status = 'pending'".into());
+                    }
+                    if let Some(k) = kind {
+                        cond.push(format!("kind = '{k}'"));
+                    }
+                    let want = plain(&store, &cond.join(" AND "), newest_first).await;
+                    let got = pages(
+                        &store,
+                        ListParams {
+                            status,
+                            kind: kind.map(str::to_owned),
+                            created_since: since,
+                            created_until: until,
+                            newest_first,
+                            limit: 40,
+                            ..Default::default()
+                        },
+                    )
+                    .await;
+                    assert_eq!(got, want, "{since:?}..{until:?} {status:?} {kind:?}");
+                }
+            }
+        }
+        // What each range lists, by count: the restored and the new in the last hour, the past
+        // ones before it.
+        let count = |since, until| {
+            let store = store.clone();
+            async move {
+                pages(
+                    &store,
+                    ListParams {
+                        created_since: since,
+                        created_until: until,
+                        newest_first: true,
+                        limit: 1_000,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .len()
+            }
+        };
+        (
+            count(Some(now - Duration::hours(1)), None).await,
+            count(None, Some(now - Duration::hours(1))).await,
+        )
+    };
+    assert_eq!(check(store.clone()).await, (250, 300));
+    let slots = |store: PgStore| async move {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM creation_slots")
+            .fetch_one(store.pool())
+            .await
+            .unwrap()
+    };
+    assert!(slots(store.clone()).await >= 3);
+    // Retention removes the past ones; the upkeep folds every slot and removes theirs.
+    sqlx::query("DELETE FROM operations WHERE kind = 'past'")
+        .execute(store.pool())
+        .await
+        .unwrap();
+    store
+        .backlog_slots_compact(BacklogSlotsCompactParams {
+            before: now + Duration::hours(1),
+        })
+        .await
+        .unwrap();
+    let left: Vec<(chrono::DateTime<chrono::Utc>, i16)> =
+        sqlx::query_as("SELECT slot, shard FROM creation_slots ORDER BY slot")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert!(left.iter().all(|(_, shard)| *shard == 0), "{left:?}");
+    assert!(
+        left.iter().all(|(slot, _)| *slot > now - Duration::hours(2)),
+        "the past ones' slot is gone: {left:?}"
+    );
+    assert!(!left.is_empty());
+    assert_eq!(check(store.clone()).await, (250, 0));
+}

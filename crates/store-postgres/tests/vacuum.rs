@@ -90,7 +90,8 @@ async fn vacuums_only_what_autovacuum_leaves_alone() {
             "operation_steps",
             "operation_counts",
             "attempt_minutes",
-            "backlog_slots"
+            "backlog_slots",
+            "creation_slots"
         ]
     );
     let mut left = i64::MAX;
