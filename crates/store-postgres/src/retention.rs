@@ -77,9 +77,9 @@ pub(crate) async fn attempt_minutes_remove(
 }
 
 /// Folds the shards of settled creation slots of `backlog_slots` into one row each and removes
-/// the slots that count nothing, in one transaction; then does the same for `creation_slots`
-/// (the ids created per slot), removing the oldest slots no operation is left in. Returns how
-/// many rows were folded or removed.
+/// the slots that count nothing, in one transaction; then removes the oldest slots of
+/// `creation_slots` (where the ids created per slot lie) that no operation is left in. Returns
+/// how many rows were folded or removed.
 pub(crate) async fn backlog_slots_compact(
     store: &PgStore,
     params: BacklogSlotsCompactParams,
@@ -96,22 +96,12 @@ pub(crate) async fn backlog_slots_compact(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    let mut tx = store.pool.begin().await.map_err(backend_error)?;
-    let ids_folded: i64 = sqlx::query_scalar(sql::RETENTION_CREATION_SLOTS_FOLD)
+    let slots_removed = sqlx::query(sql::RETENTION_CREATION_SLOTS_REMOVE)
         .bind(params.before)
-        .fetch_one(&mut *tx)
+        .execute(&store.pool)
         .await
         .map_err(backend_error)?;
-    let ids_removed = sqlx::query(sql::RETENTION_CREATION_SLOTS_REMOVE)
-        .bind(params.before)
-        .execute(&mut *tx)
-        .await
-        .map_err(backend_error)?;
-    tx.commit().await.map_err(backend_error)?;
-    Ok(folded.unsigned_abs()
-        + removed.rows_affected()
-        + ids_folded.unsigned_abs()
-        + ids_removed.rows_affected())
+    Ok(folded.unsigned_abs() + removed.rows_affected() + slots_removed.rows_affected())
 }
 
 /// The tables whose rows retention removes or every attempt rewrites, in the order vacuumed

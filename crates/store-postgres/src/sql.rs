@@ -497,10 +497,7 @@ pub(crate) const RETENTION_FIGURES: &str = include_str!("sql/retention_figures.s
 pub(crate) const RETENTION_ATTEMPT_MINUTES_REMOVE: &str =
     include_str!("sql/retention_attempt_minutes_remove.sql");
 
-/// Folds the shards of settled creation slots (`creation_slots`) into shard 0.
-pub(crate) const RETENTION_CREATION_SLOTS_FOLD: &str =
-    include_str!("sql/retention_creation_slots_fold.sql");
-/// Removes the oldest folded creation slots no operation is left in.
+/// Removes the oldest creation slots (`creation_slots`) no operation is left in.
 pub(crate) const RETENTION_CREATION_SLOTS_REMOVE: &str =
     include_str!("sql/retention_creation_slots_remove.sql");
 
