@@ -213,8 +213,14 @@ async fn a_creation_time_range_lists_what_the_plain_statement_lists() {
     let ranges = [
         (Some(now - Duration::hours(1)), None),
         (None, Some(now - Duration::hours(1))),
-        (Some(now - Duration::hours(4)), Some(now - Duration::hours(2))),
-        (Some(now - Duration::hours(1)), Some(now - Duration::minutes(20))),
+        (
+            Some(now - Duration::hours(4)),
+            Some(now - Duration::hours(2)),
+        ),
+        (
+            Some(now - Duration::hours(1)),
+            Some(now - Duration::minutes(20)),
+        ),
         // Touching no slot: nothing.
         (None, Some(now - Duration::days(10))),
         (Some(now + Duration::hours(1)), None),
