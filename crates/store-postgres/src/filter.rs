@@ -342,15 +342,33 @@ pub(crate) async fn operation_count_matching(
     store: &PgStore,
     params: CountMatchingParams,
 ) -> Result<BTreeMap<Status, u64>> {
-    let mut q =
-        QueryBuilder::new("SELECT o.status, count(*) AS count FROM operations o WHERE true");
-    push_conditions(&mut q, &params.filter);
-    q.push(" GROUP BY o.status");
-    let rows = q
-        .build()
-        .fetch_all(&store.pool)
-        .await
-        .map_err(backend_error)?;
+    let f = &params.filter;
+    // Narrowed by kind and failure class only (or by nothing): the counts the triggers keep say
+    // it exactly, without reading the operations.
+    let counted = f.ids.is_empty()
+        && f.reasons.is_empty()
+        && f.dependency.is_none()
+        && f.error_contains.is_none()
+        && f.terminal_since.is_none()
+        && f.terminal_until.is_none();
+    let rows = if counted {
+        let classes: Vec<&'static str> = f.classes.iter().map(|c| c.as_str()).collect();
+        sqlx::query(crate::sql::COUNT_MATCHING_COUNTED)
+            .bind(&f.kinds)
+            .bind(classes)
+            .fetch_all(&store.pool)
+            .await
+            .map_err(backend_error)?
+    } else {
+        let mut q =
+            QueryBuilder::new("SELECT o.status, count(*) AS count FROM operations o WHERE true");
+        push_conditions(&mut q, f);
+        q.push(" GROUP BY o.status");
+        q.build()
+            .fetch_all(&store.pool)
+            .await
+            .map_err(backend_error)?
+    };
     rows.iter()
         .map(|r| {
             let c = Columns(r);

@@ -164,6 +164,9 @@ pub(crate) const AUDIT_INSERT: &str = include_str!("sql/audit_insert.sql");
 
 /// The newest audit rows.
 pub(crate) const AUDIT_LIST: &str = include_str!("sql/audit_list.sql");
+/// Operations per status of some kinds and failure classes, from the trigger-kept counts
+/// (filter.rs, `operation_count_matching`).
+pub(crate) const COUNT_MATCHING_COUNTED: &str = include_str!("sql/count_matching_counted.sql");
 /// The listed statuses of a kind with their counts (read.rs, `operation_list`).
 pub(crate) const LIST_COUNTS: &str = include_str!("sql/list_counts.sql");
 /// The ids of a few operations of some statuses (read.rs, `operation_list`).
