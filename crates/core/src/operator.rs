@@ -166,6 +166,10 @@ pub struct PreviewError {
     pub error: Option<String>,
     /// How many matches of the kind ended with it.
     pub count: u64,
+    /// When the first of them ended.
+    pub first_ended_at: Option<DateTime<Utc>>,
+    /// When the last of them ended.
+    pub last_ended_at: Option<DateTime<Utc>>,
     /// One of them, to look at (`oprec ops show`).
     pub example: OperationId,
 }

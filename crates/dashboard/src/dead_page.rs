@@ -73,6 +73,14 @@ fn group_filter(base: &FilterForm, g: &PreviewGroup) -> FilterForm {
     f
 }
 
+/// `base` narrowed to one kind and one last error's text.
+fn error_filter(base: &FilterForm, kind: &str, text: &str) -> FilterForm {
+    let mut f = base.clone();
+    f.kind = kind.to_owned();
+    f.error = text.to_owned();
+    f
+}
+
 /// A group as a screen reader names its links: `webhook.deliver, permanent, permanent`.
 fn group_name(g: &PreviewGroup) -> String {
     format!(
@@ -145,8 +153,14 @@ pub(crate) fn groups_table(
     }
 }
 
-/// The distinct last errors of the matches, per kind, the most frequent first.
-pub(crate) fn errors(p: &RedrivePreview) -> Markup {
+/// The distinct last errors of the matches, per kind, the most frequent first: each a group of
+/// its own, with how many, when the first and the last of them died, an example, and links to
+/// list them and to review their re-drive (`base` narrowed to the kind and the error's text).
+pub(crate) fn errors(
+    p: &RedrivePreview,
+    base: &FilterForm,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Markup {
     let errors = &p.errors;
     html! {
         @if !errors.is_empty() {
@@ -154,7 +168,10 @@ pub(crate) fn errors(p: &RedrivePreview) -> Markup {
             div.scroll data-scroll {
                 table.grid #errors {
                     thead {
-                        tr { th { "Kind" } th { "Last error" } th.num { "Operations" } th { "Example" } }
+                        tr {
+                            th { "Kind" } th { "Last error" } th.num { "Operations" }
+                            th { "First death" } th { "Last death" } th { "Example" } th {}
+                        }
                     }
                     tbody {
                         @for e in errors {
@@ -162,8 +179,30 @@ pub(crate) fn errors(p: &RedrivePreview) -> Markup {
                                 td { (e.kind) }
                                 td.err { (or_dash(e.error.as_deref())) }
                                 td.num { (count(e.count)) }
+                                td { @if let Some(t) = e.first_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
+                                td { @if let Some(t) = e.last_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
                                 td.mono {
                                     a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
+                                }
+                                td.right {
+                                    // An operation without a kept error cannot be narrowed to it.
+                                    @if let Some(text) = e.error.as_deref() {
+                                        @let f = error_filter(base, &e.kind, text);
+                                        @let list = query(&[
+                                            ("status", "dead"),
+                                            ("kind", &f.kind),
+                                            ("error", &f.error),
+                                        ]);
+                                        @let group = format!("{}, {}", e.kind, text);
+                                        a href={ "/operations" (list) } aria-label={ "List " (group) } {
+                                            "list"
+                                        }
+                                        " · "
+                                        a.button.small href={ "/redrive" (f.query()) }
+                                            aria-label={ "Review re-drive of " (group) } {
+                                            "Review re-drive…"
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -248,7 +287,7 @@ pub(crate) async fn groups(
                         }
                     }
                     (groups_table(p, &f, review.began))
-                    (errors(p))
+                    (errors(p, &f, review.began))
                     (samples(p))
                 }
             }

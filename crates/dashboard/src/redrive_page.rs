@@ -62,7 +62,7 @@ pub(crate) async fn preview(
             section.panel {
                 h2 { "Groups" }
                 (groups_table(p, &f, review.began))
-                (errors(&review.preview))
+                (errors(&review.preview, &f, review.began))
                 (samples(p))
                 (payloads(&review))
             }

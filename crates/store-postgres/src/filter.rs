@@ -193,6 +193,7 @@ pub(crate) fn redrive_errors(
 ) -> QueryBuilder<Postgres> {
     let mut q = QueryBuilder::new(
         "SELECT o.kind, o.last_error->>'summary' AS error, count(*) AS count,
+                min(o.terminal_at) AS first_ended_at, max(o.terminal_at) AS last_ended_at,
                 min(o.id::text)::uuid AS example
          FROM operations o WHERE",
     );

@@ -86,6 +86,8 @@ pub(crate) async fn redrive_preview(
                 kind: c.get("kind")?,
                 error: c.get("error")?,
                 count: c.big_count("count")?,
+                first_ended_at: c.get("first_ended_at")?,
+                last_ended_at: c.get("last_ended_at")?,
                 example: c.id("example")?,
             })
         })

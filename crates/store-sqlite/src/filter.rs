@@ -230,6 +230,7 @@ pub(crate) fn redrive_errors(
 ) -> Result<QueryBuilder<Sqlite>> {
     let mut q = QueryBuilder::new(
         "SELECT o.kind, json_extract(o.last_error, '$.summary') AS summary, count(*) AS n, \
+         min(o.terminal_at) AS first_ended_at, max(o.terminal_at) AS last_ended_at, \
          min(o.id) AS example FROM operations o WHERE",
     );
     push_redrivable(&mut q, f, include_cancelled)?;

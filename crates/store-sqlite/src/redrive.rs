@@ -119,6 +119,8 @@ pub(crate) async fn redrive_preview(
             kind: c.text("kind")?,
             error: c.opt_text("summary")?,
             count: c.u64("n")?,
+            first_ended_at: c.opt_time("first_ended_at")?,
+            last_ended_at: c.opt_time("last_ended_at")?,
             example: c.id("example")?,
         });
     }

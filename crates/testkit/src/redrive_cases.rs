@@ -259,7 +259,8 @@ async fn preview<S: FullStore>(h: &Harness<S>) -> oprec_core::operator::RedriveP
 
 /// The dry run answers "is it safe?": per group its dependency and first and last death, and
 /// whether an operation of that dependency (of the kind, when it names none) succeeded since the
-/// last death; the distinct errors with their counts, the most frequent first.
+/// last death; the distinct errors with their counts (the most frequent first) and their first
+/// and last death.
 pub async fn redrive_preview_says_whether_it_is_safe<S: FullStore>(h: Harness<S>) {
     let t0 = h.clock.now();
     dead_ops(&h, "k", 3, FailureClass::Transient, "provider answered 503").await;
@@ -282,6 +283,17 @@ pub async fn redrive_preview_says_whether_it_is_safe<S: FullStore>(h: Harness<S>
     assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(errors.contains(&("k", Some("connection refused"), 1)));
     assert!(errors.contains(&("j", Some("bad field"), 1)));
+    // Each distinct error is a group of its own, with its first and last death.
+    let deaths = |text: &str| {
+        let e = p
+            .errors
+            .iter()
+            .find(|e| e.error.as_deref() == Some(text))
+            .unwrap();
+        (e.first_ended_at, e.last_ended_at)
+    };
+    assert_eq!(deaths("provider answered 503"), (Some(t0), Some(t0)));
+    assert_eq!(deaths("connection refused"), (Some(t1), Some(t1)));
 
     // An operation of k succeeds after the last death: the group has recovered since.
     h.clock.advance(Duration::minutes(1));
