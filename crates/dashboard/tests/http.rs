@@ -1956,3 +1956,244 @@ async fn a_narrowed_list_leads_to_the_redrive_and_quarantine_reviews() {
     assert!(!timed.contains("bulk-redrive") && !timed.contains("bulk-quarantine"));
     assert_eq!(dead_now().await, dead_before, "nothing moved by looking");
 }
+
+/// The address of the link a screen reader names `label`, unescaped.
+fn labelled(body: &str, label: &str) -> Option<String> {
+    let at = body.find(&format!(r#"aria-label="{label}""#))?;
+    let before = &body[..at];
+    let start = before.rfind(r#"href=""#)? + r#"href=""#.len();
+    let rest = &body[start..];
+    Some(rest[..rest.find('"')?].replace("&amp;", "&"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_letters_are_grouped_by_error_message_with_their_deaths_and_links() {
+    let store = fresh_store().await;
+    let seeded = seed(&store, 40).await;
+    let app = dashboard(&store, None).router();
+    let dead = get(&app, "/dead", None).await;
+    assert_eq!(dead.status, StatusCode::OK, "{}", dead.body);
+    let b = &dead.body;
+    let table = &b[b.find(r#"id="errors""#).expect("the errors table")..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(
+        table.contains("First death") && table.contains("Last death"),
+        "{table}"
+    );
+    // The partner's 410: a group of its own, its first and last death those of the dead webhooks.
+    let error = "410 Gone: partner endpoint https://hooks.partner.example/orders was removed";
+    let row = &table[table.find(error).expect("the 410 group")..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let (first, last): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) =
+        sqlx::query_as(
+            "SELECT min(terminal_at), max(terminal_at) FROM operations \
+             WHERE kind = 'webhook.deliver' AND status = 'dead'",
+        )
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert!(first < last, "the seed kills webhooks over its 40 minutes");
+    let times: Vec<&str> = row
+        .match_indices(r#"<time datetime=""#)
+        .map(|(i, m)| {
+            let rest = &row[i + m.len()..];
+            &rest[..rest.find('"').unwrap()]
+        })
+        .collect();
+    assert_eq!(
+        times,
+        [first.to_rfc3339(), last.to_rfc3339()],
+        "first and last death: {row}"
+    );
+    // Its list shows exactly those operations; its review re-drives exactly those.
+    let group = format!("webhook.deliver, {error}");
+    let list = labelled(table, &format!("List {group}")).expect("a list link");
+    let listed = get(&app, &list, None).await;
+    assert_eq!(listed.status, StatusCode::OK, "{list}: {}", listed.body);
+    let mut ids = listed_ids(&listed.body);
+    ids.sort();
+    let mut want: Vec<String> = seeded.dead_webhooks.iter().map(|i| i.to_string()).collect();
+    want.sort();
+    assert_eq!(ids, want, "{list}");
+    let review = labelled(table, &format!("Review re-drive of {group}")).expect("a review link");
+    assert!(review.starts_with("/redrive?"), "{review}");
+    let r = get(&app, &review, None).await;
+    assert_eq!(r.status, StatusCode::OK, "{review}: {}", r.body);
+    assert!(
+        r.body.contains(&format!(r#"id="matched">{}<"#, want.len())),
+        "the review counts the group's {}: {}",
+        want.len(),
+        r.body
+    );
+    // Another group's error is not in it.
+    assert!(!r.body.contains("stripe: 503"), "{}", r.body);
+}
+
+/// Claims every eligible `kind` operation (up to 100) and ends each dead with `reason`.
+async fn kill_eligible(
+    store: &oprec_postgres::PgStore,
+    kind: &str,
+    reason: oprec_core::TerminalReason,
+    error: &str,
+) -> usize {
+    use oprec_core::WorkerStore;
+    use oprec_core::store::{ClaimEligibleParams, Claimant, CompleteParams};
+    let claimed = store
+        .operation_claim_eligible(ClaimEligibleParams {
+            above_default_only: false,
+            kinds: vec![kind.to_owned()],
+            limit: 100,
+            claimant: Claimant {
+                worker_id: "w1".into(),
+                code_version: None,
+                lease: chrono::Duration::seconds(60),
+            },
+        })
+        .await
+        .expect("claim");
+    let n = claimed.len();
+    let done = claimed
+        .into_iter()
+        .map(|op| CompleteParams {
+            id: op.id,
+            claim_token: op.claim_token.expect("claimed"),
+            transition: oprec_core::Transition::dead(
+                reason,
+                Some(oprec_core::Failure::transient(error)),
+            ),
+        })
+        .collect();
+    store.operation_complete_many(done).await.expect("complete");
+    n
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_what_became_of_them()
+ {
+    use oprec_core::TerminalReason;
+    use oprec_core::operator::{
+        ControlAction, ControlRemoveParams, ControlScope, ControlSetParams,
+    };
+    let store = fresh_store().await;
+    common::insert(&store, "sms.send", 60, Some("sms-gw")).await;
+    let dead = kill_eligible(
+        &store,
+        "sms.send",
+        TerminalReason::AttemptsExhausted,
+        "sms gateway: 502 Bad Gateway",
+    )
+    .await;
+    assert_eq!(dead, 60);
+    common::insert(&store, "pdf.render", 1, None).await;
+    kill_eligible(
+        &store,
+        "pdf.render",
+        TerminalReason::CrashLoop,
+        "its attempts took the worker down",
+    )
+    .await;
+    let pause = ControlSetParams {
+        scope: ControlScope::Dependency,
+        value: "sms-gw".into(),
+        action: ControlAction::Pause,
+        until: None,
+        reason: Some("gateway down".into()),
+        actor: "oncall".into(),
+    };
+    store.control_set(pause).await.unwrap();
+    let app = dashboard(&store, Some(TOKEN)).router();
+
+    // Is it safe? A crash-loop group is warned of, and the pause that would hold the 60 back.
+    let review = get(&app, "/redrive", None).await;
+    assert_eq!(review.status, StatusCode::OK, "{}", review.body);
+    let b = &review.body;
+    assert!(b.contains(r#"data-what="crash_loop""#), "{b}");
+    let controls = &b[b
+        .find(r#"id="redrive-controls""#)
+        .expect("controls in force")..];
+    let controls = &controls[..controls.find("</table>").unwrap()];
+    assert!(
+        controls.contains("pause dependency sms-gw") && controls.contains("holds back 60"),
+        "{controls}"
+    );
+    store
+        .control_remove(ControlRemoveParams {
+            scope: ControlScope::Dependency,
+            value: "sms-gw".into(),
+        })
+        .await
+        .unwrap();
+
+    // Re-driven at 10 a second, and each one dies again as soon as it is eligible: the brake
+    // stops the re-drive within its first window of 50.
+    let auth = format!("Bearer {TOKEN}");
+    let r = post(
+        &app,
+        form_post("/redrive")
+            .header(header::AUTHORIZATION, &auth)
+            .header("x-oprec-actor", "oncall"),
+        "kind=sms.send&expected=60&mode=in_place&rate=10&per=second",
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);
+    let location = r.headers[header::LOCATION].to_str().unwrap().to_owned();
+    let mut page = String::new();
+    let mut killed = 0;
+    for _ in 0..300 {
+        killed += kill_eligible(
+            &store,
+            "sms.send",
+            TerminalReason::AttemptsExhausted,
+            "sms gateway: 502 Bad Gateway",
+        )
+        .await;
+        page = get(&app, &location, None).await.body;
+        if page.contains(r#"data-finished="true""#) {
+            break;
+        }
+        tokio::time::sleep(StdDuration::from_millis(50)).await;
+    }
+    assert!(page.contains("Re-drive braked"), "{page}");
+    assert!(
+        page.contains(r#"id="job-error""#) && page.contains("are dead again"),
+        "the page says why it braked: {page}"
+    );
+    // What became of them: every one released died again (some may still be pending, eligible
+    // later at the pace, and not yet claimed by the loop above).
+    let released: u64 = {
+        let at = page.find(r#"id="job-status""#).unwrap();
+        let rest = &page[page[at..].find('>').unwrap() + at + 1..];
+        rest[..rest.find(" of ").unwrap()].trim().parse().unwrap()
+    };
+    assert!(
+        (26..60).contains(&released),
+        "braked before the end: {released}"
+    );
+    killed += kill_eligible(
+        &store,
+        "sms.send",
+        TerminalReason::AttemptsExhausted,
+        "sms gateway: 502 Bad Gateway",
+    )
+    .await;
+    let page = get(&app, &location, None).await.body;
+    let summary = &page[page.find(r#"id="summary""#).expect("the outcome")..];
+    let summary = &summary[..summary.find("</p>").unwrap()];
+    assert!(
+        summary.contains(&format!("· 0 succeeded · {killed} died again")),
+        "{summary}"
+    );
+    assert_eq!(
+        count_in(
+            &store,
+            &OperationFilter {
+                kinds: vec!["sms.send".into()],
+                ..Default::default()
+            },
+            Status::Dead
+        )
+        .await,
+        60,
+        "the ones not released are still dead, the released ones dead again"
+    );
+}
