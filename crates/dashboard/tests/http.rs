@@ -1900,6 +1900,31 @@ async fn the_audit_log_filters_and_pages() {
         250,
         "nothing was lost"
     );
+    // Long details expand in place, whole; the operations an entry names link to them.
+    let id = uuid::Uuid::now_v7().to_string();
+    let notes: Vec<String> = (0..40).map(|i| format!("note {i}")).collect();
+    store
+        .audit_insert(oprec_core::operator::AuditEntry {
+            actor: "carol".into(),
+            action: "cancel".into(),
+            filter: serde_json::json!({ "ids": [id] }),
+            affected: 1,
+            reason: None,
+            details: serde_json::json!({ "notes": notes, "zz_tail": "the end of it" }),
+        })
+        .await
+        .unwrap();
+    let r = get(&app, "/audit?actor=carol", None).await;
+    let row = &r.body[r.body.find("<strong>cancel</strong>").expect("the entry")..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    let details = &row[row.find("<details>").expect("expandable details")..];
+    let (summary, whole) = details.split_at(details.find("</summary>").unwrap());
+    assert!(!summary.contains("the end of it"), "{summary}");
+    assert!(whole.contains("the end of it"), "the whole entry: {whole}");
+    assert!(
+        row.contains(&format!(r#"href="/operations/{id}""#)),
+        "linked to the operation it touched: {row}"
+    );
 }
 
 /// A narrowed operations list offers the re-drive and quarantine reviews of what it matches (the
