@@ -14,200 +14,22 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration as StdDuration;
 
 use chrono::Duration;
+use common::browser::{
+    binaries, browser, live_and_marked, navigate, not_reloaded, screenshot, serve, sign_in,
+    start_driver, text, until_text, url_of,
+};
 use common::{TOKEN, count_in, dashboard, enqueue, fresh_store, seed};
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
-use fantoccini::error::CmdError;
 use fantoccini::key::Key;
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::{Client, Locator};
 use oprec_core::operator::{AuditListParams, OperationFilter};
 use oprec_core::prelude::*;
 use oprec_core::store::OperationGetParams;
 use oprec_core::{OperatorStore, Status, Store};
 use serde_json::json;
-use tokio::process::{Child, Command};
-
-/// The chromedriver and Chromium binaries: `OPREC_CHROMEDRIVER` / `OPREC_CHROMIUM`, else
-/// Debian's paths.
-fn binaries() -> (PathBuf, PathBuf) {
-    let pick = |var: &str, default: &str, package: &str| {
-        let p = PathBuf::from(std::env::var(var).unwrap_or_else(|_| default.to_owned()));
-        assert!(
-            p.exists(),
-            "{} not found: the browser tests need Debian's `chromium` and `chromium-driver` \
-             (`apt-get install chromium chromium-driver`, which scripts/test runs when they are \
-             missing), or {var} set to the {package} binary",
-            p.display(),
-        );
-        p
-    };
-    (
-        pick(
-            "OPREC_CHROMEDRIVER",
-            "/usr/bin/chromedriver",
-            "chromedriver",
-        ),
-        pick("OPREC_CHROMIUM", "/usr/bin/chromium", "chromium"),
-    )
-}
-
-/// A running chromedriver, killed when dropped.
-struct Driver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
-async fn start_driver(chromedriver: &Path) -> Driver {
-    let port = free_port();
-    let child = Command::new(chromedriver)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", chromedriver.display()));
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Driver {
-                child,
-                url: format!("http://127.0.0.1:{port}"),
-            };
-        }
-        tokio::time::sleep(StdDuration::from_millis(100)).await;
-    }
-    panic!("chromedriver did not listen on port {port} within 10 s");
-}
-
-async fn browser(driver: &Driver, chromium: &Path) -> Client {
-    let caps = json!({
-        "browserName": "chrome",
-        "goog:chromeOptions": {
-            "binary": chromium.to_string_lossy(),
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--hide-scrollbars", "--window-size=1440,1000", "--force-device-scale-factor=1"]
-        }
-    });
-    let caps = caps.as_object().cloned().expect("capabilities object");
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&driver.url)
-        .await
-        .unwrap_or_else(|e| panic!("cannot start headless Chromium through chromedriver: {e}"))
-}
-
-/// Serves the dashboard on a free loopback port; returns its base URL.
-async fn serve(d: oprec_dashboard::Dashboard) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr: SocketAddr = listener.local_addr().unwrap();
-    tokio::spawn(d.serve(listener, std::future::pending()));
-    format!("http://{addr}")
-}
-
-/// Saves the whole page as `DIR/dashboard-NAME.png` when `OPREC_DASHBOARD_SCREENSHOTS` is set.
-async fn screenshot(c: &Client, name: &str) {
-    let Ok(dir) = std::env::var("OPREC_DASHBOARD_SCREENSHOTS") else {
-        return;
-    };
-    // The window's height is the page's plus the browser's own frame, at most 1,500 pixels of page.
-    let sizes = c
-        .execute(
-            "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight];",
-            vec![],
-        )
-        .await
-        .expect("page height");
-    let at = |i: usize| sizes.get(i).and_then(|v| v.as_u64()).unwrap_or(0);
-    let height = (at(0).clamp(600, 1500) + at(1)) as u32;
-    c.set_window_size(1440, height).await.expect("resize");
-    let png = c.screenshot().await.expect("screenshot");
-    std::fs::create_dir_all(&dir).expect("screenshot dir");
-    std::fs::write(Path::new(&dir).join(format!("dashboard-{name}.png")), png)
-        .expect("write screenshot");
-    c.set_window_size(1440, 1000).await.expect("resize back");
-}
-
-/// The text of the first element matching `css`, waiting up to 10 s for one. An element that goes
-/// stale between finding and reading (the page was replaced) is looked up again.
-async fn text(c: &Client, css: &str) -> String {
-    let until = std::time::Instant::now() + StdDuration::from_secs(10);
-    loop {
-        let found = c
-            .wait()
-            .at_most(until.saturating_duration_since(std::time::Instant::now()))
-            .for_element(Locator::Css(css))
-            .await;
-        match found {
-            Ok(e) => match e.text().await {
-                Ok(t) => return t,
-                Err(err) if std::time::Instant::now() < until => {
-                    eprintln!("{css}: {err}; looking it up again");
-                    tokio::time::sleep(StdDuration::from_millis(50)).await;
-                }
-                Err(err) => panic!("text of {css}: {err}"),
-            },
-            Err(e) => {
-                let at = c.current_url().await.ok();
-                let page = c.source().await.unwrap_or_default();
-                panic!("no {css} on {at:?}: {e}\n{page}")
-            }
-        }
-    }
-}
-
-/// Runs `action`, a click or submit that opens another page, and waits (up to 10 s) for that
-/// page to be loaded. Such an action returns before the navigation it starts; without the wait,
-/// the next lookup can find an element of the page being left. The document shown before is
-/// marked, and the wait ends when the marked document is gone and its successor complete.
-/// (`action` is a future, so nothing of it runs before the mark.)
-async fn navigate<T>(c: &Client, action: impl Future<Output = Result<T, CmdError>>, what: &str) {
-    c.execute("window.__oprecLeft = true; return null;", vec![])
-        .await
-        .expect("mark the page");
-    if let Err(e) = action.await {
-        panic!("{what}: {e}");
-    }
-    let until = std::time::Instant::now() + StdDuration::from_secs(10);
-    loop {
-        // While the navigation runs, a script may fail ("document unloaded"): not there yet.
-        let state = c
-            .execute(
-                "return window.__oprecLeft === true ? 'old' : document.readyState;",
-                vec![],
-            )
-            .await;
-        if matches!(&state, Ok(serde_json::Value::String(s)) if s == "complete") {
-            return;
-        }
-        if std::time::Instant::now() > until {
-            let at = c.current_url().await.ok();
-            panic!("still no new page at {at:?} after 10 s: {state:?}");
-        }
-        tokio::time::sleep(StdDuration::from_millis(50)).await;
-    }
-}
 
 fn webhooks() -> OperationFilter {
     OperationFilter {
@@ -341,13 +163,8 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     assert!(c.find(Locator::Id("redrive-form")).await.is_err());
 
     // Sign in, then go through dead letters.
-    c.goto(&format!("{base}/login?next=%2Fdead")).await.unwrap();
-    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
-    login.set_by_name("name", "e2e-alice").await.unwrap();
-    login.set_by_name("token", TOKEN).await.unwrap();
-    navigate(&c, login.submit(), "sign in").await;
+    sign_in(&c, &base, "e2e-alice", "/dead").await;
     assert_eq!(text(&c, "main h1").await, "Dead letters");
-    assert_eq!(text(&c, ".session .who").await, "e2e-alice");
     screenshot(&c, "dead-letters").await;
     let mut review = None;
     for row in c.find_all(Locator::Css("#groups tbody tr")).await.unwrap() {
@@ -478,10 +295,6 @@ async fn an_operator_redrives_dead_operations_through_the_dry_run_in_a_browser()
     );
 }
 
-fn url_of(s: &str) -> url::Url {
-    url::Url::parse(s).expect("url")
-}
-
 /// The page another site serves: a form that posts to the dashboard by itself.
 async fn evil_site(target: String) -> String {
     use axum::response::Html;
@@ -508,12 +321,7 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
     let driver = start_driver(&chromedriver).await;
     let c = browser(&driver, &chromium).await;
     // Signed in on the dashboard, as a victim would be.
-    c.goto(&format!("{base}/login")).await.unwrap();
-    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
-    login.set_by_name("name", "victim").await.unwrap();
-    login.set_by_name("token", TOKEN).await.unwrap();
-    navigate(&c, login.submit(), "sign in").await;
-    assert_eq!(text(&c, ".session .who").await, "victim");
+    sign_in(&c, &base, "victim", "/").await;
     // The other site's form, submitted in the same browser.
     c.goto(&evil).await.unwrap();
     let prize = c.find(Locator::Css("#f button")).await.unwrap();
@@ -535,45 +343,6 @@ async fn a_form_posted_from_another_site_is_refused_in_the_browser() {
             .unwrap()
             .is_empty()
     );
-}
-
-/// Waits until the page's live script is running, then marks the document: a reload would
-/// lose the mark.
-async fn live_and_marked(c: &Client) {
-    c.wait()
-        .at_most(StdDuration::from_secs(10))
-        .for_element(Locator::Css("body[data-live-ready='true']"))
-        .await
-        .expect("the live script starts");
-    c.execute("window.__oprecStay = true; return null;", vec![])
-        .await
-        .expect("mark the document");
-}
-
-async fn not_reloaded(c: &Client) -> bool {
-    c.execute("return window.__oprecStay === true;", vec![])
-        .await
-        .expect("read the mark")
-        == json!(true)
-}
-
-/// Waits up to `seconds` for `check` to hold of the text at `css`.
-async fn until_text(c: &Client, css: &str, seconds: u64, check: impl Fn(&str) -> bool) -> String {
-    let until = std::time::Instant::now() + StdDuration::from_secs(seconds);
-    loop {
-        let t = match c.find(Locator::Css(css)).await {
-            Ok(e) => e.text().await.unwrap_or_default(),
-            Err(_) => String::new(),
-        };
-        if check(&t) {
-            return t;
-        }
-        assert!(
-            std::time::Instant::now() < until,
-            "{css} still reads {t:?} after {seconds} s"
-        );
-        tokio::time::sleep(StdDuration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -655,11 +424,7 @@ async fn at_a_phone_s_width_no_page_overflows_sideways() {
     let c = browser(&driver, &chromium).await;
     c.set_window_size(700, 1000).await.expect("resize");
     // Signed in, so that the action forms show too.
-    c.goto(&format!("{base}/login")).await.unwrap();
-    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
-    login.set_by_name("name", "phone-operator").await.unwrap();
-    login.set_by_name("token", TOKEN).await.unwrap();
-    navigate(&c, login.submit(), "sign in").await;
+    sign_in(&c, &base, "phone-operator", "/").await;
     let op = seeded.dead_webhooks[0];
     for path in [
         "/".to_owned(),
@@ -754,11 +519,7 @@ async fn skip_link_contrast_and_button_names() {
     let base = serve(dashboard(&store, Some(TOKEN))).await;
     let driver = start_driver(&chromedriver).await;
     let c = browser(&driver, &chromium).await;
-    c.goto(&format!("{base}/login")).await.unwrap();
-    let login = c.form(Locator::Css("form[action='/login']")).await.unwrap();
-    login.set_by_name("name", "a11y").await.unwrap();
-    login.set_by_name("token", TOKEN).await.unwrap();
-    navigate(&c, login.submit(), "sign in").await;
+    sign_in(&c, &base, "a11y", "/").await;
 
     // The first thing a keyboard reaches is the skip link, and it leads to the content.
     c.goto(&format!("{base}/operations")).await.unwrap();
