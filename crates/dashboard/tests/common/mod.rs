@@ -378,3 +378,21 @@ pub async fn insert_and_claim(
         .await
         .expect("claim")
 }
+
+/// One `kind` operation whose attempt timed out after its request was written: its outcome is
+/// unknown, so it is reconciling until a person (or a reconciler) says what became of it.
+pub async fn reconciling(store: &PgStore, kind: &str) -> OperationId {
+    let claimed = insert_and_claim(store, kind, 1, None, 1).await;
+    let c = &claimed[0];
+    store
+        .operation_complete_many(vec![CompleteParams {
+            id: c.id,
+            claim_token: c.claim_token.expect("claimed"),
+            transition: Transition::reconcile(Failure::unknown(
+                "timed out after the request was written",
+            )),
+        }])
+        .await
+        .expect("reconcile");
+    c.id
+}
