@@ -96,6 +96,7 @@ pub(crate) fn panel(o: &Operation, viewer: &Viewer) -> Markup {
                             "Held for a person. Release it once the cause is fixed: it is pending \
                              again and eligible at once."
                         }
+                        (reason)
                         div.actions {
                             button.primary type="submit" aria-label="Release this operation" {
                                 "Release"
@@ -107,6 +108,9 @@ pub(crate) fn panel(o: &Operation, viewer: &Viewer) -> Markup {
                     form.stack #cancel-form method="post" action=(action) {
                         (viewer.csrf_field())
                         input type="hidden" name="action" value="cancel";
+                        p.muted.small {
+                            "Or cancel it: it will never run, and its record stays."
+                        }
                         (reason)
                         div.actions {
                             button.danger type="submit" aria-label="Cancel this operation" {
