@@ -73,6 +73,14 @@ fn group_filter(base: &FilterForm, g: &PreviewGroup) -> FilterForm {
     f
 }
 
+/// When a death was, or a dash.
+fn ended(t: Option<chrono::DateTime<chrono::Utc>>, now: chrono::DateTime<chrono::Utc>) -> Markup {
+    match t {
+        Some(t) => when(t, now),
+        None => or_dash(None),
+    }
+}
+
 /// `base` narrowed to one kind and one last error's text.
 fn error_filter(base: &FilterForm, kind: &str, text: &str) -> FilterForm {
     let mut f = base.clone();
@@ -126,8 +134,8 @@ pub(crate) fn groups_table(
                             }
                             td { (or_dash(g.reason.map(|r| r.as_str()))) }
                             td.num { (count(g.count)) }
-                            td { @if let Some(t) = g.first_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
-                            td { @if let Some(t) = g.last_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
+                            td { (ended(g.first_ended_at, now)) }
+                            td { (ended(g.last_ended_at, now)) }
                             td.recovered {
                                 @match g.recovered_at {
                                     Some(t) => { span.badge.b-succeeded { "yes" } " " (when(t, now)) },
@@ -179,8 +187,8 @@ pub(crate) fn errors(
                                 td { (e.kind) }
                                 td.err { (or_dash(e.error.as_deref())) }
                                 td.num { (count(e.count)) }
-                                td { @if let Some(t) = e.first_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
-                                td { @if let Some(t) = e.last_ended_at { (when(t, now)) } @else { (or_dash(None)) } }
+                                td { (ended(e.first_ended_at, now)) }
+                                td { (ended(e.last_ended_at, now)) }
                                 td.mono {
                                     a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
                                 }

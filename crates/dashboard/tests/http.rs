@@ -92,11 +92,16 @@ async fn sign_in(app: &Router, name: &str) -> (String, String) {
     (cookie.clone(), csrf_of(&page.body))
 }
 
-fn webhooks() -> OperationFilter {
+/// The filter of one kind's operations.
+fn of_kind(kind: &str) -> OperationFilter {
     OperationFilter {
-        kinds: vec!["webhook.deliver".into()],
-        ..OperationFilter::default()
+        kinds: vec![kind.to_owned()],
+        ..Default::default()
     }
+}
+
+fn webhooks() -> OperationFilter {
+    of_kind("webhook.deliver")
 }
 
 const REDRIVE_FORM: &str = "kind=webhook.deliver&expected=1000&mode=in_place";
@@ -178,15 +183,7 @@ async fn every_mutating_route_without_the_token_is_401_and_changes_nothing() {
     );
     assert!(store.control_list().await.unwrap().is_empty(), "no pause");
     assert_eq!(
-        count_in(
-            &store,
-            &OperationFilter {
-                kinds: vec!["email.send".into()],
-                ..Default::default()
-            },
-            Status::Held
-        )
-        .await,
+        count_in(&store, &of_kind("email.send"), Status::Held).await,
         1,
         "only the seeded configuration hold"
     );
@@ -2209,15 +2206,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
         "{summary}"
     );
     assert_eq!(
-        count_in(
-            &store,
-            &OperationFilter {
-                kinds: vec!["sms.send".into()],
-                ..Default::default()
-            },
-            Status::Dead
-        )
-        .await,
+        count_in(&store, &of_kind("sms.send"), Status::Dead).await,
         60,
         "the ones not released are still dead, the released ones dead again"
     );
