@@ -163,7 +163,8 @@ pub(crate) fn groups_table(
 
 /// The distinct last errors of the matches, per kind, the most frequent first: each a group of
 /// its own, with how many, when the first and the last of them died, an example, and links to
-/// list them and to review their re-drive (`base` narrowed to the kind and the error's text).
+/// list them and to review their re-drive (`base` narrowed to the kind and the error's text: a
+/// literal search, so a longer message that contains it comes too).
 pub(crate) fn errors(
     p: &RedrivePreview,
     base: &FilterForm,
@@ -193,8 +194,11 @@ pub(crate) fn errors(
                                     a href={ "/operations/" (e.example) } { (short_id(&e.example)) }
                                 }
                                 td.right {
-                                    // An operation without a kept error cannot be narrowed to it.
-                                    @if let Some(text) = e.error.as_deref() {
+                                    // An operation without a kept error cannot be narrowed to
+                                    // it, nor to an error longer than a search may be. The
+                                    // search is literal and case-insensitive: it also takes in a
+                                    // longer message that contains this one.
+                                    @if let Some(text) = e.error.as_deref().filter(|t| t.chars().count() <= oprec_ops::filter::MAX_SEARCH) {
                                         @let f = error_filter(base, &e.kind, text);
                                         @let list = query(&[
                                             ("status", "dead"),

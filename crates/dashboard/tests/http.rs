@@ -2146,7 +2146,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
         .await
         .unwrap();
 
-    // Re-driven at 10 a second, and each one dies again as soon as it is eligible: the brake
+    // Re-driven at 5 a second, and each one dies again as soon as it is eligible: the brake
     // stops the re-drive within its first window of 50.
     let auth = format!("Bearer {TOKEN}");
     let r = post(
@@ -2154,7 +2154,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
         form_post("/redrive")
             .header(header::AUTHORIZATION, &auth)
             .header("x-oprec-actor", "oncall"),
-        "kind=sms.send&expected=60&mode=in_place&rate=10&per=second",
+        "kind=sms.send&expected=60&mode=in_place&rate=5&per=second",
     )
     .await;
     assert_eq!(r.status, StatusCode::SEE_OTHER, "{}", r.body);

@@ -77,9 +77,9 @@ pub(crate) async fn attempt_minutes_remove(
 }
 
 /// Folds the shards of settled creation slots of `backlog_slots` into one row each and removes
-/// the slots that count nothing, in one transaction; then removes the oldest slots of
-/// `creation_slots` (where the ids created per slot lie) that no operation is left in. Returns
-/// how many rows were folded or removed.
+/// the slots that count nothing, in one transaction; then removes slots of `creation_slots`
+/// (where the ids created per slot lie) older than a day that no operation is left in, up to
+/// 200 a pass. Returns how many rows were folded or removed.
 pub(crate) async fn backlog_slots_compact(
     store: &PgStore,
     params: BacklogSlotsCompactParams,
@@ -96,11 +96,19 @@ pub(crate) async fn backlog_slots_compact(
         .await
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
-    let slots_removed = sqlx::query(sql::RETENTION_CREATION_SLOTS_REMOVE)
-        .bind(params.before)
-        .execute(&store.pool)
+    // After the lock a restore of old operations takes shared, in a statement of its own: its
+    // snapshot then holds what such a restore inserted.
+    let mut tx = store.pool.begin().await.map_err(backend_error)?;
+    sqlx::query("SELECT pg_advisory_xact_lock(creation_slots_lock())")
+        .execute(&mut *tx)
         .await
         .map_err(backend_error)?;
+    let slots_removed = sqlx::query(sql::RETENTION_CREATION_SLOTS_REMOVE)
+        .bind(params.before)
+        .execute(&mut *tx)
+        .await
+        .map_err(backend_error)?;
+    tx.commit().await.map_err(backend_error)?;
     Ok(folded.unsigned_abs() + removed.rows_affected() + slots_removed.rows_affected())
 }
 

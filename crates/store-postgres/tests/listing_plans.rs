@@ -188,7 +188,7 @@ async fn add_created(
 /// reads nothing. The ids are UUID v7, but here their times disagree with the creation times
 /// (operations restored with old ids, others created with a past time): every range still lists
 /// exactly what the plain statement lists, before and after the upkeep removed the slot whose
-/// operations retention removed.
+/// operations retention removed (and only it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_creation_time_range_lists_what_the_plain_statement_lists() {
     use oprec_core::RetentionStore;
@@ -305,26 +305,35 @@ async fn a_creation_time_range_lists_what_the_plain_statement_lists() {
         .execute(store.pool())
         .await
         .unwrap();
-    store
-        .backlog_slots_compact(BacklogSlotsCompactParams {
-            before: now + Duration::hours(1),
-        })
-        .await
-        .unwrap();
-    let after = slots(store.clone()).await;
-    assert_eq!(
-        after,
-        before
-            .iter()
-            .copied()
-            .filter(|slot| *slot > now - Duration::hours(2))
-            .collect::<Vec<_>>(),
-        "the past ones' slot is gone"
-    );
+    // Slots older than a day (here: than an hour from now) are looked at 200 at a time from a
+    // random place: a few passes reach them all.
+    let want: Vec<_> = before
+        .iter()
+        .copied()
+        .filter(|slot| *slot > now - Duration::hours(2))
+        .collect();
+    let mut after = Vec::new();
+    for _ in 0..200 {
+        store
+            .backlog_slots_compact(BacklogSlotsCompactParams {
+                before: now + Duration::days(1) + Duration::hours(1),
+            })
+            .await
+            .unwrap();
+        after = slots(store.clone()).await;
+        if after.len() < before.len() {
+            break;
+        }
+    }
+    assert_eq!(after, want, "the past ones' slot is gone, and only it");
     assert_eq!(check(store.clone()).await, (250, 0));
     // An insert whose ids lie in its slot's own five minutes, into a slot already made, writes
     // nothing there (the row version stays the one the slot's first insert wrote).
-    let six = now - Duration::hours(6);
+    // A minute into its slot: one second later is the same slot.
+    let six = {
+        let t = now - Duration::hours(6);
+        t - Duration::seconds(t.timestamp().rem_euclid(300)) + Duration::minutes(1)
+    };
     let version = |store: PgStore| async move {
         sqlx::query_scalar::<_, String>(
             "SELECT xmin::text || ctid::text FROM creation_slots WHERE slot = backlog_slot($1)",
@@ -338,4 +347,38 @@ async fn a_creation_time_range_lists_what_the_plain_statement_lists() {
     let made = version(store.clone()).await;
     add_created(&store, "six", 10, six, six + Duration::seconds(1)).await;
     assert_eq!(version(store.clone()).await, made);
+}
+
+/// An insert of an operation created long ago (a restore) holds the lock that the upkeep's
+/// removal of empty creation slots takes exclusively, until it commits: the removal then sees
+/// it, or comes first and the insert makes its slot again. A new operation takes no lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_insert_and_the_removal_of_empty_slots_take_turns() {
+    let store = common::fresh_store(4).await;
+    let insert = |days: i64| {
+        format!(
+            "INSERT INTO operations (id, kind, payload, next_eligible_at, created_at, updated_at) \
+             VALUES (gen_random_uuid(), 'k', '{{}}', now(), now() - interval '{days} days', now())"
+        )
+    };
+    let free = || async {
+        let mut tx = store.pool().begin().await.unwrap();
+        let got: bool =
+            sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(creation_slots_lock())")
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+        tx.rollback().await.unwrap();
+        got
+    };
+    for (days, locks) in [(2, true), (0, false)] {
+        let mut restore = store.pool().begin().await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(insert(days)))
+            .execute(&mut *restore)
+            .await
+            .unwrap();
+        assert_eq!(!free().await, locks, "created {days} days ago");
+        restore.commit().await.unwrap();
+        assert!(free().await, "released at commit");
+    }
 }
