@@ -73,6 +73,18 @@ fn group_filter(base: &FilterForm, g: &PreviewGroup) -> FilterForm {
     f
 }
 
+/// A group's links: its dead operations listed (`list`, a query string), and the review of its
+/// re-drive (`f`), named for screen readers by `group`.
+fn group_links(list: &str, f: &FilterForm, group: &str) -> Markup {
+    html! {
+        a href={ "/operations" (list) } aria-label={ "List " (group) } { "list" }
+        " · "
+        a.button.small href={ "/redrive" (f.query()) } aria-label={ "Review re-drive of " (group) } {
+            "Review re-drive…"
+        }
+    }
+}
+
 /// When a death was, or a dash.
 fn ended(t: Option<chrono::DateTime<chrono::Utc>>, now: chrono::DateTime<chrono::Utc>) -> Markup {
     match t {
@@ -142,17 +154,7 @@ pub(crate) fn groups_table(
                                     None => span.badge.b-held { "not since" },
                                 }
                             }
-                            td.right {
-                                @let group = group_name(g);
-                                a href={ "/operations" (list) } aria-label={ "List " (group) } {
-                                    "list"
-                                }
-                                " · "
-                                a.button.small href={ "/redrive" (f.query()) }
-                                    aria-label={ "Review re-drive of " (group) } {
-                                    "Review re-drive…"
-                                }
-                            }
+                            td.right { (group_links(&list, &f, &group_name(g))) }
                         }
                     }
                 }
@@ -205,15 +207,7 @@ pub(crate) fn errors(
                                             ("kind", &f.kind),
                                             ("error", &f.error),
                                         ]);
-                                        @let group = format!("{}, {}", e.kind, text);
-                                        a href={ "/operations" (list) } aria-label={ "List " (group) } {
-                                            "list"
-                                        }
-                                        " · "
-                                        a.button.small href={ "/redrive" (f.query()) }
-                                            aria-label={ "Review re-drive of " (group) } {
-                                            "Review re-drive…"
-                                        }
+                                        (group_links(&list, &f, &format!("{}, {}", e.kind, text)))
                                     }
                                 }
                             }

@@ -2089,6 +2089,17 @@ async fn kill_eligible(
     n
 }
 
+/// [`kill_eligible`] for the SMS operations of the test below.
+async fn kill_sms(store: &oprec_postgres::PgStore) -> usize {
+    kill_eligible(
+        store,
+        "sms.send",
+        oprec_core::TerminalReason::AttemptsExhausted,
+        "sms gateway: 502 Bad Gateway",
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_what_became_of_them()
  {
@@ -2098,13 +2109,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
     };
     let store = fresh_store().await;
     common::insert(&store, "sms.send", 60, Some("sms-gw")).await;
-    let dead = kill_eligible(
-        &store,
-        "sms.send",
-        TerminalReason::AttemptsExhausted,
-        "sms gateway: 502 Bad Gateway",
-    )
-    .await;
+    let dead = kill_sms(&store).await;
     assert_eq!(dead, 60);
     common::insert(&store, "pdf.render", 1, None).await;
     kill_eligible(
@@ -2162,13 +2167,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
     let mut page = String::new();
     let mut killed = 0;
     for _ in 0..300 {
-        killed += kill_eligible(
-            &store,
-            "sms.send",
-            TerminalReason::AttemptsExhausted,
-            "sms gateway: 502 Bad Gateway",
-        )
-        .await;
+        killed += kill_sms(&store).await;
         page = get(&app, &location, None).await.body;
         if page.contains(r#"data-finished="true""#) {
             break;
@@ -2191,13 +2190,7 @@ async fn the_review_warns_of_crash_loops_and_controls_and_a_braked_redrive_says_
         (26..60).contains(&released),
         "braked before the end: {released}"
     );
-    killed += kill_eligible(
-        &store,
-        "sms.send",
-        TerminalReason::AttemptsExhausted,
-        "sms gateway: 502 Bad Gateway",
-    )
-    .await;
+    killed += kill_sms(&store).await;
     let page = get(&app, &location, None).await.body;
     let summary = &page[page.find(r#"id="summary""#).expect("the outcome")..];
     let summary = &summary[..summary.find("</p>").unwrap()];
