@@ -1,6 +1,7 @@
 -- no-transaction
 -- Rolling deploy: safe while workers run: dropped CONCURRENTLY (writes go on), alone in its file.
--- Neither this release nor the previous one reads it.
+-- Neither this release nor the previous one reads it. Like the online index builds, it runs on
+-- every migrate and is not recorded in _sqlx_migrations (store-postgres, read.rs).
 --
 -- operation_attempts_ended (ended_at, 0002) served `oprec stats`' attempts of the last hour, which
 -- have been read from attempt_minutes since 0013; the configuration holds walk their own partial

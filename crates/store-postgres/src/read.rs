@@ -10,7 +10,8 @@ use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
 /// Creates or upgrades the schema with the embedded migrations: first every transactional one,
 /// under sqlx's migration lock; then the `-- no-transaction` ones (each a single `CREATE INDEX
-/// CONCURRENTLY IF NOT EXISTS`), outside it. A concurrent build waits for every older
+/// CONCURRENTLY IF NOT EXISTS`, or `DROP INDEX CONCURRENTLY IF EXISTS`), outside it, on every
+/// run and unrecorded: each is a no-op once done. A concurrent build waits for every older
 /// transaction in the database, and another process waiting for the migration lock holds one:
 /// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
 /// tests in parallel). Outside the lock, two processes building the same index are harmless:
