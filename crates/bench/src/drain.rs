@@ -9,11 +9,11 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::enqueue::{BATCH_PRODUCERS, fill};
-use crate::limit_cost;
 use crate::schema::{Database, Schema, with_schema};
 use crate::transport::TransportSpec;
 use crate::worker_process::WorkerProcess;
 use crate::{BenchConfig, Error, Result, noop};
+use crate::{limit_cost, machine};
 
 /// One transport's drain.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -42,6 +42,16 @@ pub struct Drain {
     pub commits_per_op: f64,
     /// The worker process's peak resident memory (`VmHWM`), in bytes.
     pub worker_peak_rss_bytes: u64,
+    /// Bytes of write-ahead log written while the worker ran, per operation: the row versions,
+    /// index entries, history and counts the database wrote for each (with the first change of
+    /// each page after the checkpoint that starts the phase written whole). Counts every
+    /// session's writes, as `commits` does; on a machine otherwise quiet it does not depend on
+    /// the machine's speed, so two builds compare by it even when their throughputs move.
+    pub wal_bytes_per_op: f64,
+    /// The machine's busy CPU while the worker ran (`/proc/stat`: every process, PostgreSQL and
+    /// the worker included; time stolen by the hypervisor left out), in microseconds per
+    /// operation, start-up and idle checks included. `None` where `/proc/stat` is not readable.
+    pub cpu_us_per_op: Option<f64>,
 }
 
 /// What the database says about a finished drain.
@@ -101,10 +111,14 @@ pub(crate) async fn measure(
             ));
             db.checkpoint().await;
             let before = db.commits().await?;
+            let wal_before = db.wal_position().await?;
+            let cpu_before = machine::busy_cpu_seconds();
             let worker = WorkerProcess::spawn(&config.worker, &s.url, &phase.url, concurrency, true)?;
             let exited = worker
                 .wait(Duration::from_secs(120 + ops / 100))
                 .await?;
+            let cpu = cpu_before.zip(machine::busy_cpu_seconds()).map(|(a, b)| b - a);
+            let wal_bytes = db.wal_bytes_since(&wal_before).await?;
             // A backend sends its statistics when its connection closes; give them a moment.
             tokio::time::sleep(Duration::from_millis(1500)).await;
             let commits = db.commits().await? - before;
@@ -135,6 +149,8 @@ pub(crate) async fn measure(
                 commits,
                 commits_per_op: commits as f64 / ops as f64,
                 worker_peak_rss_bytes: exited.peak_rss_bytes,
+                wal_bytes_per_op: wal_bytes / ops as f64,
+                cpu_us_per_op: cpu.map(|c| c * 1e6 / ops as f64),
             })
         }
         .await;
@@ -145,12 +161,16 @@ pub(crate) async fn measure(
     })
     .await?;
     progress(&format!(
-        "drain {label}: {:.0} ops/s ({} operations in {:.2} s, concurrency {}), {:.3} commits/op, worker peak {:.1} MiB",
+        "drain {label}: {:.0} ops/s ({} operations in {:.2} s, concurrency {}), {:.3} commits/op, {:.0} WAL bytes/op, {} CPU µs/op, worker peak {:.1} MiB",
         drain.ops_per_sec,
         drain.ops,
         drain.seconds,
         drain.concurrency,
         drain.commits_per_op,
+        drain.wal_bytes_per_op,
+        drain
+            .cpu_us_per_op
+            .map_or("?".to_owned(), |c| format!("{c:.0}")),
         drain.worker_peak_rss_bytes as f64 / (1u64 << 20) as f64
     ));
     Ok(drain)

@@ -35,6 +35,27 @@ impl Machine {
     }
 }
 
+/// Seconds the machine's CPUs have been busy since boot (`/proc/stat`: user, nice, system, irq
+/// and softirq time; idle, I/O wait and time stolen by the hypervisor left out), summed over
+/// every CPU and every process: PostgreSQL's backends, the worker, the broker and the benchmark
+/// alike. `None` off Linux. The kernel counts in USER_HZ, 100 a second on Linux whatever the
+/// kernel's own tick.
+pub(crate) fn busy_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    let busy = [0, 1, 2, 5, 6]
+        .iter()
+        .map(|&i| ticks.get(i).copied())
+        .sum::<Option<u64>>()?;
+    Some(busy as f64 / 100.0)
+}
+
 /// `MemTotal` from `/proc/meminfo`, in bytes.
 fn memory_bytes() -> u64 {
     std::fs::read_to_string("/proc/meminfo")

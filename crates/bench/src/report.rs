@@ -393,13 +393,13 @@ impl BenchReport {
         }
         let _ = writeln!(
             t,
-            "\n{:<10} {:>9} {:>14} {:>14} {:>15}",
-            "drain", "handlers", "commits/op", "attempts", "worker peak"
+            "\n{:<10} {:>9} {:>14} {:>10} {:>10} {:>14} {:>15}",
+            "drain", "handlers", "commits/op", "WAL B/op", "CPU µs/op", "attempts", "worker peak"
         );
         for d in &self.drains {
             let _ = writeln!(
                 t,
-                "{:<10} {:>9} {:>14.4} {:>14} {:>11.1} MiB",
+                "{:<10} {:>9} {:>14.4} {:>10.0} {:>10} {:>14} {:>11.1} MiB",
                 if d.limited {
                     format!("{}+limit", d.transport)
                 } else {
@@ -407,6 +407,9 @@ impl BenchReport {
                 },
                 d.concurrency,
                 d.commits_per_op,
+                d.wal_bytes_per_op,
+                d.cpu_us_per_op
+                    .map_or("?".to_owned(), |c| format!("{c:.0}")),
                 thousands(d.attempts as f64),
                 mib(d.worker_peak_rss_bytes)
             );

@@ -107,6 +107,24 @@ impl Database {
         .await?)
     }
 
+    /// The database's current write-ahead log position (`pg_current_wal_lsn()`), as text.
+    pub(crate) async fn wal_position(&self) -> Result<String> {
+        Ok(sqlx::query_scalar("SELECT pg_current_wal_lsn()::text")
+            .fetch_one(&self.admin)
+            .await?)
+    }
+
+    /// Bytes of write-ahead log written since `position` ([`Database::wal_position`]), by every
+    /// session of the server: the phase's, and anything else writing meanwhile.
+    pub(crate) async fn wal_bytes_since(&self, position: &str) -> Result<f64> {
+        Ok(
+            sqlx::query_scalar("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::float8")
+                .bind(position)
+                .fetch_one(&self.admin)
+                .await?,
+        )
+    }
+
     pub(crate) async fn close(self) {
         self.admin.close().await;
     }

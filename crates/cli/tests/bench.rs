@@ -99,6 +99,10 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
             d["worker_peak_rss_bytes"].as_u64().unwrap() > 1 << 20,
             "{d}"
         );
+        // Each operation's insert was already written: a drain writes at least its claim's and
+        // completion's row versions and the attempt row, far more than 100 bytes each.
+        assert!(d["wal_bytes_per_op"].as_f64().unwrap() > 100.0, "{d}");
+        assert!(d["cpu_us_per_op"].as_f64().unwrap() > 0.0, "{d}");
     }
     for l in r["latencies"].as_array().unwrap() {
         assert!(l["samples"].as_u64().unwrap() >= 50, "{l}");
