@@ -54,6 +54,14 @@ pub struct Drain {
     pub cpu_us_per_op: Option<f64>,
 }
 
+impl Drain {
+    /// [`Drain::cpu_us_per_op`] as printed: whole microseconds, or `?` when not measured.
+    pub(crate) fn cpu_us_per_op_text(&self) -> String {
+        self.cpu_us_per_op
+            .map_or("?".to_owned(), |c| format!("{c:.0}"))
+    }
+}
+
 /// What the database says about a finished drain.
 struct Outcome {
     succeeded: i64,
@@ -168,9 +176,7 @@ pub(crate) async fn measure(
         drain.concurrency,
         drain.commits_per_op,
         drain.wal_bytes_per_op,
-        drain
-            .cpu_us_per_op
-            .map_or("?".to_owned(), |c| format!("{c:.0}")),
+        drain.cpu_us_per_op_text(),
         drain.worker_peak_rss_bytes as f64 / (1u64 << 20) as f64
     ));
     Ok(drain)

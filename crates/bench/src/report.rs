@@ -408,8 +408,7 @@ impl BenchReport {
                 d.concurrency,
                 d.commits_per_op,
                 d.wal_bytes_per_op,
-                d.cpu_us_per_op
-                    .map_or("?".to_owned(), |c| format!("{c:.0}")),
+                d.cpu_us_per_op_text(),
                 thousands(d.attempts as f64),
                 mib(d.worker_peak_rss_bytes)
             );

@@ -273,7 +273,7 @@ async fn triggers_work_in_a_schema_whose_name_needs_quoting() {
 /// The slot of a creation time (`backlog_slot()`, migrations 0020 and 0035) is inlined into the
 /// statements that call it: the backlog triggers call it for every row an enqueue, a claim or a
 /// completion writes, and a call of a SQL function that is not inlined costs microseconds a row
-/// (5.6 ms of each claim of 1,000 before 0035). PostgreSQL inlines it only while its body is no
+/// (5.6 ms of each claim of about 600 before 0035). PostgreSQL inlines it only while its body is no
 /// more volatile than it is declared (IMMUTABLE). Its slots are the ones the body before 0035
 /// computed from the session's time zone, in every zone whose offset is a multiple of five
 /// minutes, across a change of daylight saving time and on either side of each boundary.
