@@ -122,7 +122,78 @@ async fn triggers_work_from_a_session_without_their_schema_on_its_path() {
         waiting, 0,
         "the delete was counted out of its creation slot"
     );
+    let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM operation_attempts")
+        .fetch_one(store.pool())
+        .await
+        .expect("attempts");
+    assert_eq!(attempts, 0, "the operation's attempts went with it");
     operator.close().await;
+}
+
+/// An operation's attempts go with it whoever removes it, by the statement trigger of 0037 (the
+/// foreign key it replaced checked every attempt recorded): a DELETE of some operations removes
+/// their attempts and only theirs, and a TRUNCATE of operations empties the attempts. No foreign
+/// key checks the attempts a completion records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_operations_take_their_attempts_and_only_theirs() {
+    let store = common::fresh_store(1).await;
+    let keys: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_constraint
+         WHERE conrelid = 'operation_attempts'::regclass AND contype = 'f'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .expect("constraints");
+    assert_eq!(keys, 0, "a foreign key checks every attempt recorded");
+    let ids: Vec<uuid::Uuid> = (0..6).map(|_| uuid::Uuid::now_v7()).collect();
+    sqlx::query(
+        "INSERT INTO operations (id, kind, payload, status, terminal_reason, next_eligible_at,
+                                 created_at, updated_at, terminal_at)
+         SELECT id, 'k', '{}', 'dead', 'permanent', now(), now(), now(), now()
+         FROM unnest($1::uuid[]) AS id",
+    )
+    .bind(&ids)
+    .execute(store.pool())
+    .await
+    .expect("operations");
+    // Three attempts each.
+    sqlx::query(
+        "INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, outcome)
+         SELECT id, n, now(), now(), 'error' FROM unnest($1::uuid[]) AS id,
+                generate_series(1, 3) AS n",
+    )
+    .bind(&ids)
+    .execute(store.pool())
+    .await
+    .expect("attempts");
+    let removed = &ids[..4];
+    let gone = sqlx::query("DELETE FROM operations WHERE id = ANY($1)")
+        .bind(removed)
+        .execute(store.pool())
+        .await
+        .expect("delete")
+        .rows_affected();
+    assert_eq!(gone, 4);
+    let left: Vec<(uuid::Uuid, i64)> = sqlx::query_as(
+        "SELECT operation_id, count(*) FROM operation_attempts GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(store.pool())
+    .await
+    .expect("attempts left");
+    assert_eq!(
+        left,
+        vec![(ids[4], 3), (ids[5], 3)],
+        "the removed operations' attempts, and only theirs, went"
+    );
+    sqlx::query("TRUNCATE operations, operation_steps")
+        .execute(store.pool())
+        .await
+        .expect("truncate");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM operation_attempts")
+        .fetch_one(store.pool())
+        .await
+        .expect("attempts");
+    assert_eq!(left, 0, "a truncate of the operations empties their attempts");
 }
 
 /// Every PL/pgSQL function oprec defines in its schema (the triggers') and every function of the
