@@ -193,7 +193,10 @@ async fn removed_operations_take_their_attempts_and_only_theirs() {
         .fetch_one(store.pool())
         .await
         .expect("attempts");
-    assert_eq!(left, 0, "a truncate of the operations empties their attempts");
+    assert_eq!(
+        left, 0,
+        "a truncate of the operations empties their attempts"
+    );
 }
 
 /// Every PL/pgSQL function oprec defines in its schema (the triggers') and every function of the
