@@ -222,18 +222,31 @@ pub(crate) async fn operation_heartbeat_many(
     if params.claims.is_empty() {
         return Ok(Vec::new());
     }
-    let (ids, tokens) = columns(&params.claims);
     let mut tx = store.begin_with(sql::MATCH_BATCH_BY_HASH).await?;
-    let extended: Vec<Uuid> = sqlx::query_scalar(sql::CLAIM_HEARTBEAT_MANY)
-        .bind(store.now_bind())
-        .bind(ids)
-        .bind(tokens)
-        .bind(millis(params.lease))
+    let extended: Vec<Uuid> = heartbeat_query(sql::CLAIM_HEARTBEAT_MANY, store.now_bind(), &params)
         .fetch_all(&mut *tx)
         .await
+        .map_err(backend_error)?
+        .iter()
+        .map(|r| sqlx::Row::try_get(r, 0))
+        .collect::<std::result::Result<_, sqlx::Error>>()
         .map_err(backend_error)?;
     tx.commit().await.map_err(backend_error)?;
     Ok(extended.into_iter().map(OperationId::from).collect())
+}
+
+/// `statement` (claim_heartbeat_many.sql) with the claims and the lease bound.
+fn heartbeat_query(
+    statement: impl sqlx::SqlSafeStr,
+    now: Option<DateTime<Utc>>,
+    params: &HeartbeatManyParams,
+) -> ClaimQuery {
+    let (ids, tokens) = columns(&params.claims);
+    sqlx::query(statement)
+        .bind(now)
+        .bind(ids)
+        .bind(tokens)
+        .bind(millis(params.lease))
 }
 
 /// Whether the claim is current: running under its token, its lease not expired.
@@ -380,7 +393,7 @@ mod plans {
     async fn explain(
         store: &PgStore,
         opening: Option<&'static str>,
-        query: ClaimQuery,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
     ) -> (f64, f64, Vec<String>) {
         let mut tx = match opening {
             Some(o) => store.begin_with(o).await.expect("begin"),
@@ -463,6 +476,63 @@ mod plans {
         assert!(
             removed < f64::from(LIMIT),
             "the claim read and threw away {removed} rows of operations to take {claimed}"
+        );
+        assert!(
+            seq_scans.is_empty(),
+            "sequential scans of operations: {seq_scans:?}"
+        );
+    }
+
+    /// A heartbeat of every claim a worker holds and a completion of them reach the rows through
+    /// the primary key: told the ids' number (500 here), the planner read the whole table instead.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_heartbeat_and_a_completion_read_what_they_touch() {
+        use oprec_core::Transition;
+        use oprec_core::store::{CompleteParams, HeartbeatManyParams};
+        let store = store_with_pending().await;
+        let claimed = operation_claim_eligible(
+            &store,
+            ClaimEligibleParams {
+                kinds: vec!["k".into()],
+                limit: LIMIT,
+                claimant: claimant(),
+                above_default_only: false,
+            },
+        )
+        .await
+        .expect("claim");
+        assert_eq!(claimed.len(), LIMIT as usize);
+        let heartbeat = HeartbeatManyParams {
+            claims: claimed.iter().map(HeldClaim::from).collect(),
+            lease: chrono::Duration::seconds(30),
+        };
+        let statement = explained(sql::CLAIM_HEARTBEAT_MANY);
+        let query = heartbeat_query(statement, None, &heartbeat);
+        let (extended, removed, seq_scans) =
+            explain(&store, Some(sql::MATCH_BATCH_BY_HASH), query).await;
+        assert_eq!(extended, f64::from(LIMIT));
+        assert!(
+            removed < f64::from(LIMIT),
+            "the heartbeat threw away {removed} rows"
+        );
+        assert!(
+            seq_scans.is_empty(),
+            "sequential scans of operations: {seq_scans:?}"
+        );
+        let completions: Vec<CompleteParams> = claimed
+            .iter()
+            .map(|c| CompleteParams {
+                id: c.id,
+                claim_token: c.claim_token(),
+                transition: Transition::succeeded(None),
+            })
+            .collect();
+        let statement = explained(sql::COMPLETE_APPLY);
+        let query = crate::complete::apply_query(statement, None, &completions).expect("bind");
+        let (_, removed, seq_scans) = explain(&store, Some(sql::MATCH_BATCH_BY_HASH), query).await;
+        assert!(
+            removed < f64::from(LIMIT),
+            "the completion threw away {removed} rows"
         );
         assert!(
             seq_scans.is_empty(),

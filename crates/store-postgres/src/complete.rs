@@ -13,6 +13,7 @@ use oprec_core::maintenance::RescueManyParams;
 use oprec_core::store::{CompleteParams, CompleteResult};
 use oprec_core::{Fence, Result, Transition};
 use serde_json::Value;
+use sqlx::Row;
 use uuid::Uuid;
 
 use crate::{PgStore, backend_error, row, sql};
@@ -94,11 +95,38 @@ pub(crate) async fn apply_on<'e, E: sqlx::PgExecutor<'e>>(
     now: Option<DateTime<Utc>>,
     params: &[CompleteParams],
 ) -> Result<Vec<CompleteResult>> {
+    let rows = apply_query(sql::COMPLETE_APPLY, now, params)?
+        .fetch_all(executor)
+        .await
+        .map_err(backend_error)?;
+    let applied: HashSet<(Uuid, Uuid)> = rows
+        .iter()
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<std::result::Result<_, sqlx::Error>>()
+        .map_err(backend_error)?;
+    Ok(params
+        .iter()
+        .map(|p| {
+            if applied.contains(&(*p.id.as_uuid(), p.claim_token)) {
+                CompleteResult::Applied
+            } else {
+                CompleteResult::Stale
+            }
+        })
+        .collect())
+}
+
+/// `statement` (complete_apply.sql) with `params`' transitions bound, one array per field.
+pub(crate) fn apply_query<'a>(
+    statement: impl sqlx::SqlSafeStr,
+    now: Option<DateTime<Utc>>,
+    params: &'a [CompleteParams],
+) -> Result<sqlx::query::Query<'a, sqlx::Postgres, sqlx::postgres::PgArguments>> {
     let mut c = Columns::default();
     for p in params {
         c.push(p)?;
     }
-    let applied: HashSet<(Uuid, Uuid)> = sqlx::query_as::<_, (Uuid, Uuid)>(sql::COMPLETE_APPLY)
+    Ok(sqlx::query(statement)
         .bind(now)
         .bind(c.ids)
         .bind(c.tokens)
@@ -114,22 +142,7 @@ pub(crate) async fn apply_on<'e, E: sqlx::PgExecutor<'e>>(
         .bind(c.crash_counted)
         .bind(c.expired_only)
         .bind(c.suspect)
-        .bind(c.snoozed)
-        .fetch_all(executor)
-        .await
-        .map_err(backend_error)?
-        .into_iter()
-        .collect();
-    Ok(params
-        .iter()
-        .map(|p| {
-            if applied.contains(&(*p.id.as_uuid(), p.claim_token)) {
-                CompleteResult::Applied
-            } else {
-                CompleteResult::Stale
-            }
-        })
-        .collect())
+        .bind(c.snoozed))
 }
 
 /// Writes the worker completions the fence refused into the history of the attempts they
