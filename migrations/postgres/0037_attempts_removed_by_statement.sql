@@ -13,7 +13,7 @@
 -- had just updated (one more write of the row's header and one more WAL record each). In drains of
 -- 100,000 no-op operations with 32 handlers, the same build with the key dropped ran 16-18% faster
 -- in three alternating pairs, with about 12 µs less machine CPU and 60 bytes less WAL per
--- operation (BENCHMARKS.md, 2026-12-04, "The attempts' foreign key").
+-- operation (BENCHMARKS.md, "Figures, 2026-12-04 (evening)").
 --
 -- What the key guarded still holds: an attempt is recorded only by the statement that ends its
 -- claim, from the operation row that statement updated (complete_apply.sql), or by a restore for
