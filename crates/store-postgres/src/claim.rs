@@ -451,7 +451,8 @@ mod plans {
         );
     }
 
-    /// A claim by ids (wake-ups) updates the claimed rows through the primary key.
+    /// A claim by ids (wake-ups) locks and updates the claimed rows through the primary key, and
+    /// so does the mark of the wake-ups published for a batch just enqueued.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_claim_by_ids_reads_what_it_takes() {
         let store = store_with_pending().await;
@@ -476,6 +477,20 @@ mod plans {
         assert!(
             removed < f64::from(LIMIT),
             "the claim read and threw away {removed} rows of operations to take {claimed}"
+        );
+        assert!(
+            seq_scans.is_empty(),
+            "sequential scans of operations: {seq_scans:?}"
+        );
+        let marked = oprec_core::store::MarkWokenParams {
+            ids: params.ids.clone(),
+        };
+        let statement = explained(sql::ENQUEUE_MARK_WOKEN);
+        let query = crate::enqueue::mark_woken_query(statement, None, &marked);
+        let (_, removed, seq_scans) = explain(&store, None, query).await;
+        assert!(
+            removed < f64::from(LIMIT),
+            "the mark threw away {removed} rows"
         );
         assert!(
             seq_scans.is_empty(),

@@ -188,13 +188,22 @@ async fn existing(conn: &mut PgConnection, op: &NewOperation) -> Result<Enqueued
 
 /// Records that wake-ups were published for these operations.
 pub(crate) async fn operation_mark_woken(store: &PgStore, params: MarkWokenParams) -> Result<()> {
-    sqlx::query(sql::ENQUEUE_MARK_WOKEN)
-        .bind(store.now_bind())
-        .bind(row::uuids(&params.ids))
+    mark_woken_query(sql::ENQUEUE_MARK_WOKEN, store.now_bind(), &params)
         .execute(&store.pool)
         .await
         .map_err(backend_error)?;
     Ok(())
+}
+
+/// `statement` (enqueue_mark_woken.sql) with the time and the operations bound.
+pub(crate) fn mark_woken_query(
+    statement: impl sqlx::SqlSafeStr,
+    now: Option<DateTime<Utc>>,
+    params: &MarkWokenParams,
+) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    sqlx::query(statement)
+        .bind(now)
+        .bind(row::uuids(&params.ids))
 }
 
 /// Enqueues on the caller's connection, inside the caller's transaction: `&mut *tx` of a
