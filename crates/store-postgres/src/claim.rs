@@ -386,15 +386,16 @@ mod plans {
         }
     }
 
-    /// Runs `query` (an `EXPLAIN (ANALYZE, FORMAT JSON)` of a claim) in a transaction opened by
-    /// `opening` (none: autocommit, as the claim runs), rolled back; returns the operations
-    /// claimed, the rows of `operations` read and thrown away by filters, and the sequential scans
-    /// of it.
-    async fn explain(
+    /// Runs `query` (an `EXPLAIN (ANALYZE, FORMAT JSON)` of `what`) in a transaction opened by
+    /// `opening` (none: autocommit, as a claim by ids runs), rolled back, and checks that it read
+    /// no whole `operations` and threw away fewer of its rows than a claim takes (printing the
+    /// plan if not); returns the rows the statement returned.
+    async fn reads_little(
         store: &PgStore,
+        what: &str,
         opening: Option<&'static str>,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> (f64, f64, Vec<String>) {
+    ) -> f64 {
         let mut tx = match opening {
             Some(o) => store.begin_with(o).await.expect("begin"),
             None => store.pool.begin().await.expect("begin"),
@@ -405,14 +406,16 @@ mod plans {
         let top = &plan[0]["Plan"];
         let (mut removed, mut seq_scans) = (0.0, Vec::new());
         reads(top, &mut removed, &mut seq_scans);
-        if removed >= f64::from(LIMIT) || !seq_scans.is_empty() {
-            eprintln!("{}", serde_json::to_string_pretty(top).unwrap_or_default());
-        }
-        (
-            top["Actual Rows"].as_f64().unwrap_or(0.0),
-            removed,
-            seq_scans,
-        )
+        let plan = serde_json::to_string_pretty(top).unwrap_or_default();
+        assert!(
+            removed < f64::from(LIMIT),
+            "{what} read and threw away {removed} rows of operations: {plan}"
+        );
+        assert!(
+            seq_scans.is_empty(),
+            "{what} read the whole table ({seq_scans:?}): {plan}"
+        );
+        top["Actual Rows"].as_f64().unwrap_or(0.0)
     }
 
     fn explained(statement: &str) -> sqlx::AssertSqlSafe<String> {
@@ -438,17 +441,9 @@ mod plans {
         );
         let statement = explained(sql::CLAIM_ELIGIBLE.as_str());
         let query = eligible_query(statement, None, &params, None, false);
-        let (claimed, removed, seq_scans) =
-            explain(&store, Some(sql::WALK_PENDING_IN_ORDER), query).await;
+        let opening = Some(sql::WALK_PENDING_IN_ORDER);
+        let claimed = reads_little(&store, "the claim", opening, query).await;
         assert_eq!(claimed, f64::from(LIMIT));
-        assert!(
-            removed < f64::from(LIMIT),
-            "the claim read and threw away {removed} rows of operations to take {claimed}"
-        );
-        assert!(
-            seq_scans.is_empty(),
-            "sequential scans of operations: {seq_scans:?}"
-        );
     }
 
     /// A claim by ids (wake-ups) locks and updates the claimed rows through the primary key, and
@@ -472,30 +467,14 @@ mod plans {
         };
         let statement = explained(sql::CLAIM_BY_IDS.as_str());
         let query = by_ids_query(statement, None, &params, None, false);
-        let (claimed, removed, seq_scans) = explain(&store, None, query).await;
+        let claimed = reads_little(&store, "the claim", None, query).await;
         assert_eq!(claimed, f64::from(LIMIT));
-        assert!(
-            removed < f64::from(LIMIT),
-            "the claim read and threw away {removed} rows of operations to take {claimed}"
-        );
-        assert!(
-            seq_scans.is_empty(),
-            "sequential scans of operations: {seq_scans:?}"
-        );
         let marked = oprec_core::store::MarkWokenParams {
             ids: params.ids.clone(),
         };
         let statement = explained(sql::ENQUEUE_MARK_WOKEN);
         let query = crate::enqueue::mark_woken_query(statement, None, &marked);
-        let (_, removed, seq_scans) = explain(&store, None, query).await;
-        assert!(
-            removed < f64::from(LIMIT),
-            "the mark threw away {removed} rows"
-        );
-        assert!(
-            seq_scans.is_empty(),
-            "sequential scans of operations: {seq_scans:?}"
-        );
+        reads_little(&store, "the mark", None, query).await;
     }
 
     /// A heartbeat of every claim a worker holds and a completion of them reach the rows through
@@ -523,17 +502,9 @@ mod plans {
         };
         let statement = explained(sql::CLAIM_HEARTBEAT_MANY);
         let query = heartbeat_query(statement, None, &heartbeat);
-        let (extended, removed, seq_scans) =
-            explain(&store, Some(sql::MATCH_BATCH_BY_HASH), query).await;
+        let opening = Some(sql::MATCH_BATCH_BY_HASH);
+        let extended = reads_little(&store, "the heartbeat", opening, query).await;
         assert_eq!(extended, f64::from(LIMIT));
-        assert!(
-            removed < f64::from(LIMIT),
-            "the heartbeat threw away {removed} rows"
-        );
-        assert!(
-            seq_scans.is_empty(),
-            "sequential scans of operations: {seq_scans:?}"
-        );
         let completions: Vec<CompleteParams> = claimed
             .iter()
             .map(|c| CompleteParams {
@@ -544,14 +515,7 @@ mod plans {
             .collect();
         let statement = explained(sql::COMPLETE_APPLY);
         let query = crate::complete::apply_query(statement, None, &completions).expect("bind");
-        let (_, removed, seq_scans) = explain(&store, Some(sql::MATCH_BATCH_BY_HASH), query).await;
-        assert!(
-            removed < f64::from(LIMIT),
-            "the completion threw away {removed} rows"
-        );
-        assert!(
-            seq_scans.is_empty(),
-            "sequential scans of operations: {seq_scans:?}"
-        );
+        let ended = reads_little(&store, "the completion", opening, query).await;
+        assert_eq!(ended, f64::from(LIMIT));
     }
 }
