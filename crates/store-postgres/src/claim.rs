@@ -109,15 +109,31 @@ fn by_ids_query(
     limited: Option<&Limited>,
     capped: bool,
 ) -> ClaimQuery {
-    let c = &params.claimant;
-    let query = sqlx::query(statement)
-        .bind(now)
-        .bind(row::uuids(&params.ids))
-        .bind(params.kinds.clone())
-        .bind(millis(c.lease))
-        .bind(c.worker_id.clone())
-        .bind(c.code_version.clone());
+    let ids = row::uuids(&params.ids);
+    let query = claim_query(statement, now, ids, params.kinds.clone(), &params.claimant);
     bind_limits(query, limited, capped)
+}
+
+/// A claim statement with its first six parameters bound, as both claims take them: "now", the
+/// two that say what to claim, then the claimant (lease in ms, worker, code version).
+fn claim_query<A, B>(
+    statement: impl sqlx::SqlSafeStr,
+    now: Option<DateTime<Utc>>,
+    first: A,
+    second: B,
+    claimant: &oprec_core::store::Claimant,
+) -> ClaimQuery
+where
+    A: for<'q> sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + 'static,
+    B: for<'q> sqlx::Encode<'q, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + 'static,
+{
+    sqlx::query(statement)
+        .bind(now)
+        .bind(first)
+        .bind(second)
+        .bind(millis(claimant.lease))
+        .bind(claimant.worker_id.clone())
+        .bind(claimant.code_version.clone())
 }
 
 /// Claims up to `limit` eligible operations: those eligible for longer than
@@ -153,16 +169,16 @@ fn eligible_query(
     limited: Option<&Limited>,
     capped: bool,
 ) -> ClaimQuery {
-    let c = &params.claimant;
-    let query = sqlx::query(statement)
-        .bind(now)
-        .bind(params.kinds.clone())
-        .bind(i64::from(params.limit))
-        .bind(millis(c.lease))
-        .bind(c.worker_id.clone())
-        .bind(c.code_version.clone())
-        .bind(oprec_core::PRIORITY_AGING.num_milliseconds())
-        .bind(params.levels());
+    let limit = i64::from(params.limit);
+    let query = claim_query(
+        statement,
+        now,
+        params.kinds.clone(),
+        limit,
+        &params.claimant,
+    )
+    .bind(oprec_core::PRIORITY_AGING.num_milliseconds())
+    .bind(params.levels());
     bind_limits(query, limited, capped)
 }
 
