@@ -337,9 +337,8 @@ pub(crate) async fn operation_work_exists(
 #[cfg(test)]
 mod plans {
     use super::*;
-    use oprec_core::Store;
+    use crate::test_common as common;
     use oprec_core::store::Claimant;
-    use sqlx::postgres::PgConnectOptions;
 
     /// Pending operations in the table, all eligible, all of priority 0.
     const PENDING: i64 = 20_000;
@@ -347,22 +346,7 @@ mod plans {
     const LIMIT: u32 = 500;
 
     async fn store_with_pending() -> PgStore {
-        let url = std::env::var("OPREC_TEST_DATABASE_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
-        let schema = format!("oprec_test_{}", Uuid::now_v7().simple());
-        let admin = PgStore::connect(&url)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {url} is required for these tests: {e}"));
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
-            .execute(&admin.pool)
-            .await
-            .expect("create schema");
-        admin.pool.close().await;
-        let options: PgConnectOptions = url.parse().expect("database url");
-        let store = PgStore::connect_with(options.options([("search_path", schema.as_str())]), 2)
-            .await
-            .expect("connect to the test schema");
-        store.migrate().await.expect("migrate");
+        let store = common::fresh_store(2).await;
         sqlx::query(
             "INSERT INTO operations (id, kind, payload, next_eligible_at, created_at, updated_at)
              SELECT oprec_uuidv7(now()), 'k', '{}', now() - interval '1 minute', now(), now()

@@ -20,6 +20,14 @@
 //! Not here: wake-ups, workers or policies (see oprec-runtime); this crate only reads and writes
 //! rows.
 
+// The unit tests that need a database (claim.rs, `plans`) make their schema with the integration
+// tests' helper (tests/common), which names this crate as its users do.
+#[cfg(test)]
+extern crate self as oprec_postgres;
+#[cfg(test)]
+#[path = "../tests/common/mod.rs"]
+mod test_common;
+
 mod alerts;
 mod archive;
 mod audit;
