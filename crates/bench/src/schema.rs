@@ -44,7 +44,7 @@ impl Database {
             .execute(AssertSqlSafe(format!("CREATE SCHEMA {name}")))
             .await?;
         let schema = async {
-            let pool = PgPoolOptions::new()
+            let pool = oprec::postgres::pool_options()
                 .max_connections(pool_size)
                 .connect_with(
                     self.options

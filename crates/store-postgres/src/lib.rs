@@ -76,6 +76,29 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/
 /// its commit would hold that lock, and every other worker's re-wakes, for as long as it stalls.
 pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "15s";
 
+/// How long a pooled connection may have sat idle before the pool checks it (a round trip,
+/// `Sync`) on handing it out. sqlx checks every connection on every acquire by default: one more
+/// round trip before every statement, which for a single enqueue was a third of its time. A
+/// connection in steady use is handed out unchecked; one that sat unused (when a server restart,
+/// a proxy's idle timeout or a dropped network is likeliest to have ended it unseen) is checked,
+/// and replaced if it is gone.
+pub const CHECK_CONNECTIONS_IDLE_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The pool's settings every oprec store uses (its size aside): a connection is checked before it
+/// is handed out only when it has been idle for [`CHECK_CONNECTIONS_IDLE_FOR`].
+pub fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= CHECK_CONNECTIONS_IDLE_FOR {
+                    conn.ping().await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
 /// Operation records in PostgreSQL.
 #[derive(Clone, Debug)]
 pub struct PgStore {
@@ -128,7 +151,7 @@ impl PgStore {
             .await
             .map_err(backend_error)?;
         let _ = probe.close().await;
-        let pool = PgPoolOptions::new()
+        let pool = pool_options()
             .max_connections(max_connections)
             .connect_with(options)
             .await
