@@ -637,6 +637,97 @@ pub async fn concurrent_single_enqueues_each_get_their_own_result(rig: Rig) {
     assert_eq!(Counters::get(&counters.noop), created);
 }
 
+/// Counts the inserts a client makes into the store it wraps (every call reaches the store).
+struct CountedInserts {
+    store: Arc<dyn oprec_core::FullStore>,
+    inserts: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl oprec_core::Store for CountedInserts {
+    async fn migrate(&self) -> Result<()> {
+        self.store.migrate().await
+    }
+
+    async fn now(&self) -> Result<chrono::DateTime<chrono::Utc>> {
+        self.store.now().await
+    }
+
+    async fn operation_get(
+        &self,
+        params: oprec_core::store::OperationGetParams,
+    ) -> Result<Option<oprec_core::OperationDetail>> {
+        self.store.operation_get(params).await
+    }
+
+    async fn operation_list(
+        &self,
+        params: oprec_core::store::ListParams,
+    ) -> Result<Vec<oprec_core::Operation>> {
+        self.store.operation_list(params).await
+    }
+
+    async fn operation_count(&self) -> Result<Vec<oprec_core::store::CountRow>> {
+        self.store.operation_count().await
+    }
+}
+
+#[async_trait]
+impl oprec_core::EnqueueStore for CountedInserts {
+    async fn operation_insert_many(
+        &self,
+        ops: Vec<oprec_core::NewOperation>,
+    ) -> Result<Vec<oprec_core::store::Enqueued>> {
+        self.inserts.fetch_add(1, Ordering::Relaxed);
+        self.store.operation_insert_many(ops).await
+    }
+
+    async fn operation_mark_woken(&self, params: oprec_core::store::MarkWokenParams) -> Result<()> {
+        self.store.operation_mark_woken(params).await
+    }
+}
+
+/// Eight callers each enqueueing one operation at a time, again as soon as the last returned (a
+/// busy service's request handlers): their operations go in shared inserts, not one insert per
+/// call. While one group commits the other callers queue, and the writer lets the callers it
+/// answered queue again before it gives up its turn, so the next turn takes them all: about 8
+/// operations per insert here (41 inserts for 320). Before, the first caller back took a turn
+/// alone: 91 inserts on PostgreSQL, 121 on SQLite.
+pub async fn callers_in_a_loop_share_their_inserts(rig: Rig) {
+    const CALLERS: usize = 8;
+    const EACH: usize = 40;
+    let counters = Arc::new(Counters::default());
+    let reg = registry(counters.clone());
+    let counted = Arc::new(CountedInserts {
+        store: rig.store.clone(),
+        inserts: Default::default(),
+    });
+    let client = oprec_runtime::Client::new(counted.clone(), rig.transport.clone(), reg.clone());
+    let mut callers = tokio::task::JoinSet::new();
+    for c in 0..CALLERS {
+        let client = client.clone();
+        callers.spawn(async move {
+            for i in 0..EACH {
+                let e = client
+                    .enqueue("t.noop", json!({"c": c, "i": i}), EnqueueOptions::default())
+                    .await
+                    .unwrap();
+                assert!(e.created);
+            }
+        });
+    }
+    while let Some(joined) = callers.join_next().await {
+        joined.unwrap();
+    }
+    let total = CALLERS * EACH;
+    assert_eq!(rig.count(Status::Pending).await, total as u64);
+    let inserts = counted.inserts.load(Ordering::Relaxed);
+    assert!(
+        inserts * 5 <= total,
+        "{total} single enqueues from {CALLERS} callers took {inserts} inserts"
+    );
+}
+
 /// An operation of a kind that no stream or queue can carry (a control character in its name,
 /// as an import under any name could bring) is left out of the scheduler's publish and named in
 /// the log; the other wake-ups of the pass go, and their operations run.
@@ -693,6 +784,7 @@ macro_rules! e2e_scenarios {
             unknown_kinds_are_not_claimed,
             shutdown_drains_and_releases,
             concurrent_single_enqueues_each_get_their_own_result,
+            callers_in_a_loop_share_their_inserts,
             an_unroutable_kind_does_not_stall_the_scheduler,
             shutdown_gives_back_buffered_claims,
             a_panicking_handler_is_recorded_at_once,
