@@ -24,14 +24,32 @@ const BATCHED_PHASE_PRODUCERS: usize = 1;
 pub struct EnqueueRate {
     /// Operations enqueued.
     pub ops: u64,
-    /// Operations per transaction.
+    /// Operations per call: a batch of `enqueue_many`, or 1 (`enqueue`).
     pub batch: u64,
+    /// The transactions that inserted them (their rows' distinct `xmin`): for single enqueues,
+    /// how many inserts the callers' group commits made.
+    pub inserts: u64,
     /// Producers enqueueing at once.
     pub producers: usize,
     /// Wall-clock seconds.
     pub seconds: f64,
     /// `ops / seconds`.
     pub ops_per_sec: f64,
+}
+
+impl EnqueueRate {
+    /// Operations per inserting transaction.
+    pub fn ops_per_insert(&self) -> f64 {
+        self.ops as f64 / self.inserts.max(1) as f64
+    }
+}
+
+/// The transactions that inserted the schema's operations: their rows' distinct `xmin`.
+async fn inserting_transactions(s: &crate::schema::Schema) -> Result<u64> {
+    let n: i64 = sqlx::query_scalar("SELECT count(DISTINCT xmin::text) FROM operations")
+        .fetch_one(&s.pool)
+        .await?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }
 
 /// Enqueues `ops` operations of `demo.noop` in batches of [`BATCH`], from [`BATCH_PRODUCERS`]
@@ -68,15 +86,17 @@ pub(crate) async fn batched(
     ops: u64,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<EnqueueRate> {
-    let seconds = with_schema(db, 2, true, async |s| {
+    let (seconds, inserts) = with_schema(db, 2, true, async |s| {
         let client = noop::client(Arc::new(s.store.clone()), None)?;
         db.checkpoint().await;
-        fill(&client, ops, BATCHED_PHASE_PRODUCERS).await
+        let seconds = fill(&client, ops, BATCHED_PHASE_PRODUCERS).await?;
+        Ok((seconds, inserting_transactions(s).await?))
     })
     .await?;
     let rate = EnqueueRate {
         ops,
         batch: BATCH,
+        inserts,
         producers: BATCHED_PHASE_PRODUCERS,
         seconds,
         ops_per_sec: ops as f64 / seconds,
@@ -94,7 +114,7 @@ pub(crate) async fn single(
     producers: usize,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<EnqueueRate> {
-    let seconds = with_schema(db, producers as u32, true, async |s| {
+    let (seconds, inserts) = with_schema(db, producers as u32, true, async |s| {
         let client = noop::client(Arc::new(s.store.clone()), None)?;
         db.checkpoint().await;
         let next = Arc::new(AtomicU64::new(0));
@@ -119,19 +139,22 @@ pub(crate) async fn single(
             t.await
                 .map_err(|e| crate::Error::Check(format!("an enqueue task failed: {e}")))??;
         }
-        Ok(started.elapsed().as_secs_f64())
+        let seconds = started.elapsed().as_secs_f64();
+        Ok((seconds, inserting_transactions(s).await?))
     })
     .await?;
     let rate = EnqueueRate {
         ops,
         batch: 1,
+        inserts,
         producers,
         seconds,
         ops_per_sec: ops as f64 / seconds,
     };
     progress(&format!(
-        "enqueue: {ops} operations one per transaction from {producers} producers: {:.0} ops/s",
-        rate.ops_per_sec
+        "enqueue: {ops} operations one per call from {producers} producers: {:.0} ops/s, in {inserts} inserts ({:.1} per insert)",
+        rate.ops_per_sec,
+        rate.ops_per_insert()
     ));
     Ok(rate)
 }

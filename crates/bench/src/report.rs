@@ -301,7 +301,7 @@ impl BenchReport {
         );
         let _ = writeln!(
             t,
-            "{:<56} {:>10} {:>11} {:>15}",
+            "{:<60} {:>10} {:>11} {:>15}",
             "throughput", "ops/s", "of ceiling", "of claim+compl."
         );
         let mut row = |name: String, rate: f64, claim: bool| {
@@ -312,7 +312,7 @@ impl BenchReport {
             };
             let _ = writeln!(
                 t,
-                "{:<56} {:>10} {:>10.0}% {}",
+                "{:<60} {:>10} {:>10.0}% {}",
                 name,
                 thousands(rate),
                 self.of_ceiling(rate) * 100.0,
@@ -368,9 +368,10 @@ impl BenchReport {
         let e = &self.enqueue_single;
         row(
             format!(
-                "enqueue, 1 per call ({} producers, {:.0}% of 1-row)",
+                "enqueue, 1 per call ({} producers, {:.0}% of 1-row, {:.1}/insert)",
                 e.producers,
-                self.of_single_ceiling(e.ops_per_sec) * 100.0
+                self.of_single_ceiling(e.ops_per_sec) * 100.0,
+                e.ops_per_insert()
             ),
             e.ops_per_sec,
             false,

@@ -64,6 +64,15 @@ fn a_tiny_run_measures_every_phase_on_every_transport() {
     assert!(r["ceiling"]["ops_per_sec"].as_f64().unwrap() > 0.0);
     assert_eq!(r["enqueue_batched"]["ops"], 300);
     assert!(r["enqueue_single"]["ops_per_sec"].as_f64().unwrap() > 0.0);
+    // The inserting transactions: one batch of 300; the single enqueues in shared inserts, at
+    // least one and at most one per operation.
+    assert_eq!(r["enqueue_batched"]["inserts"], 1);
+    let single = &r["enqueue_single"];
+    let inserts = single["inserts"].as_u64().unwrap();
+    assert!(
+        (1..=single["ops"].as_u64().unwrap()).contains(&inserts),
+        "{single}"
+    );
     let drains = r["drains"].as_array().unwrap();
     let labels: Vec<&str> = drains
         .iter()
