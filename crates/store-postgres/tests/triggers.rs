@@ -227,7 +227,8 @@ async fn every_function_turns_jit_off_and_pins_its_schema() {
         "oprec_uuidv7(timestamp with time zone)",
         "oprec_payload_bytes(jsonb)",
         "operations_mark_redriven()",
-        "operation_counts_insert()",
+        "operations_inserted()",
+        "operations_updated()",
     ] {
         assert!(names.contains(&expected), "{expected} not among {names:?}");
     }
