@@ -141,6 +141,16 @@ pub trait Transport: Send + Sync + 'static {
         Ok(0)
     }
 
+    /// Whether two receives at once each take up to their own `max` of the wake-ups waiting
+    /// (Redis Streams, whose reads in a consumer group each get entries of their own; the
+    /// in-memory queues), rather than share one window of deliveries (AMQP, whose consumers hold
+    /// at most the prefetch window, which two receives split). A worker keeps a second claim in
+    /// flight only on a transport where this holds: there the second claim's broker round trips
+    /// overlap the first's; elsewhere it only halved each claim. `false`, the default.
+    fn overlapping_receives(&self) -> bool {
+        false
+    }
+
     /// Names kinds that may have wake-ups waiting, for a broker that cannot list its queues
     /// (AMQP): `depth(None)`, `depths()` and `purge(None)` then cover them too. Transports that
     /// find every kind on the broker ignore it.

@@ -50,6 +50,11 @@ impl Transport for MemoryTransport {
         "memory"
     }
 
+    /// Each receive drains up to its own `max` from the queues.
+    fn overlapping_receives(&self) -> bool {
+        true
+    }
+
     async fn publish(&self, wakeups: &[WakeUp]) -> Result<()> {
         if wakeups.is_empty() {
             return Ok(());

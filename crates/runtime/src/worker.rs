@@ -219,9 +219,24 @@ pub struct RunReport {
     pub idle: bool,
 }
 
-/// Claims asked for at once. While one waits on the broker or the database, the next is already
-/// asking, so the store works on two claims and a completion together instead of taking turns.
-const CLAIMS_IN_FLIGHT: usize = 2;
+/// Claims asked for at once: two while taking wake-ups from a transport whose receives overlap
+/// ([`Transport::overlapping_receives`]: Redis, in-memory), else one. The handlers never wait for
+/// a claim: they take from the claim buffer, which [`ClaimAhead`] keeps filled ahead of them. A
+/// second claim in flight overlaps the first's broker round trips (read, claim, acknowledge) where
+/// each read gets wake-ups of its own; elsewhere it cost the store more and gave the handlers
+/// nothing: polling, it walked past every row the first held locked (`SKIP LOCKED` fetches each
+/// before skipping it); on AMQP the two split the prefetch window, so each claim carried half as
+/// many (0.007-0.008 commits per operation instead of 0.004-0.005). Measured with one against
+/// two, alternately, four runs each, 100,000 no-op operations per drain, 32 and 1,000 handlers
+/// (BENCHMARKS.md, "Figures, 2026-12-05"): AMQP drains 18,785-20,700 → 22,377-26,434 ops/s,
+/// poll-only 26,505-30,563 → 27,693-32,564, Redis 26,318-27,476 → 24,365-27,032 (so Redis
+/// keeps two).
+fn claims_in_flight(transport: Option<&dyn Transport>) -> usize {
+    match transport {
+        Some(t) if t.overlapping_receives() => 2,
+        _ => 1,
+    }
+}
 
 /// A claim in flight: what it claimed, and how many it asked for.
 type ClaimFuture<'a> =
@@ -391,6 +406,7 @@ impl Worker {
             stop_probe.clone(),
         ));
         let mut isolating = false;
+        let in_flight = claims_in_flight(self.transport.as_deref());
 
         loop {
             while tasks.try_join_next().is_some() {
@@ -458,7 +474,7 @@ impl Worker {
                 }
                 continue;
             }
-            if !shutdown.is_cancelled() && !isolating && claims.len() < CLAIMS_IN_FLIGHT {
+            if !shutdown.is_cancelled() && !isolating && claims.len() < in_flight {
                 let want = ahead.to_claim(tasks.len(), buffer.len(), asked);
                 if want > 0 {
                     asked += want;

@@ -469,6 +469,11 @@ impl Transport for RedisTransport {
         "redis"
     }
 
+    /// Each `XREADGROUP` gets new entries of its own, up to its `COUNT`.
+    fn overlapping_receives(&self) -> bool {
+        true
+    }
+
     /// One pipeline: the batch's kinds added to the set of kinds, and one `XADD` per wake-up on
     /// its kind's stream.
     async fn publish(&self, wakeups: &[WakeUp]) -> Result<()> {
