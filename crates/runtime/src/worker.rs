@@ -219,8 +219,9 @@ pub struct RunReport {
     pub idle: bool,
 }
 
-/// Claims asked for at once: two while taking wake-ups from a transport whose receives overlap
-/// ([`Transport::overlapping_receives`]: Redis, in-memory), else one. The handlers never wait for
+/// Claims asked for at once: two with a transport whose receives overlap
+/// ([`Transport::overlapping_receives`]: Redis, in-memory; also while the worker polls the store
+/// during that broker's outage), else one. The handlers never wait for
 /// a claim: they take from the claim buffer, which [`ClaimAhead`] keeps filled ahead of them. A
 /// second claim in flight overlaps the first's broker round trips (read, claim, acknowledge) where
 /// each read gets wake-ups of its own; elsewhere it cost the store more and gave the handlers
