@@ -391,6 +391,15 @@ pub(crate) struct WorkerArgs {
     /// On shutdown, how long in-flight attempts may finish before they are released.
     #[arg(long, value_name = "DURATION", default_value = "20s")]
     pub drain_timeout: String,
+    /// How much work the worker claims ahead of its handlers, in time at the completion rate it
+    /// achieves: claimed operations wait in its buffer, on a lease, for a free handler (README,
+    /// "Claiming ahead"). `0s` claims only for free handlers.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub claim_ahead: String,
+    /// The most claimed operations that buffer holds, whatever the rate; 0 claims only for free
+    /// handlers. A small buffer leaves more of a burst to the pool's other workers.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    pub claim_ahead_max: usize,
     /// How long a published wake-up is trusted before the scheduler wakes the operation again.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub rewake_after: String,

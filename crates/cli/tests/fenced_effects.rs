@@ -36,8 +36,18 @@ use rig::{Proc, Rig, RigKind, SIGKILL, poll};
 /// Operations of each flavour, fenced and unfenced.
 const OPS: i64 = 60;
 
-/// The workers' flags: short leases, a few handlers each.
-const FLAGS: &[&str] = &["--lease", "1s", "--concurrency", "2"];
+/// The workers' flags: short leases, a few handlers each, and at most one operation claimed
+/// ahead, so that no worker's claim buffer takes a whole wave (8 operations) and the victims
+/// hold claims when the faults come (with the default buffer, on SQLite poll-only, the steady
+/// worker took whole waves and a run could end with too few faults).
+const FLAGS: &[&str] = &[
+    "--lease",
+    "1s",
+    "--concurrency",
+    "2",
+    "--claim-ahead-max",
+    "1",
+];
 
 /// Waits (3 s at most) until the worker named `prefix` holds a running claim beside others (not
 /// a suspect's isolated one: cutting those again and again would end the operation dead after its

@@ -48,6 +48,8 @@ fn help_documents_the_interface() {
         "--concurrency",
         "--lease",
         "--drain-timeout",
+        "--claim-ahead",
+        "--claim-ahead-max",
         "--rewake-after",
         "--vanish-limit",
         "--code-version",

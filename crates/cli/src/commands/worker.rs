@@ -40,6 +40,7 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         )));
     }
     let drain_timeout = duration::parse("--drain-timeout", &args.drain_timeout)?;
+    let claim_ahead = duration::parse("--claim-ahead", &args.claim_ahead)?;
     let rewake_after = duration::parse("--rewake-after", &args.rewake_after)?;
     let mut policy = DemoPolicy::default();
     if let Some(ladder) = &args.demo_ladder {
@@ -88,6 +89,8 @@ fn config(args: &WorkerArgs) -> anyhow::Result<(WorkerConfig, DemoPolicy)> {
         concurrency: args.concurrency,
         lease,
         drain_timeout: drain_timeout.to_std().unwrap_or_default(),
+        claim_ahead: claim_ahead.to_std().unwrap_or_default(),
+        claim_ahead_max: args.claim_ahead_max,
         code_version: args
             .code_version
             .as_deref()
