@@ -114,9 +114,9 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
     // Three kills and three stops, in turn, each of a victim holding claims, while work lasts.
     let chaos_until = Instant::now() + Duration::from_secs(80);
     let mut round = 0usize;
-    // Which victim to try: the round's, shifted past one that holds nothing. A worker may go
-    // without claims for a long while (on SQLite poll-only, the two others' claim buffers can
-    // take every wave), so the test turns to the other victim instead of waiting on it.
+    // Which victim to try: the round's, shifted past one that holds nothing. A worker may hold
+    // nothing for a while (between waves, or while the two others run a whole wave, which one
+    // claim ahead each still allows), so the test turns to the other victim instead of waiting.
     let mut shift = 0usize;
     // On PostgreSQL, stops go on (while work lasts) until a zombie's late write has been
     // refused, so that the run usually shows the fence at work beside the abandons: the zombie

@@ -221,17 +221,16 @@ pub struct RunReport {
 
 /// Claims asked for at once: two with a transport whose receives overlap
 /// ([`Transport::overlapping_receives`]: Redis, in-memory; also while the worker polls the store
-/// during that broker's outage), else one. The handlers never wait for
-/// a claim: they take from the claim buffer, which [`ClaimAhead`] keeps filled ahead of them. A
-/// second claim in flight overlaps the first's broker round trips (read, claim, acknowledge) where
-/// each read gets wake-ups of its own; elsewhere it cost the store more and gave the handlers
-/// nothing: polling, it walked past every row the first held locked (`SKIP LOCKED` fetches each
-/// before skipping it); on AMQP the two split the prefetch window, so each claim carried half as
-/// many (0.007-0.008 commits per operation instead of 0.004-0.005). Measured with one against
-/// two, alternately, four runs each, 100,000 no-op operations per drain, 32 and 1,000 handlers
-/// (BENCHMARKS.md, "Figures, 2026-12-05"): AMQP drains 18,785-20,700 → 22,377-26,434 ops/s,
-/// poll-only 26,505-30,563 → 27,693-32,564, Redis 26,318-27,476 → 24,365-27,032 (so Redis
-/// keeps two).
+/// during that broker's outage), else one. The handlers never wait for a claim: they take from
+/// the claim buffer, which [`ClaimAhead`] keeps filled ahead of them. A second claim in flight
+/// overlaps the first's broker round trips (read, claim, acknowledge) where each read gets
+/// wake-ups of its own; elsewhere it cost the store more and gave the handlers nothing: polling,
+/// it walked past every row the first held locked (`SKIP LOCKED` fetches each before skipping
+/// it); on AMQP the two split the prefetch window, so each claim carried fewer (0.007-0.008
+/// commits per operation instead of 0.004-0.005). Measured one against two, alternately, four
+/// runs each (BENCHMARKS.md, "Figures, 2026-12-05"): AMQP drains 18,785-20,700 → 22,377-26,434
+/// ops/s, poll-only 26,505-30,563 → 27,693-32,564, Redis 26,318-27,476 → 24,365-27,032 (so
+/// Redis keeps two).
 fn claims_in_flight(transport: Option<&dyn Transport>) -> usize {
     match transport {
         Some(t) if t.overlapping_receives() => 2,
