@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
@@ -56,6 +56,12 @@ pub(crate) struct Link {
     unacked: Mutex<HashMap<u64, String>>,
     /// The kinds whose queue and binding this link has declared.
     declared: tokio::sync::Mutex<HashSet<String>>,
+    /// Consumers started on the receiving channel (one per kind received).
+    consumers: AtomicUsize,
+    /// Held by an acknowledgement from its first frame to its last, so that the frames of two
+    /// acknowledgements never interleave (one's `multiple` would cover the other's tag, and the
+    /// broker closes the channel on a tag acknowledged twice).
+    ack_turn: tokio::sync::Mutex<()>,
     broken: AtomicBool,
 }
 
@@ -97,6 +103,8 @@ impl Link {
             inbox_wanted: Notify::new(),
             unacked: Mutex::new(HashMap::new()),
             declared: tokio::sync::Mutex::new(HashSet::new()),
+            consumers: AtomicUsize::new(0),
+            ack_turn: tokio::sync::Mutex::new(()),
             broken: AtomicBool::new(false),
         })
     }
@@ -165,6 +173,8 @@ impl Link {
     /// Starts the manual-ack consumer of `kind`'s queue on the receiving channel, under the
     /// operation timeout.
     pub(crate) async fn consume(&self, kind: &str) -> Result<lapin::Consumer, AmqpError> {
+        // Counted before it starts: from here on its deliveries may interleave with the others'.
+        self.consumers.fetch_add(1, Ordering::AcqRel);
         self.bounded("basic.consume", async {
             self.receiver
                 .basic_consume(
@@ -287,10 +297,17 @@ impl Link {
     /// Acknowledges the tags this link delivered and still holds; skips the rest (see
     /// [`AmqpTransport`](crate::AmqpTransport)'s `ack`). Returns how many were skipped.
     ///
-    /// When no delivery this link still holds is older than the newest of `tags` (a worker that
-    /// acknowledges each batch it received, in order), one `basic.ack` with `multiple` covers
-    /// them all; otherwise each is acknowledged on its own.
+    /// When the receiving channel has one consumer and no delivery this link still holds is
+    /// older than the newest of `tags` (a worker that acknowledges each batch it received, in
+    /// order), one `basic.ack` with `multiple` covers them all; otherwise each is acknowledged
+    /// on its own. Delivery tags count the channel's deliveries, whatever their consumer, and
+    /// lapin buffers each consumer's apart: with two, a delivery of one kind still in lapin's
+    /// buffer can be older than the newest taken of the other, and a `multiple` would cover it
+    /// before it was handed out (its own acknowledgement then closed the channel: "unknown
+    /// delivery tag", found by the cluster test that drains two kinds).
     pub(crate) async fn ack(&self, tags: &[AckTag]) -> Result<usize, AmqpError> {
+        let _turn = self.ack_turn.lock().await;
+        let one_consumer = self.consumers.load(Ordering::Acquire) <= 1;
         let mut skipped = 0;
         let mut mine = Vec::with_capacity(tags.len());
         let up_to = {
@@ -304,10 +321,9 @@ impl Link {
                 mine.push(tag.delivery_tag);
             }
             // Deliveries still inside lapin's consumer have later tags than any taken off it.
-            mine.iter()
-                .max()
-                .copied()
-                .filter(|&newest| mine.len() > 1 && unacked.keys().all(|&held| held > newest))
+            mine.iter().max().copied().filter(|&newest| {
+                one_consumer && mine.len() > 1 && unacked.keys().all(|&held| held > newest)
+            })
         };
         let acks: Vec<(u64, bool)> = match up_to {
             Some(newest) => vec![(newest, true)],

@@ -326,3 +326,68 @@ fn rabbitmqctl(args: &[&str]) -> String {
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
+
+/// Receives `n` deliveries of `kind` alone.
+async fn receive_of(t: &AmqpTransport, kind: &str, n: usize) -> Vec<oprec_core::Delivery> {
+    let mut all = Vec::new();
+    while all.len() < n {
+        let got = t
+            .receive(&[kind.to_owned()], n - all.len(), Duration::from_secs(2))
+            .await
+            .expect("receive");
+        assert!(
+            !got.is_empty(),
+            "{kind}'s wake-ups stalled at {}",
+            all.len()
+        );
+        all.extend(got);
+    }
+    all
+}
+
+/// Two kinds' consumers share the receiving channel, whose delivery tags count both: acknowledging
+/// one kind's deliveries never covers the other's that wait unseen in the client (a `multiple`
+/// acknowledgement up to the newest tag would, and the broker then closes the channel on the
+/// other's own acknowledgement: "unknown delivery tag").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledging_one_kind_leaves_the_other_kinds_deliveries_alone() {
+    let config = fresh_config();
+    let (a, b) = (
+        oprec_testkit::transport_cases::KIND,
+        oprec_testkit::transport_cases::OTHER_KINDS[0],
+    );
+    let _queue = QueueGuard::new(&config);
+    let t = transport(config.clone()).await;
+    let of = |kind: &str, n: usize| -> Vec<oprec_core::WakeUp> {
+        oprec_testkit::transport_cases::wakeups(&ids(n), kind)
+    };
+    t.publish(&of(b, 5)).await.expect("publish b");
+    // b's consumer starts first: the broker sends b's five (the channel's lowest tags), and
+    // the client keeps the four not taken.
+    let first_b = t
+        .receive(&[b.to_owned()], 1, Duration::from_secs(2))
+        .await
+        .expect("receive b");
+    assert_eq!(first_b.len(), 1);
+    t.publish(&of(a, 5)).await.expect("publish a");
+    let got_a = receive_of(&t, a, 5).await;
+    // With the first of b acknowledged, this link holds only a's, whose tags are all newer than
+    // b's four waiting in the client.
+    t.ack(acks(&first_b)).await.expect("ack the first of b");
+    t.ack(acks(&got_a)).await.expect("ack a");
+    let got_b = receive_of(&t, b, 4).await;
+    t.ack(acks(&got_b))
+        .await
+        .expect("b's own acknowledgement: its tags were not covered by a's");
+    // The channel is still open: everything was acknowledged once, and nothing is left.
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
+    let more = t
+        .receive(
+            &[a.to_owned(), b.to_owned()],
+            10,
+            Duration::from_millis(300),
+        )
+        .await
+        .expect("the channel still works");
+    assert!(more.is_empty(), "nothing was left to deliver: {more:?}");
+}
