@@ -273,7 +273,8 @@ fn an_old_and_a_new_worker_drain_side_by_side_across_the_newest_migration() {
         migrated.elapsed()
     );
     // A `-- no-transaction` migration (an index built or dropped concurrently) is run on every
-    // migrate and never recorded: the schema itself tells whether the new release changed it.
+    // migrate and recorded only afterwards: the schema itself tells whether the new release
+    // changed it.
     let new_schema = schema_fingerprint(&db);
     assert_ne!(
         new_schema, old_schema,

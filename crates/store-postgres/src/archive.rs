@@ -17,7 +17,7 @@ use crate::row::{self, Columns};
 use crate::{PgStore, backend_error, filter, sql};
 
 /// One batch of terminal matches in id order, with their attempts and steps. Walks the primary
-/// key from `after`, or operations_status_kind when kinds narrow it.
+/// key from `after`.
 pub(crate) async fn operation_export(
     store: &PgStore,
     params: OperationExportParams,

@@ -160,8 +160,10 @@ fn push_redrivable(q: &mut QueryBuilder<Postgres>, f: &OperationFilter, include_
     if include_cancelled {
         terminal.push(Status::Cancelled.as_str());
     }
+    // (The literal list says what the bound array cannot: operations_terminal_at, of dead and
+    // cancelled rows by finish time, can serve it whatever the plan.)
     q.push(" o.status = ANY(").push_bind(terminal).push(
-        ") AND NOT EXISTS (SELECT 1 FROM operations c \
+        ") AND o.status IN ('dead', 'cancelled') AND NOT EXISTS (SELECT 1 FROM operations c \
              WHERE c.redrive_of = o.id AND NOT c.redrive_duplicate)",
     );
     push_conditions(q, f);

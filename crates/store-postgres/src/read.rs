@@ -11,11 +11,12 @@ use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 /// Creates or upgrades the schema with the embedded migrations: first every transactional one,
 /// under sqlx's migration lock; then the `-- no-transaction` ones (each a single `CREATE INDEX
 /// CONCURRENTLY IF NOT EXISTS`, or `DROP INDEX CONCURRENTLY IF EXISTS`), outside it, on every
-/// run and unrecorded: each is a no-op once done. A concurrent build waits for every older
-/// transaction in the database, and another process waiting for the migration lock holds one:
-/// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
-/// tests in parallel). Outside the lock, two processes building the same index are harmless:
-/// the loser finds it made, which [`online_index`] treats as done. An online index that a failed
+/// run (and recorded once they ran, [`record_online`]): each is a no-op once done, and an index
+/// that a later one drops is not built. A concurrent build waits for every older transaction in
+/// the database, and another process waiting for the migration lock holds one: building under
+/// the lock deadlocks whenever two processes migrate at once (a fleet starting, tests in
+/// parallel). Outside the lock, two processes building the same index are harmless: the loser
+/// finds it made, which [`online_index`] treats as done. An online index that a failed
 /// concurrent build left invalid is dropped and built again ([`drop_invalid_index`]).
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
     refuse_newer_schema(store).await?;
@@ -28,11 +29,54 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
         .run(&store.pool)
         .await
         .map_err(|e| Error::backend(false, e))?;
-    for m in MIGRATOR.iter().filter(|m| m.no_tx) {
+    let online: Vec<_> = MIGRATOR.iter().filter(|m| m.no_tx).collect();
+    for (i, m) in online.iter().enumerate() {
+        // An index a later migration drops is not built again on every run only to be dropped.
+        if online_index_name(m).is_some_and(|name| {
+            online[i + 1..]
+                .iter()
+                .any(|later| dropped_index_name(later) == Some(name))
+        }) {
+            continue;
+        }
         drop_invalid_index(store, m).await?;
         online_index(store, m).await?;
     }
+    record_online(store, &online).await
+}
+
+/// Records the online migrations once they ran, as sqlx records the others, so that a release
+/// that does not know one refuses to migrate ([`refuse_newer_schema`]) instead of running its
+/// own online migrations again (it would build an index a newer one dropped). They still run
+/// on every migrate: a record says a migration ran once, not that its index is valid now.
+async fn record_online(store: &PgStore, online: &[&sqlx::migrate::Migration]) -> Result<()> {
+    let versions: Vec<i64> = online.iter().map(|m| m.version).collect();
+    let descriptions: Vec<&str> = online.iter().map(|m| &*m.description).collect();
+    let checksums: Vec<&[u8]> = online.iter().map(|m| &*m.checksum).collect();
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         SELECT v, d, true, c, 0 FROM UNNEST($1::int8[], $2::text[], $3::bytea[]) AS t(v, d, c)
+         ON CONFLICT (version) DO NOTHING",
+    )
+    .bind(versions)
+    .bind(descriptions)
+    .bind(checksums)
+    .execute(&store.pool)
+    .await
+    .map_err(backend_error)?;
     Ok(())
+}
+
+/// The index a `-- no-transaction` migration drops: the name after `DROP INDEX CONCURRENTLY IF
+/// EXISTS`.
+fn dropped_index_name(m: &sqlx::migrate::Migration) -> Option<&str> {
+    let (_, rest) = m
+        .sql
+        .as_str()
+        .split_once("DROP INDEX CONCURRENTLY IF EXISTS")?;
+    rest.split_whitespace()
+        .next()
+        .map(|name| name.trim_end_matches(';'))
 }
 
 /// The index a `-- no-transaction` migration builds: the name after `IF NOT EXISTS`.

@@ -105,6 +105,8 @@ type Question = (Option<String>, String, DateTime<Utc>);
 async fn recovered(store: &PgStore, groups: &mut [PreviewGroup]) -> Result<()> {
     let mut found: HashMap<Question, Option<DateTime<Utc>>> = HashMap::new();
     let mut tx = store.begin_with(sql::WALK_FINISHED_IN_ORDER).await?;
+    // The kinds with successes, read once, when a group first asks about a dependency.
+    let mut succeeded_kinds: Option<Vec<String>> = None;
     for g in groups.iter_mut() {
         let Some(last) = g.last_ended_at else {
             continue;
@@ -120,18 +122,83 @@ async fn recovered(store: &PgStore, groups: &mut [PreviewGroup]) -> Result<()> {
             g.recovered_at = *at;
             continue;
         }
-        let at: Option<DateTime<Utc>> = sqlx::query_scalar(sql::REDRIVE_RECOVERED)
-            .bind(&g.dependency)
-            .bind(&g.kind)
-            .bind(last)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(backend_error)?;
+        let at = match &g.dependency {
+            None => sqlx::query_scalar(sql::REDRIVE_RECOVERED)
+                .bind(&g.kind)
+                .bind(last)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(backend_error)?,
+            Some(dependency) => {
+                if succeeded_kinds.is_none() {
+                    succeeded_kinds = Some(
+                        sqlx::query_scalar(sql::REDRIVE_SUCCEEDED_KINDS)
+                            .fetch_all(&mut *tx)
+                            .await
+                            .map_err(backend_error)?,
+                    );
+                }
+                let kinds = succeeded_kinds.as_deref().unwrap_or_default();
+                recovered_dependency(&mut tx, kinds, dependency, last).await?
+            }
+        };
         found.insert(key, at);
         g.recovered_at = at;
     }
     tx.commit().await.map_err(backend_error)?;
     Ok(())
+}
+
+/// Kinds whose walks one statement merges.
+const KINDS_PER_WALK: usize = 64;
+
+/// When an operation calling `dependency` first succeeded after `after`, whatever its kind. Each
+/// kind's successes are walked in operations_finished_kind (status, kind, terminal_at) from
+/// `after`, and the walks of up to [`KINDS_PER_WALK`] kinds are merged in finish order (a merge
+/// append under `LIMIT 1`), so that the statement reads the successes of those kinds in the
+/// order they happened and stops at the first that called the dependency: the rows a walk of
+/// every success in finish order would read, and one probe per kind. A later statement walks
+/// only up to the earliest success found so far.
+async fn recovered_dependency(
+    tx: &mut sqlx::Transaction<'static, sqlx::Postgres>,
+    kinds: &[String],
+    dependency: &str,
+    after: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>> {
+    let mut earliest: Option<DateTime<Utc>> = None;
+    for chunk in kinds.chunks(KINDS_PER_WALK) {
+        let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new("SELECT m.t FROM (");
+        for (i, kind) in chunk.iter().enumerate() {
+            if i > 0 {
+                q.push(" UNION ALL ");
+            }
+            // Each walk is a subquery asked in the index's order, so that the planner merges
+            // the walks' orders (flattened into one append, it sorted every match instead).
+            q.push(
+                "(SELECT o.terminal_at AS t FROM operations o \
+                 WHERE o.status IN ('succeeded', 'cancelled') AND o.status = 'succeeded' \
+                 AND o.kind = ",
+            )
+            .push_bind(kind.as_str())
+            .push(" AND o.terminal_at > ")
+            .push_bind(after)
+            .push(" AND o.terminal_at < coalesce(")
+            .push_bind(earliest)
+            .push("::timestamptz, 'infinity') AND o.dependency = ")
+            .push_bind(dependency)
+            .push(" ORDER BY o.status, o.kind, o.terminal_at)");
+        }
+        q.push(") AS m ORDER BY m.t LIMIT 1");
+        let at: Option<DateTime<Utc>> = q
+            .build_query_scalar()
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(backend_error)?;
+        if at.is_some() {
+            earliest = at;
+        }
+    }
+    Ok(earliest)
 }
 
 /// Re-drives one batch, oldest terminal first, the i-th eligible at `start_at + i * spacing`;

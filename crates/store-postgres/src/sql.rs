@@ -52,13 +52,14 @@ pub(crate) const FIND_BY_STATUS_INDEX: &str =
 
 /// Opens the transactions that walk the partial indexes of finished operations in their order
 /// and stop early: a retention batch ([`RETENTION_DELETE`]) walks `operations_finished_kind` one
-/// kind at a time in finish order up to the cutoff, and [`REDRIVE_RECOVERED`] walks
-/// `operations_finished_at` from a time to the first match (`ORDER BY terminal_at LIMIT 1`).
+/// kind at a time in finish order up to the cutoff, and [`REDRIVE_RECOVERED`] walks it from a
+/// time to the first match (`ORDER BY terminal_at LIMIT 1`), or, for a dependency, the kinds'
+/// walks merged in finish order (redrive.rs, `recovered_dependency`).
 /// Without statistics (autovacuum off, a table never analyzed, a mass death just recorded) the
-/// planner took every finished row through `operations_status_kind` and sorted them all: 11.9 s
-/// and a 39 MB spill for one retention batch at 1 M rows, against 0.1 s once analyzed. With sorts
-/// and sequential scans priced out, only the ordered walk that stops early is left; JIT is off for
-/// the reason [`WALK_PENDING_IN_ORDER`] gives.
+/// planner took every finished row through the index of (status, kind, id) and sorted them all:
+/// 11.9 s and a 39 MB spill for one retention batch at 1 M rows, against 0.1 s once analyzed.
+/// With sorts and sequential scans priced out, only the ordered walk that stops early is left;
+/// JIT is off for the reason [`WALK_PENDING_IN_ORDER`] gives.
 pub(crate) const WALK_FINISHED_IN_ORDER: &str =
     "BEGIN; SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL jit = off";
 
@@ -356,8 +357,11 @@ pub(crate) const REDRIVE_AS_NEW: &str = include_str!("sql/redrive_as_new.sql");
 /// Re-drives terminal operations in place.
 pub(crate) const REDRIVE_IN_PLACE: &str = include_str!("sql/redrive_in_place.sql");
 
-/// When a dependency (or kind) first succeeded after a time.
+/// When a kind first succeeded after a time.
 pub(crate) const REDRIVE_RECOVERED: &str = include_str!("sql/redrive_recovered.sql");
+
+/// The kinds that have succeeded operations (a loose scan).
+pub(crate) const REDRIVE_SUCCEEDED_KINDS: &str = include_str!("sql/redrive_succeeded_kinds.sql");
 
 /// Creates or updates a re-drive job's row.
 pub(crate) const REDRIVE_JOB_SAVE: &str = include_str!("sql/redrive_job_save.sql");

@@ -24,12 +24,12 @@ async fn valid(store: &oprec_postgres::PgStore, names: &[&str]) -> Vec<bool> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_rebuilds_an_invalid_online_index() {
     let store = common::fresh_store(2).await;
-    let names = ["operations_finished_at", "operations_finished_kind"];
+    let names = ["operations_errored", "operations_finished_kind"];
     assert_eq!(valid(&store, &names).await, [true, true]);
     // What a concurrent build that failed half-way leaves.
     sqlx::query(
         "UPDATE pg_index SET indisvalid = false
-         WHERE indexrelid IN ('operations_finished_at'::regclass, 'operations_finished_kind'::regclass)",
+         WHERE indexrelid IN ('operations_errored'::regclass, 'operations_finished_kind'::regclass)",
     )
     .execute(store.pool())
     .await
@@ -56,4 +56,30 @@ async fn migrate_rebuilds_an_invalid_online_index() {
             .await
             .expect("oids");
     assert_eq!(before, after, "valid indexes are not rebuilt");
+}
+
+/// The indexes later migrations dropped stay dropped: a migrate does not build them again only
+/// to drop them, and the index that replaced one is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrate_leaves_dropped_indexes_dropped() {
+    let store = common::fresh_store(2).await;
+    let present = |name: &'static str| {
+        let pool = store.pool().clone();
+        async move {
+            sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
+                .bind(name)
+                .fetch_one(&pool)
+                .await
+                .expect("to_regclass")
+        }
+    };
+    for _ in 0..2 {
+        assert!(!present("operations_finished_at").await, "0041 dropped it");
+        assert!(!present("operations_status_kind").await, "0040 dropped it");
+        assert!(
+            present("operations_status_kind_waiting_or_dead").await,
+            "0039 built its replacement"
+        );
+        store.migrate().await.expect("migrate again");
+    }
 }

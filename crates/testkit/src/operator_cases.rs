@@ -25,6 +25,7 @@ use serde_json::json;
 use crate::Harness;
 pub use crate::redrive_cases::{
     redrive_jobs_keep_state_stops_and_resumption, redrive_leaves_out_what_a_control_holds_back,
+    redrive_preview_asks_about_the_dependency_across_kinds,
     redrive_preview_says_whether_it_is_safe,
 };
 use crate::store_cases::enqueue;
@@ -1909,6 +1910,7 @@ macro_rules! operator_conformance_tests {
             redrive_leaves_out_what_a_control_holds_back,
             redrive_jobs_keep_state_stops_and_resumption,
             redrive_preview_says_whether_it_is_safe,
+            redrive_preview_asks_about_the_dependency_across_kinds,
         );
     };
     (@cases $setup:path; $($case:ident),+ $(,)?) => {

@@ -309,3 +309,59 @@ pub async fn redrive_preview_says_whether_it_is_safe<S: FullStore>(h: Harness<S>
     );
     assert_eq!(j.reason, Some(TerminalReason::Permanent));
 }
+
+/// A group whose operations call a dependency has recovered when an operation of any kind that
+/// calls the same dependency succeeded since its last death: the earliest such success counts,
+/// however many kinds there are (more than one statement's worth of kinds here), and neither a
+/// success of the same kind without the dependency nor one of another dependency does.
+pub async fn redrive_preview_asks_about_the_dependency_across_kinds<S: FullStore>(h: Harness<S>) {
+    let calls = |dependency: &str| EnqueueOptions {
+        dependency: Some(dependency.into()),
+        ..EnqueueOptions::default()
+    };
+    let id = enqueue(&h, "charge", calls("stripe")).await;
+    finish(
+        &h,
+        id,
+        Transition::dead(
+            TerminalReason::AttemptsExhausted,
+            Some(Failure::new(
+                FailureClass::Transient,
+                oprec_core::OperationError::new("stripe answered 503"),
+            )),
+        ),
+    )
+    .await;
+    let group = |p: &oprec_core::operator::RedrivePreview| {
+        p.groups
+            .iter()
+            .find(|g| g.kind == "charge")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        group(&preview(&h).await).dependency.as_deref(),
+        Some("stripe")
+    );
+    h.clock.advance(Duration::minutes(1));
+    // Successes that say nothing of stripe: the same kind without it, another dependency, and
+    // seventy kinds that call nothing.
+    let ok = enqueue(&h, "charge", EnqueueOptions::default()).await;
+    finish(&h, ok, Transition::succeeded(None)).await;
+    let ok = enqueue(&h, "refund", calls("paypal")).await;
+    finish(&h, ok, Transition::succeeded(None)).await;
+    for i in 0..70 {
+        let ok = enqueue(&h, &format!("other.{i:02}"), EnqueueOptions::default()).await;
+        finish(&h, ok, Transition::succeeded(None)).await;
+    }
+    assert_eq!(group(&preview(&h).await).recovered_at, None);
+    // Two successes through stripe, in kinds far apart in name order: the earlier one counts.
+    h.clock.advance(Duration::minutes(1));
+    let first = h.clock.now();
+    let ok = enqueue(&h, "zz.payout", calls("stripe")).await;
+    finish(&h, ok, Transition::succeeded(None)).await;
+    h.clock.advance(Duration::minutes(1));
+    let ok = enqueue(&h, "aa.invoice", calls("stripe")).await;
+    finish(&h, ok, Transition::succeeded(None)).await;
+    assert_eq!(group(&preview(&h).await).recovered_at, Some(first));
+}

@@ -1,10 +1,11 @@
 -- Whether a worker of kinds $2 (empty: any) has work: an operation of those kinds that is running,
 -- or pending, eligible at "now" ($1; NULL: the database's clock), within its deadline and held
 -- back by no control. Each arm stops at its first row: running rows through
--- operations_status_kind (status, kind, id), pending ones by walking operations_pending_eligible
--- in its order (the first eligible row, in a transaction opened with WALK_PENDING_IN_ORDER,
--- sql.rs). An EXISTS there let a planner that believed most rows pending scan the table from
--- its start for a first match, past every finished row: 33 ms per call at 100,000 rows.
+-- operations_running_lease (never more rows than the fleet's claims), pending ones by walking
+-- operations_pending_eligible in its order (the first eligible row, in a transaction opened with
+-- WALK_PENDING_IN_ORDER, sql.rs). An EXISTS there let a planner that believed most rows pending
+-- scan the table from its start for a first match, past every finished row: 33 ms per call at
+-- 100,000 rows.
 SELECT EXISTS (
     SELECT 1 FROM operations
     WHERE status = 'running'

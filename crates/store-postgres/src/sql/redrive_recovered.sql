@@ -1,9 +1,10 @@
--- When an operation of dependency $1 (of kind $2 when $1 is NULL) first succeeded after $3: a
--- re-drive's dry run asks whether the cause of a group's deaths is gone. Walks
--- operations_finished_at from $3 on and stops at the first match (the caller's transaction
--- prices sorts out, so the planner keeps that walk whatever the statistics say).
+-- When an operation of kind $1 first succeeded after $2: a re-drive's dry run asks whether the
+-- cause of a group's deaths is gone. One probe into operations_finished_kind (status, kind,
+-- terminal_at), walked from $3 to its first row (the caller's transaction prices sorts out, so
+-- the planner keeps that walk whatever the statistics say). A group with a dependency asks about
+-- the dependency instead, across kinds (redrive.rs, `recovered_dependency`).
 SELECT o.terminal_at FROM operations o
-WHERE o.status IN ('succeeded', 'cancelled') AND o.status = 'succeeded' AND o.terminal_at > $3
-  AND CASE WHEN $1::text IS NULL THEN o.kind = $2 ELSE o.dependency = $1 END
-ORDER BY o.terminal_at
+WHERE o.status IN ('succeeded', 'cancelled') AND o.status = 'succeeded' AND o.kind = $1
+  AND o.terminal_at > $2
+ORDER BY o.status, o.kind, o.terminal_at
 LIMIT 1

@@ -4,9 +4,9 @@
 -- kind's backlog: the kinds with pending operations and their counts come from the
 -- trigger-kept counts (operation_counts, a few hundred rows), the live workers' kinds from the
 -- (small) workers table, and the rest from the first $3 entries of the kind in
--- operations_status_kind (status, kind, id), in id order: ids are UUID v7 made at enqueue, so
--- the first is the oldest as long as the hosts' clocks agree. Run in a transaction opened with
--- STATS_INDEXES_ONLY (sql.rs).
+-- operations_status_kind_waiting_or_dead (status, kind, id), in id order: ids are UUID v7 made
+-- at enqueue, so the first is the oldest as long as the hosts' clocks agree. Run in a transaction
+-- opened with STATS_INDEXES_ONLY (sql.rs).
 WITH waiting AS (
     SELECT c.kind, sum(c.operations)::int8 AS pending
     FROM operation_counts c
@@ -31,7 +31,8 @@ CROSS JOIN LATERAL (
            min(o.created_at) AS oldest_created_at
     FROM (SELECT o.id, o.next_eligible_at, o.created_at
           FROM operations o
-          WHERE o.status = 'pending' AND o.kind = u.kind
+          WHERE o.status = 'pending' AND o.status NOT IN ('running', 'succeeded', 'cancelled')
+            AND o.kind = u.kind
           ORDER BY o.id
           LIMIT $3) AS o
 ) f

@@ -1,0 +1,14 @@
+-- no-transaction
+-- Rolling deploy: safe while workers run: dropped CONCURRENTLY (writes go on), alone in its file.
+-- The previous release's re-drive dry run walked it to ask whether a dependency has succeeded
+-- since a group's last death: without it, that question reads operations_finished_kind or, with
+-- stale statistics, more rows; the answer is the same.
+--
+-- operations_finished_at (terminal_at) WHERE status IN ('succeeded', 'cancelled') (0008): every
+-- completion of a success wrote an entry in it beside its entry in operations_finished_kind
+-- (status, kind, terminal_at), which holds the same rows. Its one reader, the dry run's "has it
+-- succeeded since?" (redrive_recovered.sql), walks operations_finished_kind one kind at a time
+-- instead, each walk stopping at the earliest success found so far (store-postgres, redrive.rs).
+-- The migration that built it (0008) is not run again now that this one drops it
+-- (read.rs, `migrate`).
+DROP INDEX CONCURRENTLY IF EXISTS operations_finished_at;
