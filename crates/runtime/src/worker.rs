@@ -33,6 +33,7 @@ use rand::Rng;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::attempt_span;
 use crate::background::{Background, BackgroundParams};
@@ -340,7 +341,26 @@ impl Worker {
     /// Runs until `shutdown` is cancelled, then drains: stops taking work, gives back the claims
     /// waiting in the buffer (attempts refunded), lets in-flight attempts finish up to the drain
     /// timeout, releases the rest, and writes every outcome.
+    ///
+    /// The loop runs as a task of the caller's runtime, whatever thread awaits this: awaited on
+    /// the thread that started the runtime (`block_on`, `#[tokio::main]`), it was woken across
+    /// threads by every attempt that finished (a futex wake and a context switch each) and waited
+    /// for a core behind the database's backends; as a task it is woken on the thread where its
+    /// handlers run. A worker draining 200,000 no-op operations at 32 handlers made a third of
+    /// the context switches, used a quarter less CPU and ran 1.07-1.19 times as fast
+    /// (BENCHMARKS.md, "Figures, 2026-12-05: the worker's loop on the runtime"). Dropping the
+    /// returned future stops the loop (the task is aborted with its handle), as before; a panic
+    /// in it reaches the caller.
     pub async fn run(self, shutdown: CancellationToken) -> RunReport {
+        match AbortOnDropHandle::new(tokio::spawn(self.run_loop(shutdown))).await {
+            Ok(report) => report,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            // Aborted only by the handle's drop, after which nobody awaits.
+            Err(e) => unreachable!("the worker's loop was cancelled while awaited: {e}"),
+        }
+    }
+
+    async fn run_loop(self, shutdown: CancellationToken) -> RunReport {
         let (tx, rx) = mpsc::unbounded_channel::<Completion>();
         let completer = tokio::spawn(completer::run(
             self.store.clone(),
