@@ -28,13 +28,22 @@
 mod common;
 mod rig;
 
+use std::cell::Cell;
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
 use rig::{Proc, Rig, RigKind, SIGKILL, poll};
 
-/// Operations of each flavour, fenced and unfenced.
-const OPS: i64 = 60;
+/// Operations of each flavour, fenced and unfenced, in one wave of work.
+const WAVE: i64 = 4;
+
+/// Waves enqueued at least (so that a run whose faults all came early still ends many operations
+/// under them) and at most (so that a run whose faults cannot land still ends).
+const WAVES: (i64, i64) = (15, 100);
+
+/// Operations left unended below which another wave is enqueued: about three seconds of the
+/// three workers' work, the longest a fault waits for its victim to hold the right claim.
+const BACKLOG: i64 = 6 * 2 * WAVE;
 
 /// The workers' flags: short leases, a few handlers each, and at most one operation claimed
 /// ahead, so that no worker's claim buffer takes a whole wave (8 operations) and the victims
@@ -51,12 +60,23 @@ const FLAGS: &[&str] = &[
 
 /// Waits (3 s at most) until the worker named `prefix` holds a running claim beside others (not
 /// a suspect's isolated one: cutting those again and again would end the operation dead after its
-/// four attempts, and this test counts the effects of operations that all succeed).
-fn holds_claims(rig: &Rig, prefix: &str) -> bool {
+/// four attempts, and this test counts the effects of operations that all succeed), and with
+/// `fenced`, a claim of a fenced operation: a kill then cuts a fenced attempt. Before kills
+/// waited for any claim, and on SQLite poll-only (where a stop cannot cut a fenced attempt: the
+/// zombie holds the one write lock, and its commit applies) three kills could all land on
+/// workers holding only unfenced claims (a CI run: "no fenced attempt was cut").
+/// `work` is called as it waits, to keep work coming.
+fn holds_claims(rig: &Rig, prefix: &str, fenced: bool, work: &dyn Fn()) -> bool {
+    let only_fenced = if fenced {
+        "AND (payload ->> 'fenced') IS NOT NULL"
+    } else {
+        ""
+    };
     poll(Duration::from_secs(3), Duration::from_millis(5), || {
+        work();
         let held = rig.scalar(&format!(
             "SELECT count(*) FROM operations WHERE status = 'running' AND NOT isolated \
-             AND worker_id LIKE '{prefix}-%'"
+             AND worker_id LIKE '{prefix}-%' {only_fenced}"
         ));
         (held > 0).then_some(())
     })
@@ -78,56 +98,72 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         w.wait_until_up();
     }
     // Enqueued once every worker listens, so that each broker spreads the work over all three
-    // (the first AMQP consumer would otherwise prefetch the whole backlog), and in fifteen waves
-    // three seconds apart, so that work lasts through every kill and stop (a stop can last
-    // several seconds: until the rescuer has taken the zombie's claims and its late write came).
-    const WAVES: [&str; 15] = [
-        "0s", "3s", "6s", "9s", "12s", "15s", "18s", "21s", "24s", "27s", "30s", "33s", "36s",
-        "39s", "42s",
-    ];
-    for delay in WAVES {
-        for payload in [
-            r#"{"fenced": true, "sleep_after_ms": 400}"#,
-            r#"{"sleep_after_ms": 400}"#,
-        ] {
-            rig.oprec_ok(&[
-                "enqueue",
-                "--kind",
-                "demo.effect",
-                "--payload",
-                payload,
-                "--count",
-                &(OPS / WAVES.len() as i64).to_string(),
-                "--delay",
-                delay,
-            ]);
-        }
-    }
-    let (mut kills, mut stops, mut started) = (0, 0, 2);
-    // What became of the zombies' late writes (PostgreSQL): refused by the fence, abandoned.
-    let (mut late, mut abandoned) = (0i64, 0i64);
+    // (the first AMQP consumer would otherwise prefetch the whole backlog), and a wave or two at a
+    // time whenever fewer than BACKLOG operations are left unended, so that work lasts through
+    // every kill and stop however long they take (a stop can last several seconds: until the
+    // rescuer has taken the zombie's claims and its late write came). Fifteen waves enqueued up
+    // front on a timetable could all end before the faults did: on SQLite poll-only the steady
+    // worker, which claims again as soon as an attempt ends while the victims wait for their next
+    // poll, once ran 98 of the 120 operations, and the run ended with one kill and one stop.
+    let waves = Cell::new(0i64);
     let ended = || {
         rig.scalar(
             "SELECT count(*) FROM operations WHERE status IN ('succeeded', 'dead', 'cancelled')",
         )
     };
-    // Three kills and three stops, in turn, each of a victim holding claims, while work lasts.
+    let looked = Cell::new(None::<Instant>);
+    let top_up = || {
+        if looked
+            .get()
+            .is_some_and(|at| at.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        looked.set(Some(Instant::now()));
+        // Two waves at most at a time: the workers drain as the test enqueues.
+        for _ in 0..2 {
+            if waves.get() >= WAVES.1 || 2 * WAVE * waves.get() - ended() >= BACKLOG {
+                break;
+            }
+            for payload in [
+                r#"{"fenced": true, "sleep_after_ms": 400}"#,
+                r#"{"sleep_after_ms": 400}"#,
+            ] {
+                rig.oprec_ok(&[
+                    "enqueue",
+                    "--kind",
+                    "demo.effect",
+                    "--payload",
+                    payload,
+                    "--count",
+                    &WAVE.to_string(),
+                ]);
+            }
+            waves.set(waves.get() + 1);
+        }
+    };
+    top_up();
+    let (mut kills, mut stops, mut started) = (0, 0, 2);
+    // What became of the zombies' late writes (PostgreSQL): refused by the fence, abandoned.
+    let (mut late, mut abandoned) = (0i64, 0i64);
+    // Three kills and three stops, in turn: each kill of a victim holding a fenced claim, each
+    // stop of one holding claims.
     let chaos_until = Instant::now() + Duration::from_secs(80);
     let mut round = 0usize;
     // Which victim to try: the round's, shifted past one that holds nothing. A worker may hold
-    // nothing for a while (between waves, or while the two others run a whole wave, which one
-    // claim ahead each still allows), so the test turns to the other victim instead of waiting.
+    // nothing for a while (while the two others take the new work first, which one claim ahead
+    // each still allows), so the test turns to the other victim instead of waiting.
     let mut shift = 0usize;
-    // On PostgreSQL, stops go on (while work lasts) until a zombie's late write has been
+    // On PostgreSQL, stops go on until a zombie's late write has been
     // refused, so that the run usually shows the fence at work beside the abandons: the zombie
     // races its own heartbeat, which may find the claim lost first and abandon the attempt.
     let wants_late = kind != RigKind::SqlitePoll;
     while (kills + stops < 6 || (wants_late && late == 0 && stops < 12))
-        && ended() < 2 * OPS
         && Instant::now() < chaos_until
     {
+        top_up();
         let (name, w) = &mut victims[(round / 2 + shift) % 2];
-        if !holds_claims(&rig, name) {
+        if !holds_claims(&rig, name, round.is_multiple_of(2), &top_up) {
             shift += 1;
             continue;
         }
@@ -138,7 +174,7 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
             started += 1;
             *w = rig.worker(name, FLAGS);
         } else {
-            match zombie(&rig, kind, name, w) {
+            match zombie(&rig, kind, name, w, &top_up) {
                 Some(what) => {
                     late += i64::from(what == Some(Late::Refused));
                     abandoned += i64::from(what == Some(Late::Abandoned));
@@ -154,8 +190,14 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         round += 1;
         std::thread::sleep(Duration::from_millis(150));
     }
+    // The rest of the work, at least WAVES.0 waves, runs out beside the faults' aftermath.
+    while waves.get() < WAVES.0 {
+        top_up();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ops = WAVE * waves.get();
     let all_ended = poll(Duration::from_secs(40), Duration::from_millis(100), || {
-        (ended() == 2 * OPS).then_some(())
+        (ended() == 2 * ops).then_some(())
     });
     assert!(
         all_ended.is_some(),
@@ -170,7 +212,7 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         assert!(status.success(), "{}: {status}", w.name);
     }
     assert!(kills >= 2 && stops >= 2, "kills {kills}, stops {stops}");
-    assert_eq!(rig.statuses(), [("succeeded".to_owned(), 2 * OPS)]);
+    assert_eq!(rig.statuses(), [("succeeded".to_owned(), 2 * ops)]);
 
     let fenced = "(o.payload ->> 'fenced') IS NOT NULL";
     let of = |flavour: &str, what: &str| {
@@ -180,8 +222,8 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         ))
     };
     // Exactly once: one effect row per fenced operation, and one call each.
-    assert_eq!(of(fenced, "count(*)"), OPS, "fenced effect rows");
-    assert_eq!(of(fenced, "sum(e.calls)"), OPS, "fenced calls");
+    assert_eq!(of(fenced, "count(*)"), ops, "fenced effect rows");
+    assert_eq!(of(fenced, "sum(e.calls)"), ops, "fenced calls");
     assert_eq!(
         of(fenced, "sum(CASE WHEN e.calls <> 1 THEN 1 ELSE 0 END)"),
         0
@@ -203,15 +245,15 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
     }
     // At least once without the fence: every unfenced operation's effect, some perhaps twice.
     let plain = "(o.payload ->> 'fenced') IS NULL";
-    assert_eq!(of(plain, "count(*)"), OPS, "unfenced effect rows");
+    assert_eq!(of(plain, "count(*)"), ops, "unfenced effect rows");
     let plain_calls = of(plain, "sum(e.calls)");
-    assert!(plain_calls >= OPS, "{plain_calls}");
+    assert!(plain_calls >= ops, "{plain_calls}");
     rig.report(&format!(
-        "{kills} SIGKILLs and {stops} SIGSTOP/SIGCONTs of workers at 1 s leases, {OPS} fenced and \
-         {OPS} unfenced operations, all succeeded; fenced: {vanished} attempts cut, {refused} late \
+        "{kills} SIGKILLs and {stops} SIGSTOP/SIGCONTs of workers at 1 s leases, {ops} fenced and \
+         {ops} unfenced operations, all succeeded; fenced: {vanished} attempts cut, {refused} late \
          outcomes refused ({late} from a zombie resumed after its claim's rescue, {abandoned} zombies \
-         abandoned theirs first), {OPS} calls for {OPS} operations (exactly once); unfenced: \
-         {plain_calls} calls for {OPS} operations"
+         abandoned theirs first), {ops} calls for {ops} operations (exactly once); unfenced: \
+         {plain_calls} calls for {ops} operations"
     ));
 }
 
@@ -281,6 +323,7 @@ const INSIDE_FENCE: &str =
 /// fenced claims over (the lease is 1 s; up to 30 s allowed), then resumes it as a zombie, and
 /// waits for what became of its late write: refused by the fence, or abandoned unwritten. `None`
 /// when no handler of the worker was stopped inside a fenced transaction (it is resumed at once).
+/// `work` is called while it waits for a handler to enter one, to keep work coming.
 ///
 /// On PostgreSQL the worker's sessions carry its name, so the stop waits for one of them to be
 /// idle in a transaction whose last statement wrote the effect (the handler then sleeps 400 ms
@@ -296,7 +339,13 @@ const INSIDE_FENCE: &str =
 /// (it holds the database's one write lock): it is stopped while it holds claims and resumed
 /// after 1.8 s regardless, and its commit then applies (its claim token is still the
 /// current one).
-fn zombie(rig: &Rig, kind: RigKind, name: &str, w: &mut Proc) -> Option<Option<Late>> {
+fn zombie(
+    rig: &Rig,
+    kind: RigKind,
+    name: &str,
+    w: &mut Proc,
+    work: &dyn Fn(),
+) -> Option<Option<Late>> {
     if kind == RigKind::SqlitePoll {
         w.signal("STOP");
         std::thread::sleep(Duration::from_millis(1800));
@@ -318,6 +367,7 @@ fn zombie(rig: &Rig, kind: RigKind, name: &str, w: &mut Proc) -> Option<Option<L
         )) > 0
     };
     let inside = poll(Duration::from_secs(3), Duration::from_millis(2), || {
+        work();
         (stopped_inside() && !isolated()).then_some(())
     });
     inside?;
