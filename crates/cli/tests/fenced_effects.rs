@@ -129,15 +129,7 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
                 r#"{"fenced": true, "sleep_after_ms": 400}"#,
                 r#"{"sleep_after_ms": 400}"#,
             ] {
-                rig.oprec_ok(&[
-                    "enqueue",
-                    "--kind",
-                    "demo.effect",
-                    "--payload",
-                    payload,
-                    "--count",
-                    &WAVE.to_string(),
-                ]);
+                rig.enqueue_count("demo.effect", payload, WAVE);
             }
             waves.set(waves.get() + 1);
         }

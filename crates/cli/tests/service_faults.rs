@@ -56,17 +56,7 @@ fn enqueue(rig: &Rig, n: i64) {
 }
 
 fn enqueue_payload(rig: &Rig, n: i64, payload: &str) {
-    let v = rig.oprec_json(&[
-        "enqueue",
-        "--kind",
-        "demo.effect",
-        "--payload",
-        payload,
-        "--count",
-        &n.to_string(),
-        "--json",
-    ]);
-    assert_eq!(v["created"], n, "{v}");
+    rig.enqueue_count("demo.effect", payload, n);
 }
 
 fn succeeded(rig: &Rig) -> i64 {

@@ -356,6 +356,22 @@ impl Rig {
         v["id"].as_str().expect("id").to_owned()
     }
 
+    /// Enqueues `count` operations of `kind` with the same payload, checking that all were
+    /// created.
+    pub fn enqueue_count(&self, kind: &str, payload: &str, count: i64) {
+        let v = self.oprec_json(&[
+            "enqueue",
+            "--kind",
+            kind,
+            "--payload",
+            payload,
+            "--count",
+            &count.to_string(),
+            "--json",
+        ]);
+        assert_eq!(v["created"], count, "{v}");
+    }
+
     /// One integer from the test's own pool.
     pub fn scalar(&self, sql: &str) -> i64 {
         let sql = sql.to_owned();
