@@ -146,9 +146,9 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
     // nothing for a while (while the two others take the new work first, which one claim ahead
     // each still allows), so the test turns to the other victim instead of waiting.
     let mut shift = 0usize;
-    // On PostgreSQL, stops go on until a zombie's late write has been
-    // refused, so that the run usually shows the fence at work beside the abandons: the zombie
-    // races its own heartbeat, which may find the claim lost first and abandon the attempt.
+    // On PostgreSQL, stops go on until a zombie's late write has been refused, so that the run
+    // usually shows the fence at work beside the abandons: the zombie races its own heartbeat,
+    // which may find the claim lost first and abandon the attempt.
     let wants_late = kind != RigKind::SqlitePoll;
     while (kills + stops < 6 || (wants_late && late == 0 && stops < 12))
         && Instant::now() < chaos_until
