@@ -53,33 +53,14 @@ const BACKLOG: (i64, i64) = (6 * 2 * WAVE, 2 * 2 * WAVE);
 /// busy timeout ("database is locked", transient): nothing was written, so trying again
 /// enqueues the wave once.
 fn enqueue_wave(rig: &Rig, payload: &str) {
-    let count = WAVE.to_string();
-    let args = [
-        "enqueue",
-        "--kind",
-        "demo.effect",
-        "--payload",
-        payload,
-        "--count",
-        &count,
-    ];
     for _ in 0..10 {
-        let (status, out, err) = rig.oprec(&args);
-        if status.success() {
-            assert!(
-                out.contains(&format!("enqueued {WAVE} operations")),
-                "{out}"
-            );
-            return;
+        match rig.try_enqueue_count("demo.effect", payload, WAVE) {
+            Ok(()) => return,
+            Err(err) => assert!(err.contains("(transient)"), "enqueue of {payload}: {err}"),
         }
-        assert!(
-            err.contains("(transient)"),
-            "oprec {}: {err}",
-            args.join(" ")
-        );
         std::thread::sleep(Duration::from_millis(200));
     }
-    panic!("oprec {} failed ten times", args.join(" "));
+    panic!("the enqueue of a wave of {payload} failed ten times");
 }
 
 /// The workers' flags: short leases, a few handlers each, and at most one operation claimed

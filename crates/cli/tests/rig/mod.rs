@@ -359,17 +359,33 @@ impl Rig {
     /// Enqueues `count` operations of `kind` with the same payload, checking that all were
     /// created.
     pub fn enqueue_count(&self, kind: &str, payload: &str, count: i64) {
-        let v = self.oprec_json(&[
+        if let Err(err) = self.try_enqueue_count(kind, payload, count) {
+            panic!("oprec enqueue --kind {kind} --count {count} failed: {err}");
+        }
+    }
+
+    /// One try at [`Rig::enqueue_count`]: `Err` with the command's stderr when it failed, so that
+    /// the caller can decide whether to try again.
+    pub fn try_enqueue_count(&self, kind: &str, payload: &str, count: i64) -> Result<(), String> {
+        let count_arg = count.to_string();
+        let args = [
             "enqueue",
             "--kind",
             kind,
             "--payload",
             payload,
             "--count",
-            &count.to_string(),
+            &count_arg,
             "--json",
-        ]);
+        ];
+        let (status, out, err) = self.oprec(&args);
+        if !status.success() {
+            return Err(err);
+        }
+        let v: Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
         assert_eq!(v["created"], count, "{v}");
+        Ok(())
     }
 
     /// One integer from the test's own pool.
