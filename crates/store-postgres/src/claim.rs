@@ -477,6 +477,78 @@ mod plans {
         reads_little(&store, "the mark", None, query).await;
     }
 
+    /// The pages of `operations` and its indexes that every node of `plan` reading them hit or read.
+    fn pages(plan: &serde_json::Value) -> f64 {
+        let own = if plan["Relation Name"] == "operations" {
+            plan["Shared Hit Blocks"].as_f64().unwrap_or(0.0)
+                + plan["Shared Read Blocks"].as_f64().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        own + plan["Plans"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(pages)
+            .sum::<f64>()
+    }
+
+    /// The idle check (`--exit-when-idle`) finds a running operation among the newest leases:
+    /// after 10,000 claims have ended, the oldest end of the running rows' lease index holds an
+    /// entry for each of them until a vacuum, and the check walked all of those first.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_idle_check_reads_a_few_pages_after_many_claims_ended() {
+        use oprec_core::Transition;
+        use oprec_core::store::CompleteParams;
+        let store = store_with_pending().await;
+        let claim = || {
+            operation_claim_eligible(
+                &store,
+                ClaimEligibleParams {
+                    kinds: vec!["k".into()],
+                    limit: LIMIT,
+                    claimant: claimant(),
+                    above_default_only: false,
+                },
+            )
+        };
+        for _ in 0..20 {
+            let claimed = claim().await.expect("claim");
+            let completions: Vec<CompleteParams> = claimed
+                .iter()
+                .map(|c| CompleteParams {
+                    id: c.id,
+                    claim_token: c.claim_token(),
+                    transition: Transition::succeeded(None),
+                })
+                .collect();
+            crate::complete::operation_complete_many(&store, completions)
+                .await
+                .expect("complete");
+        }
+        assert_eq!(claim().await.expect("claim").len(), LIMIT as usize);
+        let statement = sqlx::AssertSqlSafe(format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
+            sql::CLAIM_WORK_EXISTS.as_str()
+        ));
+        let mut tx = store
+            .begin_with(sql::WALK_PENDING_IN_ORDER)
+            .await
+            .expect("begin");
+        let row = sqlx::query(statement)
+            .bind(store.now_bind())
+            .bind(vec!["k".to_string()])
+            .fetch_one(&mut *tx)
+            .await
+            .expect("explain");
+        tx.rollback().await.expect("rollback");
+        let plan: serde_json::Value = sqlx::Row::get(&row, 0);
+        let top = &plan[0]["Plan"];
+        let read = pages(top);
+        let plan = serde_json::to_string_pretty(top).unwrap_or_default();
+        assert!(read <= 8.0, "the idle check read {read} pages: {plan}");
+    }
+
     /// A heartbeat of every claim a worker holds and a completion of them reach the rows through
     /// the primary key: told the ids' number (500 here), the planner read the whole table instead.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
