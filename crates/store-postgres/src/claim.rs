@@ -371,6 +371,28 @@ mod plans {
         }
     }
 
+    /// A claim of up to [`LIMIT`] of kind `k`, oldest eligible first.
+    fn eligible() -> ClaimEligibleParams {
+        ClaimEligibleParams {
+            kinds: vec!["k".into()],
+            limit: LIMIT,
+            claimant: claimant(),
+            above_default_only: false,
+        }
+    }
+
+    /// The completions that end each of `claimed` as succeeded.
+    fn succeeded(claimed: &[Claimed]) -> Vec<oprec_core::store::CompleteParams> {
+        claimed
+            .iter()
+            .map(|c| oprec_core::store::CompleteParams {
+                id: c.id,
+                claim_token: c.claim_token(),
+                transition: oprec_core::Transition::succeeded(None),
+            })
+            .collect()
+    }
+
     /// Over every node of `plan` that reads `operations`: the rows read and thrown away by a
     /// filter (times the node's loops), and the nodes that read the whole table.
     fn reads(plan: &serde_json::Value, removed: &mut f64, seq_scans: &mut Vec<String>) {
@@ -429,12 +451,7 @@ mod plans {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_claim_of_the_oldest_reads_what_it_takes() {
         let store = store_with_pending().await;
-        let params = ClaimEligibleParams {
-            kinds: vec!["k".into()],
-            limit: LIMIT,
-            claimant: claimant(),
-            above_default_only: false,
-        };
+        let params = eligible();
         assert!(
             params.levels().len() >= 3,
             "levels above and below the default"
@@ -498,31 +515,11 @@ mod plans {
     /// entry for each of them until a vacuum, and the check walked all of those first.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_idle_check_reads_a_few_pages_after_many_claims_ended() {
-        use oprec_core::Transition;
-        use oprec_core::store::CompleteParams;
         let store = store_with_pending().await;
-        let claim = || {
-            operation_claim_eligible(
-                &store,
-                ClaimEligibleParams {
-                    kinds: vec!["k".into()],
-                    limit: LIMIT,
-                    claimant: claimant(),
-                    above_default_only: false,
-                },
-            )
-        };
+        let claim = || operation_claim_eligible(&store, eligible());
         for _ in 0..20 {
             let claimed = claim().await.expect("claim");
-            let completions: Vec<CompleteParams> = claimed
-                .iter()
-                .map(|c| CompleteParams {
-                    id: c.id,
-                    claim_token: c.claim_token(),
-                    transition: Transition::succeeded(None),
-                })
-                .collect();
-            crate::complete::operation_complete_many(&store, completions)
+            crate::complete::operation_complete_many(&store, succeeded(&claimed))
                 .await
                 .expect("complete");
         }
@@ -553,20 +550,11 @@ mod plans {
     /// the primary key: told the ids' number (500 here), the planner read the whole table instead.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_heartbeat_and_a_completion_read_what_they_touch() {
-        use oprec_core::Transition;
-        use oprec_core::store::{CompleteParams, HeartbeatManyParams};
+        use oprec_core::store::HeartbeatManyParams;
         let store = store_with_pending().await;
-        let claimed = operation_claim_eligible(
-            &store,
-            ClaimEligibleParams {
-                kinds: vec!["k".into()],
-                limit: LIMIT,
-                claimant: claimant(),
-                above_default_only: false,
-            },
-        )
-        .await
-        .expect("claim");
+        let claimed = operation_claim_eligible(&store, eligible())
+            .await
+            .expect("claim");
         assert_eq!(claimed.len(), LIMIT as usize);
         let heartbeat = HeartbeatManyParams {
             claims: claimed.iter().map(HeldClaim::from).collect(),
@@ -577,14 +565,7 @@ mod plans {
         let opening = Some(sql::MATCH_BATCH_BY_HASH);
         let extended = reads_little(&store, "the heartbeat", opening, query).await;
         assert_eq!(extended, f64::from(LIMIT));
-        let completions: Vec<CompleteParams> = claimed
-            .iter()
-            .map(|c| CompleteParams {
-                id: c.id,
-                claim_token: c.claim_token(),
-                transition: Transition::succeeded(None),
-            })
-            .collect();
+        let completions = succeeded(&claimed);
         let statement = explained(sql::COMPLETE_APPLY);
         let query = crate::complete::apply_query(statement, None, &completions).expect("bind");
         let ended = reads_little(&store, "the completion", opening, query).await;
