@@ -408,16 +408,13 @@ mod plans {
         }
     }
 
-    /// Runs `query` (an `EXPLAIN (ANALYZE, FORMAT JSON)` of `what`) in a transaction opened by
-    /// `opening` (none: autocommit, as a claim by ids runs), rolled back, and checks that it read
-    /// no whole `operations` and threw away fewer of its rows than a claim takes (printing the
-    /// plan if not); returns the rows the statement returned.
-    async fn reads_little(
+    /// Runs `query` (an [`explained`] statement) in a transaction opened by `opening` (none:
+    /// autocommit, as a claim by ids runs), rolled back; returns the plan's top node.
+    async fn plan_of(
         store: &PgStore,
-        what: &str,
         opening: Option<&'static str>,
         query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    ) -> f64 {
+    ) -> serde_json::Value {
         let mut tx = match opening {
             Some(o) => store.begin_with(o).await.expect("begin"),
             None => store.pool.begin().await.expect("begin"),
@@ -425,7 +422,19 @@ mod plans {
         let row = query.fetch_one(&mut *tx).await.expect("explain");
         tx.rollback().await.expect("rollback");
         let plan: serde_json::Value = sqlx::Row::get(&row, 0);
-        let top = &plan[0]["Plan"];
+        plan[0]["Plan"].clone()
+    }
+
+    /// Runs `query` (an [`explained`] `what`) as [`plan_of`] does, and checks that it read no
+    /// whole `operations` and threw away fewer of its rows than a claim takes (printing the plan
+    /// if not); returns the rows the statement returned.
+    async fn reads_little(
+        store: &PgStore,
+        what: &str,
+        opening: Option<&'static str>,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> f64 {
+        let top = &plan_of(store, opening, query).await;
         let (mut removed, mut seq_scans) = (0.0, Vec::new());
         reads(top, &mut removed, &mut seq_scans);
         let plan = serde_json::to_string_pretty(top).unwrap_or_default();
@@ -440,8 +449,11 @@ mod plans {
         top["Actual Rows"].as_f64().unwrap_or(0.0)
     }
 
+    /// `statement` under `EXPLAIN`, run for its figures: rows, and pages read (`BUFFERS`).
     fn explained(statement: &str) -> sqlx::AssertSqlSafe<String> {
-        sqlx::AssertSqlSafe(format!("EXPLAIN (ANALYZE, FORMAT JSON) {statement}"))
+        sqlx::AssertSqlSafe(format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {statement}"
+        ))
     }
 
     /// A claim of the oldest eligible walks each priority level through the priority index: a
@@ -524,23 +536,10 @@ mod plans {
                 .expect("complete");
         }
         assert_eq!(claim().await.expect("claim").len(), LIMIT as usize);
-        let statement = sqlx::AssertSqlSafe(format!(
-            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) {}",
-            sql::CLAIM_WORK_EXISTS.as_str()
-        ));
-        let mut tx = store
-            .begin_with(sql::WALK_PENDING_IN_ORDER)
-            .await
-            .expect("begin");
-        let row = sqlx::query(statement)
+        let query = sqlx::query(explained(sql::CLAIM_WORK_EXISTS.as_str()))
             .bind(store.now_bind())
-            .bind(vec!["k".to_string()])
-            .fetch_one(&mut *tx)
-            .await
-            .expect("explain");
-        tx.rollback().await.expect("rollback");
-        let plan: serde_json::Value = sqlx::Row::get(&row, 0);
-        let top = &plan[0]["Plan"];
+            .bind(vec!["k".to_string()]);
+        let top = &plan_of(&store, Some(sql::WALK_PENDING_IN_ORDER), query).await;
         let read = pages(top);
         let plan = serde_json::to_string_pretty(top).unwrap_or_default();
         assert!(read <= 8.0, "the idle check read {read} pages: {plan}");

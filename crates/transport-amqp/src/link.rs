@@ -393,16 +393,16 @@ impl Link {
     /// [`flush_deliveries`]: Self::flush_deliveries
     pub(crate) async fn depth(&self, kind: &str) -> Result<u64, AmqpError> {
         let mut held = self.held_now(kind).await?;
-        for _ in 1..DEPTH_TRIES {
+        let mut tries = 1;
+        loop {
             let (ready, _) = self.queue_counts(kind).await?;
             let after = self.held_now(kind).await?;
-            if after == held {
-                return Ok(ready + held);
+            if after == held || tries == DEPTH_TRIES {
+                return Ok(ready + after);
             }
             held = after;
+            tries += 1;
         }
-        let (ready, _) = self.queue_counts(kind).await?;
-        Ok(ready + self.held_now(kind).await?)
     }
 
     /// The deliveries of `kind` this link holds unacknowledged, once every delivery the broker
