@@ -101,6 +101,17 @@ fn holds_claims(rig: &Rig, prefix: &str, fenced: bool, work: &dyn Fn()) -> bool 
     .is_some()
 }
 
+/// Whether the worker named `prefix` runs a suspect's isolated claim. A kill or a stop then
+/// would count toward its crash loop, and this test's operations must all succeed: the worker is
+/// stopped first (SIGSTOP, so that it cannot take such a claim between the look and the fault)
+/// and resumed untouched when it does.
+fn runs_isolated(rig: &Rig, prefix: &str) -> bool {
+    rig.scalar(&format!(
+        "SELECT count(*) FROM operations WHERE status = 'running' AND isolated \
+         AND worker_id LIKE '{prefix}-%'"
+    )) > 0
+}
+
 fn fenced_effects_under_kills_and_stops(kind: RigKind) {
     let rig = Rig::new(kind, "fenced_effects_under_kills_and_stops");
     let mut steady = rig.worker("fe-steady", FLAGS);
@@ -183,6 +194,12 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
             continue;
         }
         if round.is_multiple_of(2) {
+            w.signal("STOP");
+            if runs_isolated(&rig, name) {
+                w.signal("CONT");
+                shift += 1;
+                continue;
+            }
             assert_eq!(w.sigkill().signal(), Some(SIGKILL), "{name}");
             kills += 1;
             *name = format!("fe-v{started}");
@@ -363,6 +380,10 @@ fn zombie(
 ) -> Option<Option<Late>> {
     if kind == RigKind::SqlitePoll {
         w.signal("STOP");
+        if runs_isolated(rig, name) {
+            w.signal("CONT");
+            return None;
+        }
         std::thread::sleep(Duration::from_millis(1800));
         w.signal("CONT");
         return Some(None);
@@ -375,12 +396,7 @@ fn zombie(
     };
     // Not while the worker runs a suspect's isolated claim: rescued again and again, it would
     // end dead (crash loop), and every operation here must succeed.
-    let isolated = || {
-        rig.scalar(&format!(
-            "SELECT count(*) FROM operations WHERE status = 'running' AND isolated \
-             AND worker_id LIKE '{name}-%'"
-        )) > 0
-    };
+    let isolated = || runs_isolated(rig, name);
     let inside = poll(Duration::from_secs(3), Duration::from_millis(2), || {
         work();
         (stopped_inside() && !isolated()).then_some(())
