@@ -11,18 +11,32 @@ use std::sync::LazyLock;
 /// "Now" in a statement that binds the store's clock as `$1` (NULL: the database's clock).
 const NOW: &str = "coalesce($1::timestamptz, now())";
 
+/// "Now" in a claim statement (claim_eligible.sql, claim_by_ids.sql, claim_suspect.sql): the
+/// store's clock, or the time the statement started. A claim runs in a transaction opened a
+/// round trip earlier ([`WALK_PENDING_IN_ORDER`]), and `now()` is that opening's time: two
+/// workers' claims then recorded `claimed_at` in the order their transactions opened, not the
+/// order they took rows in, so a claim that found the high priorities taken by a later-opened
+/// one stamped its low ones before them (a CI run: 135 low ones "claimed" before the last high
+/// one, crates/cli/tests/limits.rs). The statement's start is a few microseconds from its walk.
+const CLAIM_NOW: &str = "coalesce($1::timestamptz, statement_timestamp())";
+
 /// The placeholder a statement file marks the pause rule's place with.
 const NOT_HELD_BACK: &str = "/*not_held_back*/";
 
 /// `sql` with core's pause rule for the `operations` row named `row` in place of its one
 /// placeholder (a file without exactly one is a bug, caught by the first statement run).
 fn with_not_held_back(sql: &str, row: &str) -> String {
+    with_not_held_back_at(sql, row, NOW)
+}
+
+/// [`with_not_held_back`] with the pause rule reading the clock as `now` (an SQL expression).
+fn with_not_held_back_at(sql: &str, row: &str, now: &str) -> String {
     assert_eq!(
         sql.matches(NOT_HELD_BACK).count(),
         1,
         "a statement splicing the pause rule marks its place exactly once"
     );
-    sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, NOW))
+    sql.replace(NOT_HELD_BACK, &oprec_core::not_held_back_sql(row, now))
 }
 
 /// Opens the transaction of a statement that must walk the partial index of pending rows in its
@@ -220,7 +234,7 @@ fn choosing_capped(sql: &str, first: usize, aged_before: &str) -> String {
 
 /// claim_by_ids.sql with the pause rule spliced in.
 fn claim_by_ids() -> String {
-    with_not_held_back(include_str!("sql/claim_by_ids.sql"), "locked")
+    with_not_held_back_at(include_str!("sql/claim_by_ids.sql"), "locked", CLAIM_NOW)
 }
 
 /// Claims the operations named by wake-ups.
@@ -235,10 +249,10 @@ pub(crate) static CLAIM_BY_IDS_CAPPED: LazyLock<String> =
 fn claim_eligible() -> String {
     let aged = include_str!("sql/claim_eligible.sql").replacen(
         "/*not_held_back_aged*/",
-        &oprec_core::not_held_back_sql("operations", NOW),
+        &oprec_core::not_held_back_sql("operations", CLAIM_NOW),
         1,
     );
-    with_not_held_back(&aged, "operations")
+    with_not_held_back_at(&aged, "operations", CLAIM_NOW)
 }
 
 /// Claims eligible operations: the aged ones, then by priority (claim_eligible.sql).
@@ -252,13 +266,15 @@ pub(crate) static CLAIM_ELIGIBLE_CAPPED: LazyLock<String> = LazyLock::new(|| {
     choosing_capped(
         &claim_eligible(),
         11,
-        "coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond'",
+        &format!("{CLAIM_NOW} - $7::int8 * interval '1 millisecond'"),
     )
 });
 
 /// Claims one suspect, to run isolated (a limited kind or dependency with no room left out).
 pub(crate) static CLAIM_SUSPECT: LazyLock<String> =
-    LazyLock::new(|| with_not_held_back(include_str!("sql/claim_suspect.sql"), "operations"));
+    LazyLock::new(|| {
+        with_not_held_back_at(include_str!("sql/claim_suspect.sql"), "operations", CLAIM_NOW)
+    });
 
 /// Whether a suspect waits for an isolated attempt.
 pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> = LazyLock::new(|| {

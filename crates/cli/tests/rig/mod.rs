@@ -573,7 +573,13 @@ impl Proc {
         let up = poll(Duration::from_secs(15), Duration::from_millis(20), || {
             self.stderr().contains(": running ").then_some(())
         });
-        assert!(up.is_some(), "{} did not start", self.name);
+        assert!(
+            up.is_some(),
+            "{} did not start within 15 s (exit: {:?})\n{}",
+            self.name,
+            self.child.try_wait().ok().flatten(),
+            self.stderr()
+        );
     }
 
     pub fn stdout(&self) -> String {

@@ -1,8 +1,8 @@
 -- Claims up to $3 operations of the worker's kinds ($2; empty: any) that are pending, eligible,
 -- within their deadline and held back by no control, skipping rows another claimer holds:
 -- attempt + 1, a new claim token, a lease of $4 ms, the claimant ($5 worker, $6 code version).
--- $1 is "now" (NULL: the database's clock). Suspects are left out: they are claimed only alone
--- (claim_suspect.sql).
+-- $1 is "now" (NULL: the database's clock as the statement starts, sql.rs CLAIM_NOW).
+-- Suspects are left out: they are claimed only alone (claim_suspect.sql).
 --
 -- The order (README, "Priorities"): first the operations eligible for longer than $7 ms (the
 -- aging period, core's PRIORITY_AGING), oldest eligible first, whatever their priority; then
@@ -31,12 +31,12 @@
 -- leave out the kinds $9 and dependencies $10 that may take nothing now, so they do not use up
 -- the batch; `chosen` is every picked row, or, when some limit has room for only a few
 -- (claim_capped.sql, spliced in by sql.rs), at most that many of each.
-WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
+WITH now AS (SELECT coalesce($1::timestamptz, statement_timestamp()) AS t),
 aged AS (
     SELECT id FROM operations
     WHERE status = 'pending' AND NOT suspect
-      AND next_eligible_at <= coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond'
-      AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
+      AND next_eligible_at <= coalesce($1::timestamptz, statement_timestamp()) - $7::int8 * interval '1 millisecond'
+      AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, statement_timestamp()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back_aged*/
       AND NOT (kind = ANY($9::text[])) AND (dependency IS NULL OR NOT (dependency = ANY($10::text[])))
@@ -51,9 +51,9 @@ leveled AS (
         SELECT id FROM operations
         WHERE status = 'pending' AND NOT suspect
           AND (priority, next_eligible_at)
-              > (level.priority, coalesce($1::timestamptz, now()) - $7::int8 * interval '1 millisecond')
-          AND (priority, next_eligible_at) <= (level.priority, coalesce($1::timestamptz, now()))
-          AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
+              > (level.priority, coalesce($1::timestamptz, statement_timestamp()) - $7::int8 * interval '1 millisecond')
+          AND (priority, next_eligible_at) <= (level.priority, coalesce($1::timestamptz, statement_timestamp()))
+          AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, statement_timestamp()))
           AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
           AND /*not_held_back*/
           AND NOT (kind = ANY($9::text[]))

@@ -2,15 +2,15 @@
 -- empty: any) that is pending, eligible, within its deadline and held back by no control, oldest
 -- eligible first, skipping rows another claimer holds, to run isolated: alone in its worker.
 -- attempt + 1, a new claim token, a lease of $3 ms, the claimant ($4 worker, $5 code version),
--- isolated. $1 is "now" (NULL: the database's clock). Walks the partial index
+-- isolated. $1 is "now" (NULL: the database's clock as the statement starts, sql.rs CLAIM_NOW). Walks the partial index
 -- operations_pending_suspect, which holds only waiting suspects. The kinds $6 and dependencies
 -- $7 are left out: a limit across the fleet lets them take nothing now (claim_eligible.sql).
-WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
+WITH now AS (SELECT coalesce($1::timestamptz, statement_timestamp()) AS t),
 picked AS (
     SELECT id AS pid FROM operations
     WHERE status = 'pending' AND suspect
-      AND next_eligible_at <= coalesce($1::timestamptz, now())
-      AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, now()))
+      AND next_eligible_at <= coalesce($1::timestamptz, statement_timestamp())
+      AND (give_up_at IS NULL OR give_up_at >= coalesce($1::timestamptz, statement_timestamp()))
       AND (cardinality($2::text[]) = 0 OR kind = ANY($2))
       AND /*not_held_back*/
       AND NOT (kind = ANY($6::text[])) AND (dependency IS NULL OR NOT (dependency = ANY($7::text[])))
