@@ -357,11 +357,12 @@ const INSIDE_FENCE: &str =
 /// when no handler of the worker was stopped inside a fenced transaction (it is resumed at once).
 /// `work` is called while it waits for a handler to enter one, to keep work coming.
 ///
-/// On PostgreSQL the worker's sessions carry its name, so the stop waits for one of them to be
-/// idle in a transaction whose last statement wrote the effect (the handler then sleeps 400 ms
-/// before its outcome), and checks again once the process is stopped (it cannot move then): a
-/// claim still waiting in the worker's buffer would only be skipped on resume, with no late
-/// write. Resumed, the handler's commit races its heartbeat: at SIGCONT the handler's timer and
+/// On PostgreSQL the worker's sessions carry its name, and a handler inside its fenced
+/// transaction adds its operation's id, so the stop waits for one of them to be idle in a
+/// transaction whose last statement wrote the effect (the handler then sleeps 400 ms before its
+/// outcome), checks again once the process is stopped (it cannot move then), and follows those
+/// operations only: a claim still waiting in the worker's buffer would only be skipped on resume,
+/// with no late write. Resumed, the handler's commit races its heartbeat: at SIGCONT the handler's timer and
 /// the heartbeat's have both expired, and the runtime may fire either first. The commit is
 /// refused by the fence, or the heartbeat finds the claim lost and the attempt is abandoned with
 /// its transaction; either way the zombie logs a stale claim naming the operation, and its write
@@ -388,25 +389,40 @@ fn zombie(
         w.signal("CONT");
         return Some(None);
     }
-    let stopped_inside = || {
-        rig.scalar(&format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' \
-             AND {INSIDE_FENCE}"
-        )) > 0
+    // The operations whose fenced transactions the worker's handlers are inside, between effect
+    // and outcome: the demo handler names each in its session (`<name> op <id>`).
+    let inside = || -> Vec<String> {
+        rig.counts(&format!(
+            "SELECT substr(application_name, {}), CAST(1 AS BIGINT) FROM pg_stat_activity \
+             WHERE application_name LIKE '{name} op %' AND {INSIDE_FENCE}",
+            name.len() + " op ".len() + 1
+        ))
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
     };
     // Not while the worker runs a suspect's isolated claim: rescued again and again, it would
     // end dead (crash loop), and every operation here must succeed.
     let isolated = || runs_isolated(rig, name);
-    let inside = poll(Duration::from_secs(3), Duration::from_millis(2), || {
+    let entered = poll(Duration::from_secs(3), Duration::from_millis(2), || {
         work();
-        (stopped_inside() && !isolated()).then_some(())
+        (!inside().is_empty() && !isolated()).then_some(())
     });
-    inside?;
+    entered?;
     w.signal("STOP");
-    let claims = fenced_claims(rig, name);
-    // Looked at again with the process stopped: the handler may have committed between the
-    // look and the stop, or the fenced transaction was an isolated claim's.
-    if claims.is_empty() || !stopped_inside() || isolated() {
+    // Looked at again with the process stopped (it cannot move then): the handler may have
+    // committed between the look and the stop, or the fenced transaction was an isolated
+    // claim's. Only the claims inside a fence are followed: one still waiting in the buffer is
+    // only skipped on resume, with no late write, and one inside a fence whose lease had lapsed
+    // before the stop (a heartbeat late on a loaded machine) is rescued already, so it is not
+    // among the worker's claims (a CI run followed only a buffered claim then, and waited for
+    // its late write in vain).
+    let now_inside = inside();
+    let claims: Vec<(String, String)> = fenced_claims(rig, name)
+        .into_iter()
+        .filter(|(id, _)| now_inside.contains(id))
+        .collect();
+    if claims.is_empty() || isolated() {
         w.signal("CONT");
         return None;
     }

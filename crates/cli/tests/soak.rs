@@ -125,14 +125,16 @@ fn ten_thousand_effects_under_random_kills() {
         let (slot, name, w) = &mut workers[i];
         assert_eq!(w.sigkill().signal(), Some(SIGKILL), "{name}");
         // A claim or a completion the worker sent as it died may still commit: its sessions end
-        // only once their last statement has. Count once they are gone; the lease (3 s, renewed
+        // only once their last statement has (one inside demo.effect's fenced transaction adds
+        // its operation to the name). Count once they are gone; the lease (3 s, renewed
         // every second) cannot expire for two seconds yet.
         let gone = poll(
             Duration::from_millis(2000),
             Duration::from_millis(20),
             || {
                 let sessions = rig.scalar(&format!(
-                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}'"
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' \
+                     OR application_name LIKE '{name} op %'"
                 ));
                 (sessions == 0).then_some(())
             },

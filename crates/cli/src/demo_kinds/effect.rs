@@ -44,6 +44,14 @@ const RECORD_POSTGRES: &str =
     "INSERT INTO demo_effects (effect_key, calls, applied_at) VALUES ($1, 1, $2)
      ON CONFLICT (effect_key) DO UPDATE SET calls = demo_effects.calls + 1";
 
+/// Names the attempt's operation in the session while its fenced transaction is open
+/// (PostgreSQL; `SET LOCAL`, so it ends with the transaction): `pg_stat_activity` then shows
+/// `<worker name> op <id>` for a handler inside the fence, which is how the fault test knows
+/// which operation a worker it stops there was working on, apart from claims waiting in its
+/// buffer.
+const NAME_IN_SESSION: &str =
+    "SELECT set_config('application_name', current_setting('application_name') || ' op ' || $1, true)";
+
 /// The database the table lives in: the concrete store's pool.
 #[derive(Clone, Debug)]
 enum ConcreteStore {
@@ -152,8 +160,15 @@ impl EffectTable {
         };
         // The same steps on either store; only the transaction's type and the SQL differ.
         macro_rules! record_in {
-            ($store:expr, $sql:expr) => {{
+            ($store:expr, $sql:expr $(, $name:expr)?) => {{
                 let mut tx = ctx.fenced($store).await.map_err(|e| transient(&e))?;
+                $(
+                    sqlx::query($name)
+                        .bind(ctx.id().to_string())
+                        .execute(tx.conn())
+                        .await
+                        .map_err(|e| transient(&e))?;
+                )?
                 sqlx::query($sql)
                     .bind(key)
                     .bind(now)
@@ -167,7 +182,7 @@ impl EffectTable {
         }
         match &self.store {
             ConcreteStore::Sqlite(s) => record_in!(s, RECORD_SQLITE),
-            ConcreteStore::Postgres(s) => record_in!(s, RECORD_POSTGRES),
+            ConcreteStore::Postgres(s) => record_in!(s, RECORD_POSTGRES, NAME_IN_SESSION),
         }
         Ok(())
     }
