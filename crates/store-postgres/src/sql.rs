@@ -271,10 +271,13 @@ pub(crate) static CLAIM_ELIGIBLE_CAPPED: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Claims one suspect, to run isolated (a limited kind or dependency with no room left out).
-pub(crate) static CLAIM_SUSPECT: LazyLock<String> =
-    LazyLock::new(|| {
-        with_not_held_back_at(include_str!("sql/claim_suspect.sql"), "operations", CLAIM_NOW)
-    });
+pub(crate) static CLAIM_SUSPECT: LazyLock<String> = LazyLock::new(|| {
+    with_not_held_back_at(
+        include_str!("sql/claim_suspect.sql"),
+        "operations",
+        CLAIM_NOW,
+    )
+});
 
 /// Whether a suspect waits for an isolated attempt.
 pub(crate) static CLAIM_SUSPECT_EXISTS: LazyLock<String> = LazyLock::new(|| {
