@@ -9,26 +9,39 @@ use crate::row::{self, Columns};
 use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
 /// Creates or upgrades the schema with the embedded migrations: first every transactional one,
-/// under sqlx's migration lock; then the `-- no-transaction` ones (each a single `CREATE INDEX
-/// CONCURRENTLY IF NOT EXISTS`, or `DROP INDEX CONCURRENTLY IF EXISTS`), outside it, on every
-/// run (and recorded once they ran, [`record_online`]): each is a no-op once done, and an index
-/// that a later one drops is not built. A concurrent build waits for every older transaction in
-/// the database, and another process waiting for the migration lock holds one: building under
-/// the lock deadlocks whenever two processes migrate at once (a fleet starting, tests in
-/// parallel). Outside the lock, two processes building the same index are harmless: the loser
-/// finds it made, which [`online_index`] treats as done. An online index that a failed
-/// concurrent build left invalid is dropped and built again ([`drop_invalid_index`]).
+/// under sqlx's migration lock (neither run nor locked when all are recorded already); then the
+/// `-- no-transaction` ones (each a single `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, or `DROP INDEX
+/// CONCURRENTLY IF EXISTS`), outside it, on every run (and recorded once they ran,
+/// [`record_online`]): each is a no-op once done, and an index that a later one drops is not built.
+/// A concurrent build waits for every older transaction in the database, and another process
+/// waiting for the migration lock holds one: building under the lock deadlocks whenever two
+/// processes migrate at once (a fleet starting, tests in parallel). Outside the lock, two processes
+/// building the same index are harmless: the loser finds it made, which [`online_index`] treats as
+/// done. An online index that a failed concurrent build left invalid is dropped and built again
+/// ([`drop_invalid_index`]).
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
-    refuse_newer_schema(store).await?;
-    let mut locked = sqlx::migrate::Migrator::with_migrations(
-        MIGRATOR.iter().filter(|m| !m.no_tx).cloned().collect(),
-    );
-    // An online index another process recorded is not "missing".
-    locked.set_ignore_missing(true);
-    locked
-        .run(&store.pool)
-        .await
-        .map_err(|e| Error::backend(false, e))?;
+    let applied = refuse_newer_schema(store).await?;
+    // Every transactional migration recorded as applied with this release's checksum: nothing
+    // for the locked run to do, and its lock is not taken. sqlx's lock is one per database, not
+    // per schema, so a migrate of an up-to-date schema waited for any process migrating another
+    // schema of the database (another application's, tests in parallel, each in its own). A
+    // mismatch or a gap goes to the locked run, which applies or reports it.
+    let pending = MIGRATOR.iter().filter(|m| !m.no_tx).any(|m| {
+        !applied
+            .iter()
+            .any(|(v, checksum)| *v == m.version && *checksum == *m.checksum)
+    });
+    if pending {
+        let mut locked = sqlx::migrate::Migrator::with_migrations(
+            MIGRATOR.iter().filter(|m| !m.no_tx).cloned().collect(),
+        );
+        // An online index another process recorded is not "missing".
+        locked.set_ignore_missing(true);
+        locked
+            .run(&store.pool)
+            .await
+            .map_err(|e| Error::backend(false, e))?;
+    }
     let online: Vec<_> = MIGRATOR.iter().filter(|m| m.no_tx).collect();
     for (i, m) in online.iter().enumerate() {
         // An index a later migration drops is not built again on every run only to be dropped.
@@ -123,21 +136,24 @@ async fn drop_invalid_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Re
 
 /// Refuses a schema that a newer release migrated: an applied migration this binary does not know
 /// (the locked run below ignores missing ones, because it leaves the online indexes out). Only the
-/// newest release migrates; an older one changes nothing and says so.
-async fn refuse_newer_schema(store: &PgStore) -> Result<()> {
+/// newest release migrates; an older one changes nothing and says so. Otherwise, the migrations
+/// recorded as applied successfully: their versions and checksums (none on a new schema).
+async fn refuse_newer_schema(store: &PgStore) -> Result<Vec<(i64, Vec<u8>)>> {
     let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(&store.pool)
         .await
         .map_err(backend_error)?;
     if !exists {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    let applied: Vec<i64> = sqlx::query_scalar("SELECT version FROM _sqlx_migrations")
-        .fetch_all(&store.pool)
-        .await
-        .map_err(backend_error)?;
+    let applied: Vec<(i64, Vec<u8>, bool)> =
+        sqlx::query_as("SELECT version, checksum, success FROM _sqlx_migrations")
+            .fetch_all(&store.pool)
+            .await
+            .map_err(backend_error)?;
     match applied
         .iter()
+        .map(|(v, _, _)| v)
         .find(|v| !MIGRATOR.iter().any(|m| m.version == **v))
     {
         Some(v) => Err(Error::backend(
@@ -147,7 +163,11 @@ async fn refuse_newer_schema(store: &PgStore) -> Result<()> {
                  is newer than this binary; migrate with the newer release"
             ),
         )),
-        None => Ok(()),
+        None => Ok(applied
+            .into_iter()
+            .filter(|(_, _, success)| *success)
+            .map(|(v, checksum, _)| (v, checksum))
+            .collect()),
     }
 }
 
@@ -159,7 +179,25 @@ const BUILD_IN_PLACE_BELOW: i64 = 100_000;
 /// Builds one online index if it is not there yet: concurrently on a table of
 /// [`BUILD_IN_PLACE_BELOW`] operations or more, in place on a smaller one. A build of the same
 /// index by another process at the same moment (duplicate name) counts as built.
+///
+/// An index already there and valid is left alone after a look at the catalog: the statement
+/// itself, even with `IF NOT EXISTS`, takes the table's SHARE lock before it finds the name
+/// taken when it builds in place, so a migrate of an up-to-date schema (a deploy step run on
+/// every release, a service that migrates as it starts) waited behind every open write
+/// transaction on `operations` (a handler's fenced transaction, a large enqueue; a stalled one
+/// until its session's 15 s idle timeout) while every claim, completion and enqueue queued
+/// behind it, once per online migration.
 async fn online_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
+    if let Some(name) = online_index_name(m) {
+        let built: bool = sqlx::query_scalar(sql::MIGRATE_INDEX_VALID)
+            .bind(name)
+            .fetch_one(&store.pool)
+            .await
+            .map_err(backend_error)?;
+        if built {
+            return Ok(());
+        }
+    }
     let rows: i64 = sqlx::query_scalar(sql::MIGRATE_OPERATIONS_AT_LEAST)
         .bind(BUILD_IN_PLACE_BELOW)
         .fetch_one(&store.pool)

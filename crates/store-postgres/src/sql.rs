@@ -113,6 +113,9 @@ pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
 /// Whether the online index `$1` is there but invalid (a failed concurrent build).
 pub(crate) const MIGRATE_INDEX_INVALID: &str = include_str!("sql/migrate_index_invalid.sql");
 
+/// Whether the online index `$1` is there and valid (built).
+pub(crate) const MIGRATE_INDEX_VALID: &str = include_str!("sql/migrate_index_valid.sql");
+
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");
 
