@@ -372,15 +372,15 @@ const INSIDE_FENCE: &str =
 /// when no handler of the worker was stopped inside a fenced transaction (it is resumed at once).
 /// `work` is called while it waits for a handler to enter one, to keep work coming.
 ///
-/// On PostgreSQL the worker's sessions carry its name, and a handler inside its fenced
-/// transaction adds its operation's id, so the stop waits for one of them to be idle in a
-/// transaction whose last statement wrote the effect (the handler then sleeps 400 ms before its
-/// outcome), checks again once the process is stopped (it cannot move then), and follows those
-/// operations only: a claim still waiting in the worker's buffer would only be skipped on resume,
-/// with no late write. Resumed, the handler's commit races its heartbeat: at SIGCONT the handler's timer and
-/// the heartbeat's have both expired, and the runtime may fire either first. The commit is
-/// refused by the fence, or the heartbeat finds the claim lost and the attempt is abandoned with
-/// its transaction; either way the zombie logs a stale claim naming the operation, and its write
+/// On PostgreSQL the worker's sessions carry its name, and a handler inside its fenced transaction
+/// adds its operation's id, so the stop waits for one of them to be idle in a transaction whose
+/// last statement wrote the effect (the handler then sleeps 400 ms before its outcome), checks
+/// again once the process is stopped (it cannot move then), and follows those operations only: a
+/// claim still waiting in the worker's buffer would only be skipped on resume, with no late write.
+/// Resumed, the handler's commit races its heartbeat: at SIGCONT the handler's timer and the
+/// heartbeat's have both expired, and the runtime may fire either first. The commit is refused by
+/// the fence, or the heartbeat finds the claim lost and the attempt is abandoned with its
+/// transaction; either way the zombie logs a stale claim naming the operation, and its write
 /// changes nothing. Never may it apply.
 ///
 /// On SQLite the rescue cannot happen while the zombie is stopped inside its fenced transaction

@@ -10,15 +10,15 @@ use crate::{MIGRATOR, PgStore, backend_error, filter, sql};
 
 /// Creates or upgrades the schema with the embedded migrations: first every transactional one,
 /// under sqlx's migration lock (neither run nor locked when all are recorded already); then the
-/// `-- no-transaction` ones (each a single `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, or `DROP INDEX
-/// CONCURRENTLY IF EXISTS`), outside it, on every run (and recorded once they ran,
-/// [`record_online`]): each is a no-op once done, and an index that a later one drops is not built.
-/// A concurrent build waits for every older transaction in the database, and another process
-/// waiting for the migration lock holds one: building under the lock deadlocks whenever two
-/// processes migrate at once (a fleet starting, tests in parallel). Outside the lock, two processes
-/// building the same index are harmless: the loser finds it made, which [`online_index`] treats as
-/// done. An online index that a failed concurrent build left invalid is dropped and built again
-/// ([`drop_invalid_index`]).
+/// `-- no-transaction` ones (each a single `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, or
+/// `DROP INDEX CONCURRENTLY IF EXISTS`), outside it: each index build whose index the catalog
+/// does not show built and valid, on every run (and recorded once they ran, [`record_online`]),
+/// and never an index that a later one drops. A concurrent build waits for every older
+/// transaction in the database, and another process waiting for the migration lock holds one:
+/// building under the lock deadlocks whenever two processes migrate at once (a fleet starting,
+/// tests in parallel). Outside the lock, two processes building the same index are harmless: the
+/// loser finds it made, which [`online_index`] treats as done. An online index that a failed
+/// concurrent build left invalid is dropped and built again ([`drop_invalid_index`]).
 pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
     let applied = refuse_newer_schema(store).await?;
     // Every transactional migration recorded as applied with this release's checksum: nothing
@@ -43,16 +43,34 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
             .map_err(|e| Error::backend(false, e))?;
     }
     let online: Vec<_> = MIGRATOR.iter().filter(|m| m.no_tx).collect();
+    let names: Vec<&str> = online.iter().filter_map(|m| online_index_name(m)).collect();
+    let states: Vec<(String, bool)> = sqlx::query_as(sql::MIGRATE_INDEX_STATES)
+        .bind(names)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(backend_error)?;
     for (i, m) in online.iter().enumerate() {
+        let name = online_index_name(m);
         // An index a later migration drops is not built again on every run only to be dropped.
-        if online_index_name(m).is_some_and(|name| {
+        if name.is_some_and(|name| {
             online[i + 1..]
                 .iter()
                 .any(|later| dropped_index_name(later) == Some(name))
         }) {
             continue;
         }
-        drop_invalid_index(store, m).await?;
+        let valid = name.and_then(|name| {
+            states
+                .iter()
+                .find(|(built, _)| built == name)
+                .map(|(_, valid)| *valid)
+        });
+        match (name, valid) {
+            // Built: left alone (see online_index for why the statement is not run again).
+            (_, Some(true)) => continue,
+            (Some(name), Some(false)) => drop_invalid_index(store, m, name).await?,
+            _ => {}
+        }
         online_index(store, m).await?;
     }
     record_online(store, &online).await
@@ -98,23 +116,16 @@ fn online_index_name(m: &sqlx::migrate::Migration) -> Option<&str> {
     rest.split_whitespace().next()
 }
 
-/// Drops the migration's index if a concurrent build that failed half-way (or was interrupted)
-/// left it invalid: PostgreSQL keeps such an index, updates it on every write and never reads
-/// it, and `IF NOT EXISTS` would take it for built. Dropped concurrently, so that writers never
-/// wait; [`online_index`] then builds it again. A build still running in another process shows
-/// as invalid too: the drop waits for it to end, and the index is built once more.
-async fn drop_invalid_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
-    let Some(name) = online_index_name(m) else {
-        return Ok(());
-    };
-    let invalid: bool = sqlx::query_scalar(sql::MIGRATE_INDEX_INVALID)
-        .bind(name)
-        .fetch_one(&store.pool)
-        .await
-        .map_err(backend_error)?;
-    if !invalid {
-        return Ok(());
-    }
+/// Drops the migration's index `name`, which a concurrent build that failed half-way (or was
+/// interrupted) left invalid: PostgreSQL keeps such an index, updates it on every write and never
+/// reads it, and `IF NOT EXISTS` would take it for built. Dropped concurrently, so that writers
+/// never wait; [`online_index`] then builds it again. A build still running in another process
+/// shows as invalid too: the drop waits for it to end, and the index is built once more.
+async fn drop_invalid_index(
+    store: &PgStore,
+    m: &sqlx::migrate::Migration,
+    name: &str,
+) -> Result<()> {
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
         "DROP INDEX CONCURRENTLY IF EXISTS {name}"
     )))
@@ -180,24 +191,14 @@ const BUILD_IN_PLACE_BELOW: i64 = 100_000;
 /// [`BUILD_IN_PLACE_BELOW`] operations or more, in place on a smaller one. A build of the same
 /// index by another process at the same moment (duplicate name) counts as built.
 ///
-/// An index already there and valid is left alone after a look at the catalog: the statement
-/// itself, even with `IF NOT EXISTS`, takes the table's SHARE lock before it finds the name
-/// taken when it builds in place, so a migrate of an up-to-date schema (a deploy step run on
-/// every release, a service that migrates as it starts) waited behind every open write
-/// transaction on `operations` (a handler's fenced transaction, a large enqueue; a stalled one
-/// until its session's 15 s idle timeout) while every claim, completion and enqueue queued
-/// behind it, once per online migration.
+/// [`migrate`] does not call it for an index already there and valid (one catalog read for all
+/// of them, `migrate_index_states.sql`): the statement itself, even with `IF NOT EXISTS`, takes
+/// the table's SHARE lock before it finds the name taken when it builds in place, so a migrate
+/// of an up-to-date schema (a deploy step run on every release, a service that migrates as it
+/// starts) waited behind every open write transaction on `operations` (a handler's fenced
+/// transaction, a large enqueue; a stalled one until its session's 15 s idle timeout) while
+/// every claim, completion and enqueue queued behind it, once per online migration.
 async fn online_index(store: &PgStore, m: &sqlx::migrate::Migration) -> Result<()> {
-    if let Some(name) = online_index_name(m) {
-        let built: bool = sqlx::query_scalar(sql::MIGRATE_INDEX_VALID)
-            .bind(name)
-            .fetch_one(&store.pool)
-            .await
-            .map_err(backend_error)?;
-        if built {
-            return Ok(());
-        }
-    }
     let rows: i64 = sqlx::query_scalar(sql::MIGRATE_OPERATIONS_AT_LEAST)
         .bind(BUILD_IN_PLACE_BELOW)
         .fetch_one(&store.pool)

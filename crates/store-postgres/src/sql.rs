@@ -110,11 +110,9 @@ pub(crate) const STATS_INDEXES_ONLY: &str = "SET LOCAL enable_seqscan = off; SET
 pub(crate) const MIGRATE_OPERATIONS_AT_LEAST: &str =
     include_str!("sql/migrate_operations_at_least.sql");
 
-/// Whether the online index `$1` is there but invalid (a failed concurrent build).
-pub(crate) const MIGRATE_INDEX_INVALID: &str = include_str!("sql/migrate_index_invalid.sql");
-
-/// Whether the online index `$1` is there and valid (built).
-pub(crate) const MIGRATE_INDEX_VALID: &str = include_str!("sql/migrate_index_valid.sql");
+/// The online indexes among `$1` that are there, and whether each is valid (not a failed
+/// concurrent build).
+pub(crate) const MIGRATE_INDEX_STATES: &str = include_str!("sql/migrate_index_states.sql");
 
 /// Claims announcements that are due.
 pub(crate) const ALERTS_CLAIM: &str = include_str!("sql/alerts_claim.sql");

@@ -49,7 +49,8 @@ const RECORD_POSTGRES: &str =
 /// `<worker name> op <id>` for a handler inside the fence, which is how the fault test knows
 /// which operation a worker it stops there was working on, apart from claims waiting in its
 /// buffer.
-const NAME_IN_SESSION: &str = "SELECT set_config('application_name', current_setting('application_name') || ' op ' || $1, true)";
+const NAME_IN_SESSION: &str = "SELECT set_config('application_name', \
+     current_setting('application_name') || ' op ' || $1, true)";
 
 /// The database the table lives in: the concrete store's pool.
 #[derive(Clone, Debug)]
