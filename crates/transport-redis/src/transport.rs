@@ -44,6 +44,40 @@ end
 return removed
 ";
 
+/// Trims the stream `KEYS[1]` below the oldest entry that the group `ARGV[1]` still needs: its
+/// oldest pending entry, or, with none pending, the entry after the last one it was delivered
+/// (every entry up to that one is acknowledged). Returns how many entries it removed.
+///
+/// One `XTRIM` per acknowledgement replaces an `XDEL` of every acknowledged entry: a trim frees
+/// the stream's nodes whole, where a deletion marks entries one by one (1.9 µs each, more than
+/// half of Redis's work in a drain). One script, so no entry can be delivered or taken over
+/// between the look and the trim; entries of other groups are treated as the deletions were:
+/// the group that acknowledges decides. A sequence number too large for Lua's numbers leaves the
+/// last delivered entry in the stream, until the next trim. A stream or group that is gone (a
+/// purge, a restart of Redis) has nothing to trim: the acknowledgement is a no-op, as before.
+const TRIM_ACKNOWLEDGED: &str = r"
+local pending = redis.pcall('XPENDING', KEYS[1], ARGV[1])
+if pending['err'] then return 0 end
+local keep = pending[2]
+if not keep then
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    local fields = {}
+    for i = 1, #g, 2 do fields[g[i]] = g[i + 1] end
+    if fields['name'] == ARGV[1] then
+      local last = fields['last-delivered-id']
+      local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+      if ms and #seq < 15 then
+        keep = ms .. '-' .. string.format('%d', tonumber(seq) + 1)
+      else
+        keep = last
+      end
+    end
+  end
+end
+if not keep then return 0 end
+return redis.call('XTRIM', KEYS[1], 'MINID', keep)
+";
+
 /// The Redis Streams transport. Cheap to share behind an `Arc`; every call may run concurrently.
 ///
 /// Each kind's wake-ups are entries of the stream `{<prefix>}:kind:<kind>`, read through a
@@ -424,8 +458,8 @@ impl RedisTransport {
 
     /// Entries of `kind` not yet delivered (the group's `lag`, Redis 7) plus those delivered and
     /// not yet acknowledged (`pending`). Where the lag is unknown (Redis 6, or after deletions past
-    /// the group's position) the stream's length, which counts the same since acknowledged
-    /// entries are deleted.
+    /// the group's position) the stream's length, which also counts the acknowledged entries
+    /// delivered after the oldest one still in flight (see [`TRIM_ACKNOWLEDGED`]).
     async fn kind_depth(&self, kind: &str) -> Result<u64> {
         let stream = self.config.stream_key(kind);
         let groups: RedisResult<StreamInfoGroupsReply> = redis::cmd("XINFO")
@@ -519,8 +553,10 @@ impl Transport for RedisTransport {
         Ok(got)
     }
 
-    /// `XACK` and `XDEL` of each kind's entries, all in one transaction: an acknowledged entry
-    /// leaves the stream, so a stream holds only what waits or is in flight.
+    /// `XACK` of each kind's entries, then a trim of its stream below the oldest entry the group
+    /// still needs ([`TRIM_ACKNOWLEDGED`]), in one pipeline: a stream holds what waits, what is in
+    /// flight, and the acknowledged entries delivered after the oldest one in flight, until that
+    /// one is acknowledged too; with nothing in flight, only what waits.
     async fn ack(&self, tokens: Vec<AckToken>) -> Result<()> {
         let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for token in tokens {
@@ -537,7 +573,6 @@ impl Transport for RedisTransport {
             return Ok(());
         }
         let mut pipe = redis::pipe();
-        pipe.atomic();
         for (kind, ids) in &by_kind {
             let stream = self.config.stream_key(kind);
             pipe.cmd("XACK")
@@ -545,9 +580,11 @@ impl Transport for RedisTransport {
                 .arg(&self.config.group)
                 .arg(ids)
                 .ignore()
-                .cmd("XDEL")
+                .cmd("EVAL")
+                .arg(TRIM_ACKNOWLEDGED)
+                .arg(1)
                 .arg(&stream)
-                .arg(ids)
+                .arg(&self.config.group)
                 .ignore();
         }
         pipe.exec_async(&mut self.commands.clone())

@@ -1,6 +1,6 @@
 //! What the Redis transport promises beyond the conformance suite: dead consumers' entries are
-//! taken over, acknowledged entries leave the stream, an unreachable or lost Redis fails fast and
-//! recovers, and no password is ever shown.
+//! taken over, acknowledged entries leave the stream (all of them once none is in flight), an
+//! unreachable or lost Redis fails fast and recovers, and no password is ever shown.
 
 mod common;
 
@@ -157,6 +157,50 @@ async fn acknowledged_entries_are_trimmed_from_the_stream() {
     assert_eq!(t.depth(None).await.expect("depth"), 5);
 
     t.ack(got.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    assert_eq!(raw.xlen().await, 0);
+    assert_eq!(t.depth(None).await.expect("depth"), 0);
+}
+
+/// An acknowledgement trims the stream below the oldest entry still in flight, never past it nor
+/// past what was never delivered, and the depth still counts what waits and what is in flight.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_entries_after_one_in_flight_wait_for_it() {
+    let prefix = fresh_prefix();
+    let raw = Raw::connect(&prefix).await;
+    let t = transport(config(&prefix)).await;
+    let ids: Vec<OperationId> = (0..20).map(|_| OperationId::new()).collect();
+    t.publish(&common::wakeups(&ids[..10]))
+        .await
+        .expect("publish");
+    let mut got = receive_n(&t, 4).await;
+    assert_eq!(got.len(), 4);
+    let oldest = got.remove(0);
+    t.ack(got.into_iter().map(|d| d.ack).collect())
+        .await
+        .expect("ack");
+    assert_eq!(raw.xlen().await, 10, "held by the oldest entry in flight");
+    assert_eq!(
+        t.depth(None).await.expect("depth"),
+        7,
+        "6 waiting, 1 in flight"
+    );
+
+    t.ack(vec![oldest.ack]).await.expect("ack");
+    assert_eq!(raw.xlen().await, 6, "only the undelivered are left");
+    assert_eq!(t.depth(None).await.expect("depth"), 6);
+
+    t.publish(&common::wakeups(&ids[10..]))
+        .await
+        .expect("publish");
+    let rest = receive_n(&t, 16).await;
+    let frames: HashSet<OperationId> = rest
+        .iter()
+        .map(|d| *d.frame.as_ref().expect("frame"))
+        .collect();
+    assert_eq!(frames, ids[4..].iter().copied().collect::<HashSet<_>>());
+    t.ack(rest.into_iter().map(|d| d.ack).collect())
         .await
         .expect("ack");
     assert_eq!(raw.xlen().await, 0);
