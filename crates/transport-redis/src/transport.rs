@@ -554,9 +554,9 @@ impl Transport for RedisTransport {
     }
 
     /// `XACK` of each kind's entries, then a trim of its stream below the oldest entry the group
-    /// still needs ([`TRIM_ACKNOWLEDGED`]), in one pipeline: a stream holds what waits, what is in
-    /// flight, and the acknowledged entries delivered after the oldest one in flight, until that
-    /// one is acknowledged too; with nothing in flight, only what waits.
+    /// still needs (one `XTRIM MINID`, in a script), in one pipeline: a stream holds what waits,
+    /// what is in flight, and the acknowledged entries delivered after the oldest one in flight,
+    /// until that one is acknowledged too; with nothing in flight, only what waits.
     async fn ack(&self, tokens: Vec<AckToken>) -> Result<()> {
         let mut by_kind: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for token in tokens {
