@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use oprec::{AnyStore, Clock, ConnectOptions, FullStore, Transport};
 
+use crate::cli::Global;
 use crate::exit::bad;
 
 /// An open store.
@@ -22,19 +23,29 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    /// Connects to the store `url` names, on the system clock. Does not migrate.
-    pub(crate) async fn connect(url: &str) -> anyhow::Result<Self> {
-        Self::connect_with_clock(url, None).await
+    /// Connects to the store `--database-url` names, with a pool of `--db-connections`, on the
+    /// system clock. Does not migrate.
+    pub(crate) async fn open(global: &Global) -> anyhow::Result<Self> {
+        Self::connect_with(&global.database_url, None, global.db_connections).await
     }
 
-    /// Connects with `clock` deciding "now" (the demo's virtual clock), or the system clock.
-    pub(crate) async fn connect_with_clock(
+    /// Connects to the store `url` names, on the system clock, with the store's default pool.
+    /// Does not migrate.
+    pub(crate) async fn connect(url: &str) -> anyhow::Result<Self> {
+        Self::connect_with(url, None, None).await
+    }
+
+    /// Connects with `clock` deciding "now" (the demo's virtual clock), or the system clock, and a
+    /// pool of at most `max_connections` sessions (`None`: the store's default).
+    pub(crate) async fn connect_with(
         url: &str,
         clock: Option<Arc<dyn Clock>>,
+        max_connections: Option<u32>,
     ) -> anyhow::Result<Self> {
         let shown = oprec::redact_url(url);
         let options = ConnectOptions {
             clock,
+            max_connections,
             ..ConnectOptions::default()
         };
         let concrete = match oprec::open(url, &options).await {

@@ -78,6 +78,22 @@ connection_timeout=, auth_mechanism=",
     )]
     pub transport: String,
 
+    /// The most PostgreSQL sessions this process opens (its pool), 1 to 1000; default 10.
+    #[arg(
+        long_help = "The most PostgreSQL sessions this process opens (its pool), 1 to 1000; \
+default 10. Every worker, dashboard and command holds up to that many of the server's \
+max_connections (100 in a stock PostgreSQL), so a fleet of more than a few workers on one \
+server needs fewer each (or a larger max_connections). A worker uses a session per claim, completion and heartbeat \
+batch in flight and one per handler inside a fenced transaction; with fewer sessions than it has \
+fenced handlers, they wait for one in turn. SQLite ignores it.",
+        long,
+        global = true,
+        env = "OPREC_DB_CONNECTIONS",
+        value_parser = clap::value_parser!(u32).range(1..=1000),
+        value_name = "N"
+    )]
+    pub db_connections: Option<u32>,
+
     /// Log to stderr (`-vv` for more detail); RUST_LOG, when set, decides instead.
     #[arg(short, long, global = true, action = ArgAction::Count)]
     pub verbose: u8,

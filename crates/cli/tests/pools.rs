@@ -3,7 +3,7 @@
 //! kind's wake-ups travel on its own stream or queue, so each pool receives only its own: both
 //! kinds drain promptly (the re-wake interval is set to a minute, so a wake-up taken by the wrong
 //! pool would show as a minute's stall), and the attempt history shows that no worker claimed a
-//! kind it does not run.
+//! kind it does not run. And `--db-connections` caps the sessions a worker opens.
 
 mod common;
 mod rig;
@@ -182,4 +182,65 @@ fn a_kind_that_cannot_name_a_queue_is_bad_input() {
     let long = "k".repeat(300);
     o.run(&["--transport", broker, "transport", "depth", "--kind", &long])
         .bad_input("a transport routes kinds of at most 200");
+}
+
+/// The most sessions named `name` (or one of its handlers' fenced transactions) that
+/// PostgreSQL held at once while the worker `w` ran to its idle exit, sampled every 20 ms.
+fn most_sessions_until_exit(rig: &Rig, w: &mut Proc, name: &str) -> i64 {
+    let mut most = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        most = most.max(rig.scalar(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{name}' \
+             OR application_name LIKE '{name} op %'"
+        )));
+        if let Some(status) = w.wait_for_exit(Duration::from_millis(20)) {
+            assert!(status.success(), "{name} exited with {status}");
+            return most;
+        }
+        assert!(Instant::now() < deadline, "{name} did not finish in 60 s");
+    }
+}
+
+/// `--db-connections` caps a process's sessions: a worker whose 16 handlers each hold a session
+/// in a fenced transaction opens 10 (the default pool) without it, and 2 with
+/// `--db-connections 2`, where the handlers take turns and every operation still succeeds.
+#[test]
+fn db_connections_caps_a_workers_sessions() {
+    let rig = Rig::new(RigKind::PostgresPoll, "db connections");
+    let payload = r#"{"fenced": true, "sleep_after_ms": 50}"#;
+    let run = |name: &str, extra: &[&str]| {
+        rig.enqueue_count("demo.effect", payload, 64);
+        let args = [
+            extra,
+            &[
+                "worker",
+                "--demo",
+                "--concurrency",
+                "16",
+                "--exit-when-idle",
+            ][..],
+        ]
+        .concat();
+        let mut w = rig.spawn(name, &args);
+        most_sessions_until_exit(&rig, &mut w, name)
+    };
+    let uncapped = run("uncapped", &[]);
+    let capped = run("capped", &["--db-connections", "2"]);
+    assert!(
+        uncapped > 2,
+        "without the flag the worker held only {uncapped} sessions: the test shows nothing"
+    );
+    assert!(capped <= 2, "--db-connections 2 held {capped} sessions");
+    assert_eq!(rig.statuses(), vec![("succeeded".to_owned(), 128)]);
+}
+
+#[test]
+fn db_connections_out_of_range_is_refused_before_anything_runs() {
+    let o = common::Oprec::new();
+    for n in ["0", "1001", "many"] {
+        let r = o.run(&["--db-connections", n, "stats"]);
+        assert_eq!(r.code, Some(2), "--db-connections {n}: {}", r.stderr);
+        assert!(r.stderr.contains("--db-connections"), "{}", r.stderr);
+    }
 }

@@ -54,6 +54,10 @@ pub struct ConnectOptions {
     /// How long opening a server-backed store may take before it fails: a driver may otherwise
     /// retry a refused connection for much longer.
     pub timeout: std::time::Duration,
+    /// The most sessions a PostgreSQL store's pool opens; `None` is the store's default (10).
+    /// Each process holds up to that many of the server's `max_connections`. SQLite keeps its own
+    /// pool and ignores it.
+    pub max_connections: Option<u32>,
 }
 
 impl Default for ConnectOptions {
@@ -61,6 +65,7 @@ impl Default for ConnectOptions {
         ConnectOptions {
             clock: None,
             timeout: std::time::Duration::from_secs(10),
+            max_connections: None,
         }
     }
 }
@@ -103,7 +108,11 @@ pub async fn open(url: &str, options: &ConnectOptions) -> Result<AnyStore> {
         #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => {
             let hint = oprec_core::url_encoding_hint(url);
-            let store = tokio::time::timeout(options.timeout, postgres::PgStore::connect(url))
+            let sessions = options
+                .max_connections
+                .unwrap_or(postgres::DEFAULT_MAX_CONNECTIONS);
+            let connect = postgres::PgStore::connect_sized(url, sessions);
+            let store = tokio::time::timeout(options.timeout, connect)
                 .await
                 .map_err(|_| {
                     Error::backend(

@@ -100,6 +100,9 @@ pub fn pool_options() -> PgPoolOptions {
         })
 }
 
+/// The most sessions a store's pool opens unless told otherwise ([`PgStore::connect_sized`]).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
 /// Operation records in PostgreSQL.
 #[derive(Clone, Debug)]
 pub struct PgStore {
@@ -119,8 +122,16 @@ impl PgStore {
         self.pool.begin_with(opening).await.map_err(backend_error)
     }
 
-    /// Connects to `url` (`postgres://user@host/db`; TLS via `sslmode=verify-full`).
+    /// Connects to `url` (`postgres://user@host/db`; TLS via `sslmode=verify-full`), with a pool
+    /// of at most [`DEFAULT_MAX_CONNECTIONS`] sessions.
     pub async fn connect(url: &str) -> Result<Self> {
+        Self::connect_sized(url, DEFAULT_MAX_CONNECTIONS).await
+    }
+
+    /// Connects to `url` with a pool of at most `max_connections` sessions (at least one): every
+    /// process that opens a store holds up to that many of the server's `max_connections` (100 by
+    /// default), so a fleet of many workers may need fewer each.
+    pub async fn connect_sized(url: &str, max_connections: u32) -> Result<Self> {
         // A URL that does not parse is the caller's input to fix, not a database failure.
         let options: PgConnectOptions = url.parse().map_err(|e| {
             oprec_core::Error::InvalidInput(format!(
@@ -128,7 +139,7 @@ impl PgStore {
                 oprec_core::redact_url(url)
             ))
         })?;
-        Self::connect_with(options, 10).await
+        Self::connect_with(options, max_connections.max(1)).await
     }
 
     /// Connects with explicit options and pool size. Sessions get

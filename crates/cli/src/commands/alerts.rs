@@ -62,7 +62,7 @@ pub(crate) async fn run(global: &Global, args: AlertsArgs) -> anyhow::Result<()>
         .map(|s| s.parse::<AlertStatus>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| bad(format!("--status: {e}")))?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let entries = backend
         .store
         .alert_list(AlertListParams {

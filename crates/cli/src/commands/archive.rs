@@ -176,7 +176,7 @@ pub(crate) async fn run(global: &Global, args: ArchiveArgs) -> anyhow::Result<()
     }
     let request = ArchiveRequest::check(&args.input(), Spelling::Flags, Utc::now())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let review = request.review(store).await?;
     if args.dry_run || !args.yes {
@@ -239,7 +239,7 @@ async fn run_restore(global: &Global, args: RestoreArgs) -> anyhow::Result<()> {
         )));
     }
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let bar = progress::spinner("lines restored");
     let report = restore::restore(store, &args.file, args.dry_run, &who, |n| {

@@ -56,7 +56,7 @@ pub(crate) async fn run(global: &Global, args: AuditArgs) -> anyhow::Result<()> 
     }
     let filtered = params.action.is_some() || params.actor.is_some();
     let paged = params.page != AuditPage::Newest;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let entries = backend
         .store
         .audit_list(params)

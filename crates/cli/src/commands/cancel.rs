@@ -78,7 +78,7 @@ pub(crate) async fn run(global: &Global, args: CancelArgs) -> anyhow::Result<()>
         .collect::<Result<Vec<OperationId>, _>>()?;
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let done = cancel(backend.store.as_ref(), &ids, &who, reason.as_deref()).await?;
     audit_trail::check(done.audit_failure)?;
     let refused: Vec<(OperationId, &str)> = done
@@ -137,7 +137,7 @@ async fn by_filter(global: &Global, args: CancelArgs) -> anyhow::Result<()> {
     }
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let review = request.review(store).await?;
     let running = review.counts.get(&Status::Running).copied().unwrap_or(0);

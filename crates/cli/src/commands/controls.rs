@@ -115,7 +115,7 @@ async fn set(
 ) -> anyhow::Result<()> {
     let reason = audit_trail::reason("--reason", reason)?;
     let who = actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let now = store.now().await.map_err(store_error)?;
     let until = until
@@ -196,7 +196,7 @@ pub(crate) async fn resume(global: &Global, args: ResumeArgs) -> anyhow::Result<
     let target = args.target.target()?;
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let done = workflow::resume(backend.store.as_ref(), &target, &who, reason.as_deref()).await?;
     audit_trail::check(done.audit_failure)?;
     let (removed, released) = (done.removed, done.released_held);
@@ -231,7 +231,7 @@ pub(crate) async fn resume(global: &Global, args: ResumeArgs) -> anyhow::Result<
 
 /// `oprec controls`.
 pub(crate) async fn list(global: &Global, args: ControlsArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let controls = backend.store.control_list().await.map_err(store_error)?;
     if args.json {
         return output::json(&controls);

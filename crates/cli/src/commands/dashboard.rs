@@ -112,7 +112,7 @@ pub(crate) async fn run(global: &Global, args: DashboardArgs) -> anyhow::Result<
             }
         )));
     }
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     backend.ensure_schema().await?;
     let shown_transport = oprec::redact_url(&global.transport);
     let transport = if global.transport.starts_with("memory:") {

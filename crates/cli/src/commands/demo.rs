@@ -82,7 +82,7 @@ pub(crate) async fn run(
         .single()
         .expect("a valid time");
     let clock = Arc::new(ManualClock::new(start));
-    let backend = Backend::connect_with_clock(&url, Some(clock.clone())).await?;
+    let backend = Backend::connect_with(&url, Some(clock.clone()), global.db_connections).await?;
     let store: Arc<dyn FullStore> = backend.store.clone();
     store.migrate().await.map_err(store_error)?;
 

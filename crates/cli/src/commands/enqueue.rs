@@ -143,7 +143,7 @@ pub(crate) async fn run(global: &Global, args: EnqueueArgs) -> anyhow::Result<()
         ..EnqueueOptions::default()
     };
 
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let policy = DemoPolicy::default().retry_policy()?;
     let mut registry = demo_kinds::registry(&policy, EffectTable::new(&backend.concrete));
     if let Some(file) = &file {

@@ -153,7 +153,7 @@ pub(crate) async fn run(global: &Global, args: ImportArgs) -> anyhow::Result<()>
     }
     let actor = args.actor.who()?.actor;
 
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     backend.ensure_schema().await?;
     let importer = Importer {
         store: backend.store.clone(),

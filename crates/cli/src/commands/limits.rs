@@ -99,7 +99,7 @@ pub(crate) async fn set(global: &Global, args: LimitArgs) -> anyhow::Result<()> 
     }
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     if args.remove {
         let done = workflow::remove(store, &target, &who, reason.as_deref()).await?;
@@ -142,7 +142,7 @@ pub(crate) async fn set(global: &Global, args: LimitArgs) -> anyhow::Result<()> 
 
 /// `oprec limits`.
 pub(crate) async fn list(global: &Global, args: LimitsArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let limits = workflow::list(backend.store.as_ref()).await?;
     if args.json {
         return output::json(&limits);

@@ -13,7 +13,7 @@ use crate::output;
 /// table, so that every piece of DDL runs here, as the schema's owner, and workers need no DDL
 /// rights.
 pub(crate) async fn run(global: &Global, args: MigrateArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     backend.store.migrate().await.map_err(store_error)?;
     if args.demo {
         EffectTable::new(&backend.concrete).create().await?;

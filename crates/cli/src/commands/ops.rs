@@ -37,7 +37,7 @@ fn status_of(op: &Operation) -> String {
 /// Prints one operation and its attempts.
 pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let id = parse_id("operation id", &args.id)?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let Some(detail) = backend
         .store
         .operation_get(OperationGetParams { id })
@@ -274,7 +274,7 @@ fn list_params(args: &ListArgs) -> anyhow::Result<ListParams> {
 pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> {
     let params = list_params(&args)?;
     let (limit, status, redriven) = (params.limit, params.status, params.redriven);
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let ops = backend
         .store
         .operation_list(params)

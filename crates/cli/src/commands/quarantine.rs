@@ -67,7 +67,7 @@ async fn run(
     json: bool,
 ) -> anyhow::Result<()> {
     let who = actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let planning = crate::progress::working("counting the matches");
     let review = request.review(store).await;

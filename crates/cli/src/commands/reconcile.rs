@@ -109,7 +109,7 @@ pub(crate) async fn list(global: &Global, args: ListArgs) -> anyhow::Result<()> 
         .as_deref()
         .map(|k| filter::name("--kind", k))
         .transpose()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let ops: Vec<Operation> = store
         .operation_list(ListParams {
@@ -199,7 +199,7 @@ pub(crate) async fn resolve(global: &Global, args: ResolveArgs) -> anyhow::Resul
     } else {
         Resolution::NotApplied
     };
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let who = actor;
     let status = match resolve_one(
         backend.store.as_ref(),
@@ -261,7 +261,7 @@ async fn resolve_matching(global: &Global, args: ResolveArgs) -> anyhow::Result<
     }
     let reason = audit_trail::reason("--reason", args.reason.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let review = request.review(store).await?;
     let decision = if args.applied {

@@ -357,7 +357,7 @@ pub(crate) async fn run(global: &Global, args: RedriveArgs) -> anyhow::Result<()
     }
     let note = audit_trail::reason("--note", args.note.as_deref())?;
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     // The review counts and groups every match (deaths, errors, controls): a line says so while
     // it runs, on a terminal, so that a large pile does not look like a hang.
@@ -518,7 +518,7 @@ fn finish(
 
 /// `oprec redrive status [JOB]`.
 async fn status(global: &Global, args: StatusArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let jobs = match &args.job {
         Some(id) => vec![redrive::find(store, id).await?],
@@ -622,7 +622,7 @@ fn job_json(job: &RedriveJob, now: chrono::DateTime<Utc>) -> serde_json::Value {
 /// `oprec redrive stop JOB`.
 async fn stop(global: &Global, args: StopArgs) -> anyhow::Result<()> {
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let job = redrive::stop(store, &args.job, &who).await?;
     if args.json {
@@ -641,7 +641,7 @@ async fn stop(global: &Global, args: StopArgs) -> anyhow::Result<()> {
 /// `oprec redrive resume JOB`.
 async fn resume(global: &Global, args: ResumeArgs) -> anyhow::Result<()> {
     let who = args.actor.who()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let resumption = Resumption::load(store, &args.job).await?;
     let request = resumption.request.clone();

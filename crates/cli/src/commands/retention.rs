@@ -76,7 +76,7 @@ pub(crate) struct ShowArgs {
 pub(crate) async fn show(global: &Global, args: ShowArgs) -> anyhow::Result<()> {
     let flagged = args.flags.given();
     let policy = args.flags.policy()?;
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let store = backend.store.as_ref();
     let store_err = |e| match e {
         oprec::ops::Error::Store(e) => store_error(e),

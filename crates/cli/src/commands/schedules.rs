@@ -32,7 +32,7 @@ pub(crate) struct SchedulesArgs {
 
 /// Lists the schedules.
 pub(crate) async fn run(global: &Global, args: SchedulesArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let (now, views) = schedules::list(backend.store.as_ref())
         .await
         .map_err(|e| match e {

@@ -28,7 +28,7 @@ pub(crate) struct StatsArgs {
 
 /// Prints the figures.
 pub(crate) async fn run(global: &Global, args: StatsArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let report = backend.store.stats().await.map_err(store_error)?;
     let limits = oprec::ops::limits::list(backend.store.as_ref()).await?;
     if args.json {

@@ -78,7 +78,7 @@ pub(crate) async fn purge(global: &Global, args: PurgeArgs) -> anyhow::Result<()
     }
     let who = args.actor.who()?;
     // The store first: the report that no intent was lost needs it, so check it before purging.
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     backend.ensure_schema().await?;
     let kind = args.kind.as_deref();
     let done = match workflow::purge(
@@ -162,7 +162,7 @@ async fn know_store_kinds(global: &Global, transport: &dyn Transport) {
         return;
     }
     let known = async {
-        let backend = Backend::connect(&global.database_url).await?;
+        let backend = Backend::open(global).await?;
         workflow::know_store_kinds(backend.store.as_ref(), transport).await?;
         anyhow::Ok(())
     };

@@ -206,7 +206,7 @@ pub(crate) async fn run(global: &Global, args: WorkerArgs) -> anyhow::Result<()>
         }
         None => None,
     };
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     backend.ensure_schema().await?;
     let mut registry = Registry::new();
     if args.demo {

@@ -20,7 +20,7 @@ pub(crate) struct WorkersArgs {
 
 /// Lists live workers.
 pub(crate) async fn run(global: &Global, args: WorkersArgs) -> anyhow::Result<()> {
-    let backend = Backend::connect(&global.database_url).await?;
+    let backend = Backend::open(global).await?;
     let live = chrono::Duration::seconds(WORKER_LIVE_SECS);
     let mut workers = backend
         .store
