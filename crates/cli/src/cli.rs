@@ -83,9 +83,9 @@ connection_timeout=, auth_mechanism=",
         long_help = "The most PostgreSQL sessions this process opens (its pool), 1 to 1000; \
 default 10. Every worker, dashboard and command holds up to that many of the server's \
 max_connections (100 in a stock PostgreSQL), so a fleet of more than a few workers on one \
-server needs fewer each (or a larger max_connections). A worker uses a session per claim, completion and heartbeat \
-batch in flight and one per handler inside a fenced transaction; with fewer sessions than it has \
-fenced handlers, they wait for one in turn. SQLite ignores it.",
+server needs fewer each (or a larger max_connections). A worker uses a session per claim, \
+completion and heartbeat batch in flight and one per handler inside a fenced transaction; with \
+fewer sessions than it has fenced handlers, they wait for one in turn. SQLite ignores it.",
         long,
         global = true,
         env = "OPREC_DB_CONNECTIONS",
