@@ -1,6 +1,8 @@
 //! What every caller reads ([`Store`](oprec_core::Store)): the schema, the store's "now", one
 //! operation with its history, listings and counts.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use oprec_core::store::{CountRow, ListParams, OperationGetParams};
 use oprec_core::{Error, Operation, OperationDetail, Result};
@@ -44,11 +46,14 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
     }
     let online: Vec<_> = MIGRATOR.iter().filter(|m| m.no_tx).collect();
     let names: Vec<&str> = online.iter().filter_map(|m| online_index_name(m)).collect();
-    let states: Vec<(String, bool)> = sqlx::query_as(sql::MIGRATE_INDEX_STATES)
+    // Each online index that is there, by name: whether it is valid.
+    let valid: HashMap<String, bool> = sqlx::query_as(sql::MIGRATE_INDEX_STATES)
         .bind(names)
         .fetch_all(&store.pool)
         .await
-        .map_err(backend_error)?;
+        .map_err(backend_error)?
+        .into_iter()
+        .collect();
     for (i, m) in online.iter().enumerate() {
         let name = online_index_name(m);
         // An index a later migration drops is not built again on every run only to be dropped.
@@ -59,17 +64,13 @@ pub(crate) async fn migrate(store: &PgStore) -> Result<()> {
         }) {
             continue;
         }
-        let valid = name.and_then(|name| {
-            states
-                .iter()
-                .find(|(built, _)| built == name)
-                .map(|(_, valid)| *valid)
-        });
-        match (name, valid) {
-            // Built: left alone (see online_index for why the statement is not run again).
-            (_, Some(true)) => continue,
-            (Some(name), Some(false)) => drop_invalid_index(store, m, name).await?,
-            _ => {}
+        if let Some(name) = name {
+            match valid.get(name) {
+                // Built: left alone (see online_index for why the statement is not run again).
+                Some(true) => continue,
+                Some(false) => drop_invalid_index(store, m, name).await?,
+                None => {}
+            }
         }
         online_index(store, m).await?;
     }
