@@ -400,3 +400,177 @@ async fn the_slot_of_a_creation_time_is_inlined_and_the_same_in_every_zone() {
         assert_eq!(differ, 0, "{zone}: slots differ from the old body's");
     }
 }
+
+/// The bookkeeping tables carry no CHECK constraints since 0042 (PostgreSQL compiled them in
+/// every trigger call), so what they held must follow from the triggers themselves: writes from
+/// several sessions (each its own shard), in a time zone 5:45 from UTC, of operations created
+/// across several slots and an hour back, then claimed, failed and ended, leave slots on
+/// five-minute boundaries of UTC, shards 0-15, ranges in order, and only the contract's statuses
+/// and failure classes, counted as the operations are. The CHECKs of operations still refuse a
+/// status outside the contract.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bookkeeping_holds_what_its_dropped_checks_held() {
+    let store = common::fresh_store(3).await;
+    let pool = store.pool();
+    let checks: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT c.relname::text, count(k.oid)
+         FROM pg_class c LEFT JOIN pg_constraint k ON k.conrelid = c.oid AND k.contype = 'c'
+         WHERE c.relnamespace = current_schema()::regnamespace
+           AND c.relname IN ('operations', 'operation_counts', 'backlog_slots', 'creation_slots')
+         GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("constraints");
+    let checks: std::collections::HashMap<String, i64> = checks.into_iter().collect();
+    assert_eq!(checks.len(), 4, "{checks:?}");
+    assert!(checks["operations"] >= 19, "{checks:?}");
+    for table in ["operation_counts", "backlog_slots", "creation_slots"] {
+        assert_eq!(checks[table], 0, "{table} has CHECKs again: {checks:?}");
+    }
+
+    // Three sessions at once, so three backends (shards), each inserting operations created
+    // from 70 minutes ago to now, one statement a minute of creation time.
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        let mut conn = pool.acquire().await.expect("connection");
+        sqlx::query("SET TimeZone = 'Asia/Kathmandu'")
+            .execute(&mut *conn)
+            .await
+            .expect("time zone");
+        sessions.push(conn);
+    }
+    for (s, conn) in sessions.iter_mut().enumerate() {
+        for minute in 0..70 {
+            sqlx::query(
+                "INSERT INTO operations (id, kind, payload, next_eligible_at, created_at,
+                                         updated_at)
+                 SELECT gen_random_uuid(), 'k' || $1, '{}', now(), t, t
+                 FROM (SELECT now() - $2 * interval '1 minute' + n * interval '7 seconds' AS t
+                       FROM generate_series(0, 3) AS n) AS g",
+            )
+            .bind(s as i32)
+            .bind(minute)
+            .execute(&mut **conn)
+            .await
+            .expect("insert");
+        }
+    }
+    // Some claimed, some of those failed back to pending, some ended each way.
+    let claimed_ahead = "UPDATE operations SET status = 'running', attempt = attempt + 1,
+                             claim_token = gen_random_uuid(), lease_until = now() + interval '1 minute',
+                             claimed_at = now()
+                         WHERE id IN (SELECT id FROM operations WHERE status = 'pending'
+                                      ORDER BY id LIMIT 300)";
+    sqlx::query(claimed_ahead)
+        .execute(&mut *sessions[0])
+        .await
+        .expect("claim");
+    for (statement, session) in [
+        (
+            "UPDATE operations SET status = 'pending', claim_token = NULL, lease_until = NULL,
+                 last_failure_class = 'rate_limited'
+             WHERE id IN (SELECT id FROM operations WHERE status = 'running' ORDER BY id LIMIT 50)",
+            1,
+        ),
+        (
+            "UPDATE operations SET status = 'succeeded', claim_token = NULL, lease_until = NULL,
+                 terminal_at = now()
+             WHERE id IN (SELECT id FROM operations WHERE status = 'running' ORDER BY id LIMIT 150)",
+            2,
+        ),
+        (
+            "UPDATE operations SET status = 'dead', claim_token = NULL, lease_until = NULL,
+                 terminal_at = now(), terminal_reason = 'permanent', last_failure_class = 'permanent'
+             WHERE id IN (SELECT id FROM operations WHERE status = 'running' ORDER BY id LIMIT 60)",
+            0,
+        ),
+    ] {
+        sqlx::query(statement)
+            .execute(&mut *sessions[session])
+            .await
+            .expect(statement);
+    }
+    drop(sessions);
+
+    let aligned = "date_bin('5 minutes', slot, timestamptz '2000-01-01 00:00:00+00')";
+    let (slots, odd): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*), count(*) FILTER (WHERE slot <> {aligned} OR shard NOT BETWEEN 0 AND 15)
+         FROM backlog_slots"
+    )))
+    .fetch_one(pool)
+    .await
+    .expect("backlog slots");
+    assert!(
+        slots >= 15 * 3 - 3,
+        "70 minutes from 3 shards: {slots} rows"
+    );
+    assert_eq!(odd, 0, "backlog slots off a boundary or out of the shards");
+    let (slots, odd): (i64, i64) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*), count(*) FILTER (WHERE slot <> {aligned} OR first_id > last_id)
+         FROM creation_slots"
+    )))
+    .fetch_one(pool)
+    .await
+    .expect("creation slots");
+    assert!(slots >= 14, "70 minutes: {slots} slots");
+    assert_eq!(
+        odd, 0,
+        "creation slots off a boundary or with a range out of order"
+    );
+    let shards: Vec<i16> = sqlx::query_scalar(
+        "SELECT DISTINCT shard FROM operation_counts WHERE operations <> 0 ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("shards");
+    assert!(
+        shards.len() >= 2 && shards.iter().all(|s| (0..16).contains(s)),
+        "{shards:?}"
+    );
+    // The counts, summed over shards, are the operations by status and class, nothing else.
+    let differ: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM (
+             (SELECT status, failure_class, sum(operations) FROM operation_counts
+              GROUP BY 1, 2 HAVING sum(operations) <> 0
+              EXCEPT
+              SELECT status, coalesce(last_failure_class, ''), count(*) FROM operations
+              GROUP BY 1, 2)
+             UNION ALL
+             (SELECT status, coalesce(last_failure_class, ''), count(*) FROM operations
+              GROUP BY 1, 2
+              EXCEPT
+              SELECT status, failure_class, sum(operations) FROM operation_counts
+              GROUP BY 1, 2 HAVING sum(operations) <> 0)) AS d",
+    )
+    .fetch_one(pool)
+    .await
+    .expect("counts");
+    assert_eq!(differ, 0, "the counts differ from the operations");
+    let statuses: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT status || '/' || failure_class FROM operation_counts
+         WHERE operations <> 0 ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("statuses");
+    assert_eq!(
+        statuses,
+        [
+            "dead/permanent",
+            "pending/",
+            "pending/rate_limited",
+            "running/",
+            "succeeded/"
+        ],
+    );
+
+    let refused = sqlx::query("UPDATE operations SET status = 'finished' WHERE status = 'pending'")
+        .execute(pool)
+        .await
+        .expect_err("a status outside the contract");
+    assert!(
+        refused.to_string().contains("operations_status_check"),
+        "{refused}"
+    );
+}
