@@ -429,8 +429,9 @@ async fn the_bookkeeping_holds_what_its_dropped_checks_held() {
         assert_eq!(checks[table], 0, "{table} has CHECKs again: {checks:?}");
     }
 
-    // Three sessions at once, so three backends (shards), each inserting operations created
-    // from 70 minutes ago to now, one statement a minute of creation time.
+    // Three sessions held open together, so three backends (shards), each inserting operations
+    // created from 70 minutes ago to now (ids v4, outside every slot's range of v7 ids), one
+    // statement a minute of creation time.
     let mut sessions = Vec::new();
     for _ in 0..3 {
         let mut conn = pool.acquire().await.expect("connection");
@@ -457,12 +458,12 @@ async fn the_bookkeeping_holds_what_its_dropped_checks_held() {
         }
     }
     // Some claimed, some of those failed back to pending, some ended each way.
-    let claimed_ahead = "UPDATE operations SET status = 'running', attempt = attempt + 1,
+    let claim = "UPDATE operations SET status = 'running', attempt = attempt + 1,
                              claim_token = gen_random_uuid(), lease_until = now() + interval '1 minute',
                              claimed_at = now()
                          WHERE id IN (SELECT id FROM operations WHERE status = 'pending'
                                       ORDER BY id LIMIT 300)";
-    sqlx::query(claimed_ahead)
+    sqlx::query(claim)
         .execute(&mut *sessions[0])
         .await
         .expect("claim");
