@@ -244,7 +244,21 @@ fn fenced_effects_under_kills_and_stops(kind: RigKind) {
         assert!(status.success(), "{}: {status}", w.name);
     }
     assert!(kills >= 2 && stops >= 2, "kills {kills}, stops {stops}");
-    assert_eq!(rig.statuses(), [("succeeded".to_owned(), 2 * ops)]);
+    // Should one not succeed, its story says which rule ended it (a CI run once found one dead).
+    let unsucceeded: Vec<_> = rig
+        .counts("SELECT CAST(id AS TEXT), 1 FROM operations WHERE status <> 'succeeded'")
+        .into_iter()
+        .map(|(id, _)| {
+            let story = rig.history(&id);
+            (id, story)
+        })
+        .collect();
+    assert_eq!(
+        rig.statuses(),
+        [("succeeded".to_owned(), 2 * ops)],
+        "(status, reason, attempt outcomes, attempt workers) of those that did not succeed: \
+         {unsucceeded:?}"
+    );
 
     let fenced = "(o.payload ->> 'fenced') IS NOT NULL";
     let of = |flavour: &str, what: &str| {
