@@ -576,3 +576,71 @@ async fn the_bookkeeping_holds_what_its_dropped_checks_held() {
         "{refused}"
     );
 }
+
+/// Each attempt a completion records carries its operation's dependency ('' for none, as
+/// attempt_minutes counts it), and the per-minute trigger counts an attempt under the dependency
+/// its row records, looking the operation up only for one that records none (an earlier
+/// release's, a restored one): migration 0043.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attempts_are_counted_under_the_dependency_they_record() {
+    use oprec_core::{Clock, EnqueueOptions, Failure, Transition};
+    use oprec_testkit::operator_cases::finish;
+    use oprec_testkit::store_cases::enqueue;
+
+    let h = common::setup().await;
+    let smtp = EnqueueOptions {
+        dependency: Some("smtp".into()),
+        ..Default::default()
+    };
+    let sent = enqueue(&h, "mail", smtp.clone()).await;
+    finish(&h, sent, Transition::succeeded(None)).await;
+    let failed = enqueue(&h, "mail", smtp).await;
+    let at = h.clock.now();
+    finish(&h, failed, Transition::retry(at, Failure::transient("503"))).await;
+    let plain = enqueue(&h, "plain", EnqueueOptions::default()).await;
+    finish(&h, plain, Transition::succeeded(None)).await;
+    let pool = h.store.pool();
+    let recorded: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT o.kind, a.dependency FROM operation_attempts a
+         JOIN operations o ON o.id = a.operation_id ORDER BY o.kind, a.id",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("attempts");
+    assert_eq!(
+        recorded,
+        [
+            ("mail".to_owned(), Some("smtp".to_owned())),
+            ("mail".to_owned(), Some("smtp".to_owned())),
+            ("plain".to_owned(), Some(String::new())),
+        ]
+    );
+    // Rows written by hand for the operation `plain` (which names no dependency): one recording
+    // a dependency, counted under it though the operation names none (so the trigger read the
+    // row, not the operation), and one recording none (NULL), counted by the operation's ('').
+    for dependency in ["'recorded'", "NULL"] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, \
+             outcome, dependency) VALUES ($1, 2, now(), now(), 'error', {dependency})"
+        )))
+        .bind(*plain.as_uuid())
+        .execute(pool)
+        .await
+        .expect("attempt written by hand");
+    }
+    let counted: Vec<(String, i64, i64)> = sqlx::query_as(
+        "SELECT dependency, sum(attempts)::int8, sum(failed)::int8 FROM attempt_minutes
+         GROUP BY 1 ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("minutes");
+    assert_eq!(
+        counted,
+        [
+            (String::new(), 2, 1),
+            ("recorded".to_owned(), 1, 1),
+            ("smtp".to_owned(), 2, 1),
+        ]
+    );
+}

@@ -1,21 +1,22 @@
--- Ends claims with the transitions core decided, one array per field ($2 to $16), and records
--- each ended claim in operation_attempts; returns the (id, token) of every claim it ended, so
--- that the others are stale. $1 is "now" (NULL: the database's clock). Each row is fenced by its
--- transition: still running under its claim token, and, for a vanished attempt
--- (expired_only), with its lease expired by "now", so that a heartbeat since the rescuer looked
--- wins. The crash-loop counter goes up by one for a vanished isolated attempt (crash_counted),
--- stays for a release (suspect NULL) and goes back to zero for every other end; suspect is set
--- as core says (NULL keeps it); a snooze spends one of the snooze budget, an automatic retry of
--- an unknown outcome one of the unknown budget. A NULL class, error,
--- next time or remote id keeps the stored one. The attempt row keeps whether the claim ran
--- isolated and its token (a stale completion finds it by the token). Walks the primary key,
--- whatever the statistics say: the rows are found by `id = ANY($2)`, and "still running" is
--- written as a lease being held (the table's CHECK makes a claim token and a lease held together
--- the same as status running), so that no index on status can tempt a planner whose statistics
--- predate the claims into walking every running row (or, custom-planned for a large batch, every
--- row of the table) on each completion. The ids come as an array the planner does not see into
--- (`ARRAY(SELECT unnest($2))`, which it takes for a few ids): seeing 800 ids in a table of 30,000
--- it read the whole table instead (claim_by_ids.sql).
+-- Ends claims with the transitions core decided, one array per field ($2 to $16), and records each
+-- ended claim in operation_attempts; returns the (id, token) of every claim it ended, so that the
+-- others are stale. $1 is "now" (NULL: the database's clock). Each row is fenced by its transition:
+-- still running under its claim token, and, for a vanished attempt (expired_only), with its lease
+-- expired by "now", so that a heartbeat since the rescuer looked wins. The crash-loop counter goes
+-- up by one for a vanished isolated attempt (crash_counted), stays for a release (suspect NULL) and
+-- goes back to zero for every other end; suspect is set as core says (NULL keeps it); a snooze
+-- spends one of the snooze budget, an automatic retry of an unknown outcome one of the unknown
+-- budget. A NULL class, error, next time or remote id keeps the stored one. The attempt row keeps
+-- whether the claim ran isolated, its token (a stale completion finds it by the token) and the
+-- operation's dependency ('' for none: the per-minute counting trigger reads it there instead of
+-- looking the operation up, migration 0043). Walks the primary key, whatever the statistics say:
+-- the rows are found by `id = ANY($2)`, and "still running" is written as a lease being held (the
+-- table's CHECK makes a claim token and a lease held together the same as status running), so that
+-- no index on status can tempt a planner whose statistics predate the claims into walking every
+-- running row (or, custom-planned for a large batch, every row of the table) on each completion.
+-- The ids come as an array the planner does not see into (`ARRAY(SELECT unnest($2))`, which it
+-- takes for a few ids): seeing 800 ids in a table of 30,000 it read the whole table instead
+-- (claim_by_ids.sql).
 WITH now AS (SELECT coalesce($1::timestamptz, now()) AS t),
 input AS (
     SELECT * FROM UNNEST($2::uuid[], $3::uuid[], $4::text[], $5::bool[], $6::timestamptz[],
@@ -47,13 +48,14 @@ input AS (
       AND (NOT i.expired_only OR o.lease_until < now.t)
     RETURNING o.id, i.token, o.attempt + CASE WHEN i.refund THEN 1 ELSE 0 END AS attempt,
               o.claimed_at, o.worker_id, o.code_version, o.isolated, i.outcome, i.failure_class,
-              i.error
+              i.error, o.dependency
 ), history AS (
     INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, outcome,
                                     failure_class, error, worker_id, code_version, isolated,
-                                    claim_token)
+                                    claim_token, dependency)
     SELECT done.id, done.attempt, done.claimed_at, now.t, done.outcome, done.failure_class,
-           done.error, done.worker_id, done.code_version, done.isolated, done.token
+           done.error, done.worker_id, done.code_version, done.isolated, done.token,
+           coalesce(done.dependency, '')
     FROM done, now
 )
 SELECT id, token FROM done
