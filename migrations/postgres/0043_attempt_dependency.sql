@@ -6,8 +6,9 @@
 --
 -- Each attempt row records the dependency its operation names when the attempt ends, as the
 -- per-minute counts (attempt_minutes, 0013) count it: '' when the operation names none. NULL
--- means not recorded: attempts that ended before this migration or under an earlier release,
--- and attempts restored from an archive.
+-- means not recorded: attempts that ended before this migration or under an earlier release.
+-- (An archive restore records it too: an operation's dependency never changes after its
+-- enqueue.)
 --
 -- Why: the per-minute counting trigger looked up every recorded attempt's operation by its
 -- primary key to read its dependency (0015), one index probe per attempt in every completion:

@@ -580,7 +580,7 @@ async fn the_bookkeeping_holds_what_its_dropped_checks_held() {
 /// Each attempt a completion records carries its operation's dependency ('' for none, as
 /// attempt_minutes counts it), and the per-minute trigger counts an attempt under the dependency
 /// its row records, looking the operation up only for one that records none (an earlier
-/// release's, a restored one): migration 0043.
+/// release's): migration 0043.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attempts_are_counted_under_the_dependency_they_record() {
     use oprec_core::{Clock, EnqueueOptions, Failure, Transition};
