@@ -101,10 +101,10 @@ fn holds_claims(rig: &Rig, prefix: &str, fenced: bool, work: &dyn Fn()) -> bool 
     .is_some()
 }
 
-/// Whether the worker named `prefix` runs a suspect's isolated claim. A kill or a stop then
-/// would count toward its crash loop, and this test's operations must all succeed: the worker is
-/// stopped first (SIGSTOP, so that it cannot take such a claim between the look and the fault)
-/// and resumed untouched when it does.
+/// Whether the worker named `prefix` (`fe`: any of this test's workers) runs a suspect's isolated
+/// claim. A kill or a stop then would count toward its crash loop, and this test's operations
+/// must all succeed: the worker is stopped first (SIGSTOP, so that it cannot take such a claim
+/// between the look and the fault) and resumed untouched when it does.
 fn runs_isolated(rig: &Rig, prefix: &str) -> bool {
     rig.scalar(&format!(
         "SELECT count(*) FROM operations WHERE status = 'running' AND isolated \
@@ -410,7 +410,12 @@ fn zombie(
 ) -> Option<Option<Late>> {
     if kind == RigKind::SqlitePoll {
         w.signal("STOP");
-        if runs_isolated(rig, name) {
+        // Not while any worker runs a suspect's isolated claim, this one or another: stopped
+        // while it holds the database's one write lock, this worker holds back every other
+        // worker's heartbeats past their 1 s leases, and the rescuer then finds their claims
+        // lapsed. A CI run ended an operation dead so (crash loop): its three isolated attempts
+        // lapsed on workers that were not stopped, each after a heartbeat that had waited.
+        if runs_isolated(rig, "fe") {
             w.signal("CONT");
             return None;
         }
