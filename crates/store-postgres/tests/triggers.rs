@@ -618,12 +618,13 @@ async fn attempts_are_counted_under_the_dependency_they_record() {
     // Rows written by hand for the operation `plain` (which names no dependency): one recording
     // a dependency, counted under it though the operation names none (so the trigger read the
     // row, not the operation), and one recording none (NULL), counted by the operation's ('').
-    for dependency in ["'recorded'", "NULL"] {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
+    for dependency in [Some("recorded"), None] {
+        sqlx::query(
             "INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, \
-             outcome, dependency) VALUES ($1, 2, now(), now(), 'error', {dependency})"
-        )))
+             outcome, dependency) VALUES ($1, 2, now(), now(), 'error', $2)",
+        )
         .bind(*plain.as_uuid())
+        .bind(dependency)
         .execute(pool)
         .await
         .expect("attempt written by hand");

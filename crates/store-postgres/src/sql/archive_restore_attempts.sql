@@ -3,7 +3,8 @@
 -- (attempt_minutes) counted these attempts when they first ended and kept them when the archive
 -- removed them, so the restore takes back what the counting trigger adds for them. Each attempt
 -- records its operation's dependency ('' for none), as a completion does (migration 0043): an
--- operation's dependency never changes after its enqueue, so it is the one the attempt ended with.
+-- operation's dependency never changes after its enqueue, so it is the one the attempt ended with,
+-- and the one the counts are taken back from.
 WITH restored AS (
 INSERT INTO operation_attempts (operation_id, attempt, claimed_at, ended_at, outcome, failure_class,
                                 error, worker_id, code_version, isolated, stale_outcome,
@@ -17,15 +18,14 @@ FROM unnest($1::uuid[], $2::int4[], $3::timestamptz[], $4::timestamptz[], $5::te
                           error, worker_id, code_version, isolated, stale_outcome, stale_at, n)
 LEFT JOIN operations o ON o.id = a.operation_id
 ORDER BY a.n
-RETURNING operation_id, ended_at, outcome
+RETURNING ended_at, outcome, dependency
 )
 INSERT INTO attempt_minutes AS m (minute, dependency, shard, attempts, failed, snoozed)
-SELECT date_trunc('minute', r.ended_at), coalesce(o.dependency, ''), pg_backend_pid() % 16,
+SELECT date_trunc('minute', r.ended_at), r.dependency, pg_backend_pid() % 16,
        -count(*),
        -count(*) FILTER (WHERE r.outcome IN ('error', 'rejected', 'vanished', 'unknown')),
        -count(*) FILTER (WHERE r.outcome = 'snoozed')
 FROM restored r
-JOIN operations o ON o.id = r.operation_id
 GROUP BY 1, 2
 ORDER BY 1, 2
 ON CONFLICT (minute, dependency, shard) DO UPDATE
