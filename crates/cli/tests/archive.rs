@@ -32,6 +32,11 @@ const AGED_ROWS: &str = "SELECT coalesce(jsonb_agg(x ORDER BY x->>'id'), '[]')::
     FROM operations o
     WHERE o.status = 'dead' AND o.terminal_at < now() - interval '30 days') t";
 
+/// The per-minute attempt counts (attempt_minutes), summed over shards.
+const MINUTES: &str = "SELECT coalesce(string_agg(minute::text || ' ' || dependency || ' ' || a || ' ' \
+    || f || ' ' || s, ', ' ORDER BY minute, dependency), '') FROM (SELECT minute, dependency, \
+    sum(attempts) AS a, sum(failed) AS f, sum(snoozed) AS s FROM attempt_minutes GROUP BY 1, 2) t";
+
 /// Moves the first `n` dead operations' ends 40 days back.
 fn age(db: &Pg, n: u32) {
     db.int(&format!(
@@ -85,6 +90,7 @@ fn dead_operations_archived_removed_and_restored_equal_on_postgres() {
     ));
     let before = db.text(AGED_ROWS).unwrap();
     let attempts_before = db.int("SELECT count(*) FROM operation_attempts");
+    let minutes_before = db.text(MINUTES).unwrap();
     let file = o.path("dead-2026-11.jsonl");
     let to = file.to_str().unwrap();
 
@@ -176,6 +182,11 @@ fn dead_operations_archived_removed_and_restored_equal_on_postgres() {
     assert_eq!(
         db.int("SELECT count(*) FROM operation_attempts"),
         attempts_before
+    );
+    assert_eq!(
+        db.text(MINUTES).unwrap(),
+        minutes_before,
+        "the per-minute counts are history: neither the archive nor the restore changes them"
     );
 
     let again = o.run(&["archive", "restore", to, "--json"]).json();
