@@ -76,7 +76,7 @@ impl Database {
 
     /// Drops `schema` and everything in it.
     pub(crate) async fn drop_schema(&self, schema: Schema) -> Result<()> {
-        schema.pool.close().await;
+        schema.store.close().await;
         self.admin
             .execute(AssertSqlSafe(format!(
                 "SET client_min_messages = warning; DROP SCHEMA {} CASCADE",

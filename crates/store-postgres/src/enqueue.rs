@@ -13,7 +13,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::row::{self, Columns};
-use crate::{PgStore, backend_error, sql};
+use crate::{PgStore, backend_error, kept, sql};
 
 /// Enqueues `ops` in input order; see
 /// [`EnqueueStore::operation_insert_many`](oprec_core::EnqueueStore::operation_insert_many).
@@ -24,8 +24,16 @@ pub(crate) async fn operation_insert_many(
     if ops.is_empty() {
         return Ok(Vec::new());
     }
-    let mut conn = store.pool.acquire().await.map_err(backend_error)?;
-    insert_on(&mut conn, ops).await
+    let keeps = store.pool.options().get_max_connections() >= kept::KEEP_FROM_POOL_SIZE;
+    let mut conn = match keeps.then(|| store.kept.take()).flatten() {
+        Some(conn) => conn,
+        None => store.pool.acquire().await.map_err(backend_error)?,
+    };
+    let enqueued = insert_on(&mut conn, ops).await?;
+    if keeps {
+        store.kept.keep(conn);
+    }
+    Ok(enqueued)
 }
 
 /// Enqueues `ops` in input order on `conn`, in whatever transaction it is in (none: each

@@ -39,6 +39,7 @@ mod enqueue;
 mod error;
 mod fenced;
 mod filter;
+mod kept;
 mod kinds;
 mod leader;
 mod limits;
@@ -110,6 +111,8 @@ pub struct PgStore {
     clock: Arc<dyn Clock>,
     /// Whether any fleet limit exists, as last looked up: claims skip the limits when none does.
     limits: Arc<limits::Presence>,
+    /// The connection enqueues keep between their statements (`kept`).
+    kept: Arc<kept::Kept>,
 }
 
 impl PgStore {
@@ -177,6 +180,7 @@ impl PgStore {
             pool,
             clock: Arc::new(SystemClock),
             limits: Arc::default(),
+            kept: Arc::default(),
         }
     }
 
@@ -186,9 +190,19 @@ impl PgStore {
         self
     }
 
-    /// The connection pool.
+    /// The connection pool. One of its connections may be in use while the store is idle: the
+    /// one enqueues keep between their statements, given back once unused for
+    /// [`CHECK_CONNECTIONS_IDLE_FOR`] (or by [`PgStore::close`]).
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// Closes the pool ([`PgPool::close`]) after giving back the connection enqueues keep
+    /// between their statements, which the pool would otherwise wait for until it sat idle for
+    /// [`CHECK_CONNECTIONS_IDLE_FOR`]; then waits for the connections still in use.
+    pub async fn close(&self) {
+        self.kept.give_back();
+        self.pool.close().await;
     }
 
     /// The value bound as "now" (`$1` in most statements): `None` lets SQL fall back to the
