@@ -16,8 +16,7 @@
 //! fewer than [`KEEP_FROM_POOL_SIZE`] connections keeps none, so that the one kept can never be
 //! the connection another statement waits for.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use sqlx::Postgres;
@@ -28,26 +27,29 @@ use crate::CHECK_CONNECTIONS_IDLE_FOR;
 /// The smallest pool whose enqueues keep a connection: with it, at least three others remain.
 pub(crate) const KEEP_FROM_POOL_SIZE: u32 = 4;
 
-/// The kept connection, when there is one, and when its last statement ended.
-#[derive(Default)]
+/// The kept connection, behind one lock with whether a task watches it.
+#[derive(Debug, Default)]
 pub(crate) struct Kept {
-    slot: Mutex<Option<(PoolConnection<Postgres>, Instant)>>,
-    /// Whether a task is watching the slot to give an idle connection back.
-    watched: AtomicBool,
+    slot: Mutex<Slot>,
 }
 
-impl std::fmt::Debug for Kept {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.slot.lock().map(|s| s.is_some()).unwrap_or(false);
-        f.debug_struct("Kept").field("kept", &kept).finish()
-    }
+#[derive(Debug, Default)]
+struct Slot {
+    /// The kept connection, when there is one, and when its last statement ended.
+    conn: Option<(PoolConnection<Postgres>, Instant)>,
+    /// Whether a task is watching the slot to give an idle connection back.
+    watched: bool,
 }
 
 impl Kept {
+    fn slot(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The kept connection, if one is there and was used within [`CHECK_CONNECTIONS_IDLE_FOR`];
     /// an older one goes back to the pool (whose check before use then applies to it).
     pub(crate) fn take(&self) -> Option<PoolConnection<Postgres>> {
-        let kept = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let kept = self.slot().conn.take();
         match kept {
             Some((conn, used)) if used.elapsed() < CHECK_CONNECTIONS_IDLE_FOR => Some(conn),
             _ => None,
@@ -56,22 +58,23 @@ impl Kept {
 
     /// Gives the kept connection, if any, back to the pool now.
     pub(crate) fn give_back(&self) {
-        let kept = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let kept = self.slot().conn.take();
         drop(kept);
     }
 
     /// Keeps `conn` for the next enqueue (or hands it back to the pool if another is kept
     /// already), and makes sure a task gives it back once it sits idle.
-    pub(crate) fn keep(self: &std::sync::Arc<Self>, conn: PoolConnection<Postgres>) {
+    pub(crate) fn keep(self: &Arc<Self>, conn: PoolConnection<Postgres>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_some() {
+        let mut slot = self.slot();
+        if slot.conn.is_some() {
             return;
         }
-        *slot = Some((conn, Instant::now()));
-        if !self.watched.swap(true, Ordering::AcqRel) {
+        slot.conn = Some((conn, Instant::now()));
+        if !slot.watched {
+            slot.watched = true;
             runtime.spawn(watch(self.clone()));
         }
     }
@@ -79,19 +82,19 @@ impl Kept {
 
 /// Gives the kept connection back to the pool once it has sat idle for
 /// [`CHECK_CONNECTIONS_IDLE_FOR`], then stops (the next [`Kept::keep`] starts another).
-async fn watch(kept: std::sync::Arc<Kept>) {
+async fn watch(kept: Arc<Kept>) {
     loop {
         tokio::time::sleep(CHECK_CONNECTIONS_IDLE_FOR).await;
-        let mut slot = kept.slot.lock().unwrap_or_else(|e| e.into_inner());
-        let idle = match &*slot {
+        let mut slot = kept.slot();
+        let idle = match &slot.conn {
             Some((_, used)) => used.elapsed() >= CHECK_CONNECTIONS_IDLE_FOR,
             None => true,
         };
         if idle {
-            let conn = slot.take();
-            // Cleared under the slot's lock, so a `keep` that fills the slot after this sees it
-            // unwatched and starts a watcher of its own.
-            kept.watched.store(false, Ordering::Release);
+            // Under the slot's lock: a `keep` that fills the slot after this sees it unwatched
+            // and starts a watcher of its own.
+            slot.watched = false;
+            let conn = slot.conn.take();
             drop(slot);
             drop(conn);
             return;
